@@ -1,0 +1,27 @@
+"""fade: advantage functions for RL with verifiable rewards.
+
+A registry of vectorised advantage estimators (GRPO, Dr. GRPO, RLOO, REINFORCE variants,
+pass@k training, MaxRL, W-REINFORCE, FADE, ...), their gradient-mass decomposition (analytic
+profiles over the solve rate and per-batch diagnostics), and the unbiased pass@k estimator.
+The core depends on torch and numpy only.
+"""
+
+from . import estimators as _estimators  # noqa: F401  (registers the estimators)
+from .mass import MassProfile, MassReport, decompose, mass_profile
+from .passk import pass_at_k
+from .registry import Estimator, advantages, available, estimator, register
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Estimator",
+    "MassProfile",
+    "MassReport",
+    "advantages",
+    "available",
+    "decompose",
+    "estimator",
+    "mass_profile",
+    "pass_at_k",
+    "register",
+]

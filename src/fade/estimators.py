@@ -1,0 +1,344 @@
+"""The advantage estimators of RL with verifiable rewards, one formula each.
+
+Each function maps a batch of rewards ``r`` (one per rollout) and its grouping ``g`` (the
+rollouts that share a prompt) to one advantage per rollout. Notation in the docstrings: for a
+rollout i of group g, ``mean`` and ``std`` are the group's reward mean and standard deviation,
+``n`` its size; for binary rewards ``p`` is the group's solve rate and ``q = 1 - p``.
+
+Conventions shared by every estimator:
+- A one-rollout group has no peer to compare with: centred estimators give it advantage 0.
+  (verl's loop implementations give it ``r`` instead; its vectorised RLOO gives 0.)
+- Groups whose rollouts all have the same reward get 0 from every centred estimator.
+- Dtype and device follow the rewards; there is no Python loop over groups or rollouts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .registry import register
+from .segments import Groups
+
+# -- parameter checks ------------------------------------------------------------------------
+
+
+def _number(params: dict[str, Any], key: str, *, low: float | None = None, strict: bool = False) -> None:
+    value = params[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or abs(value) == float("inf"):
+        raise ValueError(f"{key} must be a finite number, got {value!r}")
+    if low is not None and (value < low or (strict and value == low)):
+        raise ValueError(f"{key} must be {'>' if strict else '>='} {low}, got {value!r}")
+
+
+def _check_eps(p: dict[str, Any]) -> None:
+    _number(p, "eps", low=0.0)
+
+
+def _check_k(p: dict[str, Any]) -> None:
+    k = p["k"]
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+
+
+def _check_grpo(p: dict[str, Any]) -> None:
+    _check_eps(p)
+    if p["std"] not in ("unbiased", "population"):
+        raise ValueError(f"std must be 'unbiased' or 'population', got {p['std']!r}")
+    if p["scale"] not in ("group", "batch", "none"):
+        raise ValueError(f"scale must be 'group', 'batch' or 'none', got {p['scale']!r}")
+
+
+def _log_comb(a: torch.Tensor, b: int) -> torch.Tensor:
+    """log C(a, b) elementwise for integer-valued float64 ``a``; -inf where a < b."""
+    out = torch.lgamma(a + 1) - torch.lgamma(torch.full_like(a, b + 1.0)) - torch.lgamma((a - b).clamp_min(0) + 1)
+    return torch.where(a >= b, out, torch.full_like(a, -torch.inf))
+
+
+def _require_group_size(g: Groups, k: int, name: str) -> None:
+    smallest = int(g.counts.min())
+    if smallest < k:
+        raise ValueError(f"{name} with k={k} needs every group to have at least k rollouts; smallest group has {smallest}")
+
+
+def _comb_ratio(top: torch.Tensor, bottom: torch.Tensor, b: int) -> torch.Tensor:
+    """C(top, b) / C(bottom, b) for integer-valued float64 tensors, stable for large values."""
+    return torch.exp(_log_comb(top, b) - _log_comb(bottom, b))
+
+
+# -- group-centred estimators ------------------------------------------------------------------
+
+
+@register("dr_grpo", centred=True)
+def dr_grpo(r: torch.Tensor, g: Groups) -> torch.Tensor:
+    """Dr. GRPO: A_i = r_i - mean.
+
+    GRPO without the standard-deviation scale (Liu et al. 2025, "Understanding R1-Zero-Like
+    Training: A Critical Perspective", arXiv 2503.20783). Binary: a+ = q, a- = -p,
+    m_S = m_F = pq; implied objective p.
+    """
+    return r - g.mean_of(r)
+
+
+@register("grpo", centred=True, check=_check_grpo, eps=1e-6, std="unbiased", scale="group")
+def grpo(r: torch.Tensor, g: Groups, *, eps: float, std: str, scale: str) -> torch.Tensor:
+    """GRPO: A_i = (r_i - mean) / (s + eps).
+
+    Group-normalised advantage (Shao et al. 2024, DeepSeekMath, arXiv 2402.03300). ``s`` is the
+    group's standard deviation, unbiased by default as in verl (``std="population"`` for the
+    biased one); ``scale="batch"`` divides by the whole batch's std instead (TRL's
+    ``scale_rewards="batch"``), ``"none"`` not at all. verl uses eps=1e-6, TRL 1e-4.
+    Binary (group scale): a+ = q/s, a- = -p/s, m_S = m_F = pq/s.
+    """
+    unbiased = std == "unbiased"
+    mean = g.mean(r)
+    centred = r - g.expand(mean)
+    if scale == "none":
+        return centred
+    if scale == "group":
+        s = g.expand(g.std(r, unbiased=unbiased, mean=mean))
+    else:
+        s = r.std(correction=1 if unbiased else 0) if r.numel() > 1 else r.new_zeros(())
+    return centred / (s + eps)
+
+
+@register("rloo", centred=True)
+def rloo(r: torch.Tensor, g: Groups) -> torch.Tensor:
+    """RLOO: A_i = r_i - mean_{j != i} r_j = n (r_i - mean) / (n - 1).
+
+    Leave-one-out baseline (Kool et al. 2019; Ahmadian et al. 2024, arXiv 2402.14740).
+    Binary: a+ = n q/(n-1), a- = -n p/(n-1).
+    """
+    n = g.sizes(r.dtype)
+    return (r - g.mean_of(r)) * n / (n - 1).clamp_min(1)
+
+
+@register("maxrl", centred=True, rewards="unit")
+def maxrl(r: torch.Tensor, g: Groups) -> torch.Tensor:
+    """MaxRL: A_i = (r_i - mean) / mean, and 0 where mean = 0.
+
+    Normalising by the solve rate makes the implied objective log p (maximum likelihood of
+    success). Binary: a+ = q/p, a- = -1, m_S = m_F = q. Rewards in [0, 1].
+    """
+    mean = g.mean_of(r)
+    safe = torch.where(mean > 0, mean, torch.ones_like(mean))
+    return torch.where(mean > 0, (r - mean) / safe, torch.zeros_like(r))
+
+
+def _check_alpha(p: dict[str, Any]) -> None:
+    _number(p, "alpha", low=0.0)
+
+
+@register("power", centred=True, rewards="unit", check=_check_alpha, alpha=2.0)
+def power(r: torch.Tensor, g: Groups, *, alpha: float) -> torch.Tensor:
+    """Power(alpha): A_i = (1 - mean)^(alpha - 1) (r_i - mean).
+
+    The FADE paper's difficulty probe: m_S = m_F = p q^alpha, so alpha > 1 moves gradient mass
+    to hard prompts and alpha = 1 is dr_grpo. Rewards in [0, 1].
+    """
+    mean = g.mean_of(r)
+    q = 1 - mean
+    focus = torch.where(q > 0, q.clamp_min(torch.finfo(r.dtype).tiny) ** (alpha - 1), torch.zeros_like(q))
+    return focus * (r - mean)
+
+
+def _check_delta(p: dict[str, Any]) -> None:
+    _number(p, "delta", low=0.0, strict=True)
+
+
+@register("asym_grpo", check=_check_delta, delta=0.5)
+def asym_grpo(r: torch.Tensor, g: Groups, *, delta: float) -> torch.Tensor:
+    """AsymGRPO(delta): A_i = r_i - mean above the mean, (r_i - mean) / delta below it.
+
+    The FADE paper's sign probe: m_S = pq, m_F = pq/delta. delta < 1 amplifies the negative
+    (failure) mass, delta > 1 the positive; delta = 1 is dr_grpo.
+    """
+    d = r - g.mean_of(r)
+    return torch.where(d < 0, d / delta, d)
+
+
+@register("passk", centred=True, rewards="binary", check=_check_k, k=4)
+def passk(r: torch.Tensor, g: Groups, *, k: int) -> torch.Tensor:
+    """Pass@k training advantage (Chen et al. 2025, arXiv 2508.10751), analytic form.
+
+    With c successes out of n: rho = 1 - C(n-c, k)/C(n, k) (the group's pass@k),
+    sigma = sqrt(rho (1 - rho)), X = C(n-c-1, k-1)/C(n-1, k-1);
+    a+ = (1 - rho)/sigma = q X/sigma, a- = (1 - rho - X)/sigma = -p X/sigma; 0 where sigma = 0.
+    Implied objective 1 - (1-p)^k. Binary rewards; every group needs at least k rollouts.
+    """
+    _require_group_size(g, k, "passk")
+    n = g.counts.to(torch.float64)
+    c = g.sum(r.to(torch.float64))
+    fail_all = _comb_ratio(n - c, n, k)  # 1 - rho
+    x = _comb_ratio(n - c - 1, n - 1, k - 1)
+    sigma = (fail_all * (1 - fail_all)).clamp_min(0).sqrt()
+    ok = sigma > 0
+    safe = torch.where(ok, sigma, torch.ones_like(sigma))
+    a_pos = torch.where(ok, fail_all / safe, torch.zeros_like(sigma))
+    a_neg = torch.where(ok, (fail_all - x) / safe, torch.zeros_like(sigma))
+    success = r > 0.5
+    return torch.where(success, g.expand(a_pos).to(r.dtype), g.expand(a_neg).to(r.dtype))
+
+
+@register("pkpo", centred=True, rewards="binary", check=_check_k, k=4)
+def pkpo(r: torch.Tensor, g: Groups, *, k: int) -> torch.Tensor:
+    """PKPO (Walder & Karkhanis 2025, arXiv 2505.15201), binary rewards, centred.
+
+    The unbiased pass@k gradient weights s_i = k for a success and k rho(n-1, c, k-1) =
+    k (1 - X) for a failure (the paper's weights times n, so that pkpo with k = 1 is dr_grpo),
+    minus their group mean: A_i = k X (r_i - p). m_S = m_F = k p q X. The group mean stands in
+    for the paper's leave-one-out baselines. Every group needs at least k rollouts.
+    """
+    _require_group_size(g, k, "pkpo")
+    n = g.counts.to(torch.float64)
+    c = g.sum(r.to(torch.float64))
+    x = g.expand(_comb_ratio(n - c - 1, n - 1, k - 1)).to(r.dtype)
+    s = torch.where(r > 0.5, torch.full_like(r, float(k)), k * (1 - x))
+    return s - g.mean_of(s)
+
+
+def _check_beta(p: dict[str, Any]) -> None:
+    _number(p, "beta")
+    if p["beta"] == 0:
+        raise ValueError("beta must be non-zero (beta -> 0 is dr_grpo), got 0")
+
+
+@register("logmeanexp", centred=True, check=_check_beta, beta=2.0)
+def logmeanexp(r: torch.Tensor, g: Groups, *, beta: float) -> torch.Tensor:
+    """Log-mean-exp: A_i = (exp(beta r_i) / mean_j exp(beta r_j) - 1) / beta.
+
+    The score-function weight of the risk-seeking objective (1/beta) log E[exp(beta r)], with
+    the group mean as baseline. beta -> 0 recovers dr_grpo; beta > 0 favours rare successes.
+    Binary: a+ = (e^beta / (p e^beta + q) - 1)/beta, a- = (1/(p e^beta + q) - 1)/beta.
+    """
+    z = beta * r
+    e = torch.exp(z - g.expand(g.max(z)))
+    return (e / g.mean_of(e) - 1) / beta
+
+
+@register("gpg", centred=True)
+def gpg(r: torch.Tensor, g: Groups) -> torch.Tensor:
+    """GPG (Chu et al. 2025, arXiv 2504.02546), as verl computes it.
+
+    A_i = (N / M) (r_i - mean), where N is the batch size and M the number of rollouts with a
+    non-zero reward (at least 1): a batch-level correction for groups that carry no signal.
+    """
+    m = torch.count_nonzero(r).clamp_min(1).to(r.dtype)
+    return (r.numel() / m) * (r - g.mean_of(r))
+
+
+def _check_grpo_passk(p: dict[str, Any]) -> None:
+    _check_eps(p)
+    if not isinstance(p["norm_by_std"], bool):
+        raise ValueError(f"norm_by_std must be True or False, got {p['norm_by_std']!r}")
+
+
+@register("grpo_passk", check=_check_grpo_passk, eps=1e-6, norm_by_std=True)
+def grpo_passk(r: torch.Tensor, g: Groups, *, eps: float, norm_by_std: bool) -> torch.Tensor:
+    """verl's grpo_passk (after arXiv 2503.19595): only a group's best rollout gets an advantage.
+
+    A_i = r_max - r_second (over the group) for the unique best rollout, divided by
+    (std + eps) when ``norm_by_std``; every other rollout, and every rollout of a group whose
+    maximum is tied, gets 0. Every group needs at least 2 rollouts.
+    """
+    _require_group_size(g, 2, "grpo_passk")
+    top = g.max(r)
+    is_top = r == g.expand(top)
+    n_top = g.sum(is_top.to(r.dtype))
+    second = g.max(torch.where(is_top, torch.full_like(r, -torch.inf), r))
+    second = torch.where(n_top > 1, top, second)  # a tie at the top: no unique best
+    gap = top - second
+    if norm_by_std:
+        gap = gap / (g.std(r) + eps)
+    return torch.where(is_top & g.expand(n_top == 1), g.expand(gap), torch.zeros_like(r))
+
+
+@register("reinforce_pp_baseline", centred=True, uses=("lengths",), check=_check_eps, eps=1e-8)
+def reinforce_pp_baseline(r: torch.Tensor, g: Groups, *, eps: float, lengths: torch.Tensor | None = None) -> torch.Tensor:
+    """REINFORCE++ with a group baseline (Hu 2025, arXiv 2501.03262), as verl computes it.
+
+    x_i = r_i - mean, then whitened over the batch: A_i = (x_i - mu) / sqrt(var + eps), where
+    mu and the unbiased var are over tokens, so each rollout weighs by its length when
+    ``lengths`` is given (equal weights otherwise).
+    """
+    return _whiten(r - g.mean_of(r), lengths, eps)
+
+
+@register("reinforce_pp", uses=("lengths",), check=_check_eps, eps=1e-8)
+def reinforce_pp(r: torch.Tensor, g: Groups, *, eps: float, lengths: torch.Tensor | None = None) -> torch.Tensor:
+    """REINFORCE++ (Hu 2025, arXiv 2501.03262) for outcome rewards, as verl computes it.
+
+    A_i = (r_i - mu) / sqrt(var + eps), mu and the unbiased var over the batch's tokens (each
+    rollout weighs by its length when ``lengths`` is given). Groups are not used.
+    """
+    return _whiten(r, lengths, eps)
+
+
+def _whiten(x: torch.Tensor, lengths: torch.Tensor | None, eps: float) -> torch.Tensor:
+    w = lengths if lengths is not None else torch.ones_like(x)
+    total = w.sum()
+    if float(total) <= 1:
+        raise ValueError(f"whitening needs more than one token in the batch, got {float(total)}")
+    mu = (w * x).sum() / total
+    var = (w * (x - mu) ** 2).sum() / (total - 1)
+    return (x - mu) * torch.rsqrt(var + eps)
+
+
+@register("opo", needs=("lengths",))
+def opo(r: torch.Tensor, g: Groups, *, lengths: torch.Tensor) -> torch.Tensor:
+    """OPO (Hao et al. 2025, arXiv 2505.23585): the length-weighted optimal baseline.
+
+    A_i = r_i - sum_j l_j r_j / sum_j l_j over the group, with l the response lengths.
+    """
+    return r - g.expand(g.sum(lengths * r) / g.sum(lengths))
+
+
+@register("remax", needs=("baseline_rewards",))
+def remax(r: torch.Tensor, g: Groups, *, baseline_rewards: torch.Tensor) -> torch.Tensor:
+    """ReMax (Li et al. 2023, arXiv 2310.10505): A_i = r_i - b_i.
+
+    ``b_i`` is the reward of the greedy response to rollout i's prompt, passed as
+    ``baseline_rewards``. Groups are not used.
+    """
+    return r - baseline_rewards
+
+
+# -- uncentred estimators ----------------------------------------------------------------------
+
+
+@register("reinforce")
+def reinforce(r: torch.Tensor, g: Groups) -> torch.Tensor:
+    """REINFORCE without baseline (Williams 1992): A_i = r_i. Binary: a+ = 1, a- = 0."""
+    return r.clone()
+
+
+@register("psr", rewards="unit")
+def psr(r: torch.Tensor, g: Groups) -> torch.Tensor:
+    """Positive sample reinforcement (Zhu et al. 2025, arXiv 2506.01347): A_i = r_i.
+
+    Only successes are reinforced (a+ = 1, a- = 0; m_S = p, m_F = 0). Rewards in [0, 1].
+    """
+    return r.clone()
+
+
+@register("nsr", rewards="unit")
+def nsr(r: torch.Tensor, g: Groups) -> torch.Tensor:
+    """Negative sample reinforcement (Zhu et al. 2025, arXiv 2506.01347): A_i = r_i - 1.
+
+    Only failures are pushed down (a+ = 0, a- = -1; m_S = 0, m_F = q). Rewards in [0, 1].
+    """
+    return r - 1
+
+
+def _check_lam(p: dict[str, Any]) -> None:
+    _number(p, "lam", low=0.0)
+
+
+@register("w_reinforce", rewards="unit", check=_check_lam, lam=0.1)
+def w_reinforce(r: torch.Tensor, g: Groups, *, lam: float) -> torch.Tensor:
+    """W-REINFORCE (Zhu et al. 2025, arXiv 2506.01347): A_i = lam r_i - (1 - r_i).
+
+    lam times PSR plus NSR: a+ = lam, a- = -1, m_S = lam p, m_F = q. Rewards in [0, 1].
+    """
+    return lam * r - (1 - r)

@@ -1,0 +1,214 @@
+"""Gradient mass: where an advantage puts its positive and negative weight.
+
+For binary rewards and a prompt solved with probability p, an advantage that gives a+ to
+successes and a- to failures yields the expected gradient m_S g_S - m_F g_F with positive mass
+m_S = p a+ and negative mass m_F = q |a-| (FADE paper, section 2). :func:`mass_profile` computes
+a+, a-, m_S and m_F at every solve rate k/G a group of G rollouts can show, by running the
+estimator itself on one canonical group per k. :func:`decompose` measures the same quantities
+on any batch of advantages, binary rewards or not.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from .registry import Estimator, estimator
+from .segments import as_groups, as_rewards, check_finite
+
+__all__ = ["MassProfile", "MassReport", "mass_profile", "decompose"]
+
+
+@dataclass(frozen=True)
+class MassReport:
+    """Batch diagnostics of a set of advantages (FADE.md section 2).
+
+    Attributes:
+        positive_mass: (1/N) sum max(A, 0).
+        negative_mass: (1/N) sum max(-A, 0).
+        total_mass: their sum, the scale axis.
+        sign_balance: positive / total; 0.5 is balanced, NaN when the batch has no mass.
+        difficulty: sum |A_i| p_g(i) / sum |A_i|, the mass-weighted mean group success rate
+            (group mean reward); low means hard focus. NaN when the batch has no mass.
+        effective_sample_fraction: (sum |A|)^2 / (N sum A^2), in [0, 1]; 0 when the batch has
+            no mass (no rollout carries signal).
+        num_rollouts, num_groups: batch shape.
+    """
+
+    positive_mass: float
+    negative_mass: float
+    total_mass: float
+    sign_balance: float
+    difficulty: float
+    effective_sample_fraction: float
+    num_rollouts: int
+    num_groups: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def decompose(
+    advantages: torch.Tensor | np.ndarray | list[float],
+    rewards: torch.Tensor | np.ndarray | list[float],
+    groups: int | torch.Tensor | np.ndarray | list,
+) -> MassReport:
+    """Positive/negative mass, sign balance, difficulty and effective sample fraction of a batch.
+
+    ``advantages`` holds one value per rollout (for token-level advantages pass each sequence's
+    value); ``rewards`` and ``groups`` are as for the estimators.
+    """
+    r = as_rewards(rewards)
+    a = torch.as_tensor(np.asarray(advantages) if not isinstance(advantages, torch.Tensor) else advantages)
+    if a.dim() != 1:
+        raise ValueError(
+            f"advantages must be 1-D (one per rollout), got shape {tuple(a.shape)}; "
+            "for token-level advantages pass one value per sequence"
+        )
+    if a.numel() != r.numel():
+        raise ValueError(f"got {a.numel()} advantages for {r.numel()} rewards: expected one advantage per rollout")
+    a = a.to(device=r.device, dtype=torch.float64)
+    check_finite(a, "advantages")
+    g = as_groups(groups, r.numel(), r.device)
+    n = a.numel()
+    mag = a.abs()
+    pos = float(a.clamp_min(0).sum()) / n
+    neg = float((-a).clamp_min(0).sum()) / n
+    total = pos + neg
+    sq = float((a * a).sum())
+    if total > 0:
+        p_group = g.mean_of(r.to(torch.float64))
+        difficulty = float((mag * p_group).sum() / mag.sum())
+        sign_balance = pos / total
+        esf = min(1.0, (total * n) ** 2 / (n * sq)) if sq > 0 else 0.0
+    else:
+        difficulty = sign_balance = math.nan
+        esf = 0.0
+    return MassReport(
+        positive_mass=pos,
+        negative_mass=neg,
+        total_mass=total,
+        sign_balance=sign_balance,
+        difficulty=difficulty,
+        effective_sample_fraction=esf,
+        num_rollouts=n,
+        num_groups=g.num_groups,
+    )
+
+
+@dataclass(frozen=True)
+class MassProfile:
+    """An estimator's advantages and gradient mass at each solve rate p = k/G, k = 0..G.
+
+    Attributes (float64 tensors of length G + 1):
+        p: solve rates k/G.
+        adv_pos: a+, the mean advantage of a success (0 at k = 0, where there is none).
+        adv_neg: a-, the mean advantage of a failure, signed (0 at k = G).
+        positive: m_S = p a+.
+        negative: m_F = q |a-|.
+        weight: w(p) = a+ - a-, the weight of grad p in the group's expected gradient: the
+            derivative of the objective the estimator implicitly ascends.
+    Scalars, for a uniform spread of p (one group per k, which is the expected batch when
+    p ~ Uniform(0, 1)): ``sign_balance``, ``difficulty``, ``effective_sample_fraction``.
+    """
+
+    name: str
+    group_size: int
+    params: dict[str, Any]
+    p: torch.Tensor
+    adv_pos: torch.Tensor
+    adv_neg: torch.Tensor
+    positive: torch.Tensor
+    negative: torch.Tensor
+    weight: torch.Tensor
+    sign_balance: float
+    difficulty: float
+    effective_sample_fraction: float
+
+    def rows(self) -> list[dict[str, float]]:
+        """One dict per k, for tables and JSON."""
+        return [
+            {
+                "k": k,
+                "p": float(self.p[k]),
+                "adv_pos": float(self.adv_pos[k]),
+                "adv_neg": float(self.adv_neg[k]),
+                "positive": float(self.positive[k]),
+                "negative": float(self.negative[k]),
+                "weight": float(self.weight[k]),
+            }
+            for k in range(self.group_size + 1)
+        ]
+
+
+def canonical_batch(group_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rewards and group ids of G + 1 groups of G rollouts, group k holding k successes first."""
+    g = group_size
+    j = torch.arange(g, dtype=torch.float64)
+    rewards = (j.unsqueeze(0) < torch.arange(g + 1, dtype=torch.float64).unsqueeze(1)).to(torch.float64).reshape(-1)
+    return rewards, torch.arange(g + 1).repeat_interleave(g)
+
+
+def mass_profile(
+    name_or_estimator: str | Estimator,
+    group_size: int,
+    *,
+    lengths: float = 1.0,
+    baseline_rewards: float | None = None,
+    **params: Any,
+) -> MassProfile:
+    """The gradient-mass profile of an estimator over the solve rates of a group of ``group_size``.
+
+    Args:
+        name_or_estimator: a registered name (built with ``params``) or an estimator, which is
+            copied so that a stateful one is not advanced.
+        group_size: G >= 2.
+        lengths: the response length every rollout gets (for length-aware estimators).
+        baseline_rewards: the baseline reward every rollout gets (needed by ``remax``).
+        **params: estimator parameters, e.g. ``alpha=3, delta=0.3`` for ``fade``.
+    """
+    if isinstance(group_size, bool) or not isinstance(group_size, (int, np.integer)) or group_size < 2:
+        raise ValueError(f"group_size must be an integer >= 2, got {group_size!r}")
+    g = int(group_size)
+    if isinstance(name_or_estimator, Estimator):
+        if params:
+            raise ValueError(f"parameters {sorted(params)} were given with an estimator object; set them when building it")
+        est = copy.deepcopy(name_or_estimator)
+    else:
+        est = estimator(name_or_estimator, **params)
+    rewards, ids = canonical_batch(g)
+    inputs: dict[str, torch.Tensor] = {"lengths": torch.full_like(rewards, float(lengths))}
+    if baseline_rewards is not None:
+        inputs["baseline_rewards"] = torch.full_like(rewards, float(baseline_rewards))
+    given = {k: v for k, v in inputs.items() if k in (*est.spec.needs, *est.spec.uses)}
+    adv = est(rewards, ids, **given).to(torch.float64)
+    check_finite(adv, f"{est.name} advantages")
+
+    grid = adv.view(g + 1, g)
+    success = rewards.view(g + 1, g) > 0.5
+    k = torch.arange(g + 1, dtype=torch.float64)
+    p = k / g
+    sum_pos = torch.where(success, grid, torch.zeros_like(grid)).sum(1)
+    sum_neg = torch.where(~success, grid, torch.zeros_like(grid)).sum(1)
+    adv_pos = torch.where(k > 0, sum_pos / k.clamp_min(1), torch.zeros_like(k))
+    adv_neg = torch.where(k < g, sum_neg / (g - k).clamp_min(1), torch.zeros_like(k))
+    rep = decompose(adv, rewards, ids)
+    return MassProfile(
+        name=est.name,
+        group_size=g,
+        params=dict(est.params),
+        p=p,
+        adv_pos=adv_pos,
+        adv_neg=adv_neg,
+        positive=p * adv_pos,
+        negative=(1 - p) * adv_neg.abs(),
+        weight=adv_pos - adv_neg,
+        sign_balance=rep.sign_balance,
+        difficulty=rep.difficulty,
+        effective_sample_fraction=rep.effective_sample_fraction,
+    )

@@ -1,0 +1,245 @@
+"""The estimator registry: names, parameters and the callable objects users hold.
+
+An advantage estimator is a pure function of a batch of rewards and their grouping (plus named
+per-rollout inputs such as response lengths), with parameters bound at construction. A stateful
+estimator (FADE) adds training signals (``observe``) and explicit state (``state_dict``). Every
+estimator is registered under a name with its default parameters, the per-rollout inputs it
+needs, and the rewards it accepts; ``fade.estimator(name, **params)`` builds one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from .segments import Groups, as_groups, as_rewards, check_finite
+
+__all__ = ["Estimator", "EstimatorSpec", "register", "estimator", "available", "advantages", "spec", "INPUTS"]
+
+#: Per-rollout inputs an estimator may take as keyword arguments, and what each one is.
+INPUTS: dict[str, str] = {
+    "lengths": "response length of each rollout in tokens (positive)",
+    "baseline_rewards": "reward of a baseline response for each rollout's prompt (e.g. ReMax's greedy decode)",
+}
+
+RewardKind = str  # "any" | "unit" (each in [0, 1]) | "binary" (each 0 or 1)
+
+
+@dataclass(frozen=True)
+class EstimatorSpec:
+    """What the registry knows about one estimator."""
+
+    name: str
+    fn: Callable[..., torch.Tensor]
+    defaults: Mapping[str, Any]
+    needs: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ()
+    centred: bool = False
+    rewards: RewardKind = "any"
+    check: Callable[[dict[str, Any]], None] | None = None
+    cls: type[Estimator] | None = None
+    summary: str = ""
+
+
+_REGISTRY: dict[str, EstimatorSpec] = {}
+
+
+def register(
+    name: str,
+    *,
+    needs: tuple[str, ...] = (),
+    uses: tuple[str, ...] = (),
+    centred: bool = False,
+    rewards: RewardKind = "any",
+    check: Callable[[dict[str, Any]], None] | None = None,
+    cls: type[Estimator] | None = None,
+    **defaults: Any,
+) -> Callable[[Callable[..., torch.Tensor]], Callable[..., torch.Tensor]]:
+    """Register ``fn(rewards, groups, **params, **inputs) -> advantages`` under ``name``.
+
+    Args:
+        needs: per-rollout inputs that must be given (names from :data:`INPUTS`).
+        uses: per-rollout inputs that are used when given.
+        centred: advantages have zero mean within every group (when rollouts weigh equally).
+        rewards: which rewards the formula is defined for: "any", "unit" or "binary".
+        check: validates a full parameter dict, raising ValueError.
+        cls: the :class:`Estimator` subclass to build (stateful estimators).
+        **defaults: the parameters and their default values.
+    """
+    if rewards not in ("any", "unit", "binary"):
+        raise ValueError(f"rewards must be 'any', 'unit' or 'binary', got {rewards!r}")
+    for key in (*needs, *uses):
+        if key not in INPUTS:
+            raise ValueError(f"unknown per-rollout input {key!r}; known: {sorted(INPUTS)}")
+
+    def wrap(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+        if name in _REGISTRY and _REGISTRY[name].fn is not fn:
+            raise ValueError(f"estimator {name!r} is already registered")
+        doc = (fn.__doc__ or "").strip().splitlines()
+        _REGISTRY[name] = EstimatorSpec(
+            name=name,
+            fn=fn,
+            defaults=dict(defaults),
+            needs=tuple(needs),
+            uses=tuple(uses),
+            centred=centred,
+            rewards=rewards,
+            check=check,
+            cls=cls,
+            summary=doc[0] if doc else "",
+        )
+        return fn
+
+    return wrap
+
+
+def available() -> list[str]:
+    """Registered estimator names, sorted."""
+    return sorted(_REGISTRY)
+
+
+def spec(name: str) -> EstimatorSpec:
+    """The registry entry for ``name``; unknown names raise ValueError listing the known ones."""
+    if not isinstance(name, str) or name not in _REGISTRY:
+        raise ValueError(f"unknown estimator {name!r}; available: {', '.join(available())}")
+    return _REGISTRY[name]
+
+
+def estimator(name: str, **params: Any) -> Estimator:
+    """Build the estimator registered as ``name`` with ``params`` over its defaults."""
+    s = spec(name)
+    cls = s.cls or Estimator
+    return cls(s, params)
+
+
+def advantages(
+    name: str,
+    rewards: torch.Tensor | np.ndarray | list[float],
+    groups: int | torch.Tensor | np.ndarray | list,
+    *,
+    lengths: Any = None,
+    baseline_rewards: Any = None,
+    **params: Any,
+) -> torch.Tensor:
+    """One-shot form of ``fade.estimator(name, **params)(rewards, groups, ...)``."""
+    return estimator(name, **params)(rewards, groups, lengths=lengths, baseline_rewards=baseline_rewards)
+
+
+@dataclass
+class Estimator:
+    """A registered advantage formula with its parameters bound.
+
+    Call it as ``est(rewards, groups, lengths=..., baseline_rewards=...)`` to get one advantage per
+    rollout (same dtype and device as the rewards). Stateless estimators ignore ``observe`` and
+    have empty state; stateful ones (FADE) override :meth:`observe`, :meth:`state_dict` and
+    :meth:`load_state_dict`.
+
+    ``last`` holds what the latest call scheduled (empty for stateless estimators), so a trainer
+    can log it.
+    """
+
+    spec: EstimatorSpec
+    params: dict[str, Any]
+    last: dict[str, float] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.params) - set(self.spec.defaults))
+        if unknown:
+            accepted = ", ".join(f"{k}={v!r}" for k, v in self.spec.defaults.items()) or "none"
+            raise ValueError(
+                f"estimator {self.spec.name!r} got unknown parameter(s) {unknown}; accepted (with defaults): {accepted}"
+            )
+        self.params = {**self.spec.defaults, **self.params}
+        if self.spec.check is not None:
+            self.spec.check(self.params)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def stateful(self) -> bool:
+        return False
+
+    def __call__(
+        self,
+        rewards: torch.Tensor | np.ndarray | list[float],
+        groups: int | torch.Tensor | np.ndarray | list,
+        *,
+        lengths: Any = None,
+        baseline_rewards: Any = None,
+    ) -> torch.Tensor:
+        r = as_rewards(rewards)
+        g = as_groups(groups, r.numel(), r.device)
+        inputs = self._inputs(r, lengths=lengths, baseline_rewards=baseline_rewards)
+        _check_reward_kind(self.spec, r)
+        return self.compute(r, g, **inputs)
+
+    def compute(self, rewards: torch.Tensor, groups: Groups, **inputs: torch.Tensor) -> torch.Tensor:
+        """The formula on validated inputs. Subclasses with state override this."""
+        return self.spec.fn(rewards, groups, **self.params, **inputs)
+
+    def observe(self, **signals: float) -> None:
+        """Feed training signals (e.g. ``entropy=``). Stateless estimators validate and ignore them."""
+        for key, value in signals.items():
+            _check_signal(key, value)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        if state:
+            raise ValueError(f"estimator {self.name!r} is stateless: expected an empty state, got keys {sorted(state)}")
+
+    def _inputs(self, r: torch.Tensor, **given: Any) -> dict[str, torch.Tensor]:
+        out: dict[str, torch.Tensor] = {}
+        for key in self.spec.needs:
+            if given.get(key) is None:
+                raise ValueError(
+                    f"estimator {self.name!r} needs {key}= ({INPUTS[key]}): pass one value per rollout"
+                )
+        for key in (*self.spec.needs, *self.spec.uses):
+            value = given.get(key)
+            if value is None:
+                continue
+            t = torch.as_tensor(np.asarray(value) if not isinstance(value, torch.Tensor) else value)
+            t = t.to(device=r.device, dtype=r.dtype)
+            if t.dim() != 1 or t.numel() != r.numel():
+                raise ValueError(f"{key} must have one value per rollout ({r.numel()}), got shape {tuple(t.shape)}")
+            check_finite(t, key)
+            if key == "lengths" and bool((t <= 0).any()):
+                raise ValueError(f"lengths must be positive, got minimum {t.min().item()}")
+            out[key] = t
+        return out
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"fade.estimator({self.name!r}{', ' if args else ''}{args})"
+
+
+def _check_reward_kind(s: EstimatorSpec, r: torch.Tensor) -> None:
+    if s.rewards == "any":
+        return
+    lo, hi = float(r.min()), float(r.max())
+    if lo < 0.0 or hi > 1.0:
+        raise ValueError(f"estimator {s.name!r} expects rewards in [0, 1], got values in [{lo}, {hi}]")
+    if s.rewards == "binary" and not bool(((r == 0) | (r == 1)).all()):
+        bad = r[(r != 0) & (r != 1)][0].item()
+        raise ValueError(f"estimator {s.name!r} expects binary rewards (0 or 1), got {bad}")
+
+
+def _check_signal(key: str, value: Any) -> float:
+    if key != "entropy":
+        raise ValueError(f"unknown training signal {key!r}; known: entropy")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"entropy must be a number, got {value!r}") from None
+    if not math.isfinite(x) or x < 0:
+        raise ValueError(f"entropy must be a finite non-negative number (mean token entropy, nats), got {x}")
+    return x

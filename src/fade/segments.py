@@ -1,0 +1,202 @@
+"""Segment operations over ragged groups of rollouts.
+
+Every estimator reduces rewards within the group of rollouts that share a prompt. This module
+is the one place that turns user-facing group ids into a dense index and does those reductions
+(sum, mean, variance, max) without a Python loop over groups. When the groups are consecutive
+and of equal size, reductions run on a reshaped view, which is several times faster than a
+scatter; ragged groups and arbitrary ids go through ``index_add_`` / ``scatter_reduce``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+__all__ = ["Groups", "as_rewards", "as_groups", "check_finite"]
+
+
+def as_rewards(rewards: torch.Tensor | np.ndarray | Sequence[float], *, name: str = "rewards") -> torch.Tensor:
+    """Return ``rewards`` as a 1-D floating tensor with finite values.
+
+    Integer and boolean inputs become the default float dtype; floating inputs keep their dtype
+    and device.
+    """
+    if not isinstance(rewards, torch.Tensor):
+        try:
+            rewards = torch.as_tensor(np.asarray(rewards))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name} must be a 1-D array of numbers, got {type(rewards).__name__}: {exc}") from None
+    if rewards.is_complex():
+        raise ValueError(f"{name} must be real numbers, got dtype {rewards.dtype}")
+    if not rewards.is_floating_point():
+        rewards = rewards.to(torch.get_default_dtype())
+    if rewards.dim() != 1:
+        raise ValueError(f"{name} must be 1-D (one value per rollout), got shape {tuple(rewards.shape)}")
+    if rewards.numel() == 0:
+        raise ValueError(f"{name} is empty: expected at least one rollout")
+    check_finite(rewards, name)
+    return rewards
+
+
+def check_finite(x: torch.Tensor, name: str) -> None:
+    """Raise ValueError naming the first non-finite entry of ``x``."""
+    bad = ~torch.isfinite(x)
+    if bool(bad.any()):
+        i = int(bad.nonzero()[0, 0])
+        raise ValueError(
+            f"{name} must be finite, got {x[i].item()} at position {i} "
+            f"({int(bad.sum())} non-finite value(s) in {x.numel()})"
+        )
+
+
+def _is_integer_dtype(dtype: torch.dtype) -> bool:
+    return dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+
+
+@dataclass(frozen=True)
+class Groups:
+    """A dense grouping of ``n`` rollouts into ``num_groups`` groups.
+
+    Attributes:
+        index: int64 tensor (n,), the dense group of each rollout, values in [0, num_groups).
+        counts: int64 tensor (num_groups,), rollouts per group (all >= 1).
+        size: the common group size when groups are consecutive blocks of equal size, else None;
+            reductions then use a reshape instead of a scatter.
+    """
+
+    index: torch.Tensor
+    counts: torch.Tensor
+    size: int | None
+
+    @property
+    def num_groups(self) -> int:
+        return int(self.counts.numel())
+
+    @property
+    def n(self) -> int:
+        return int(self.index.numel())
+
+    # -- reductions: each returns one value per group ------------------------------------------
+
+    def sum(self, x: torch.Tensor) -> torch.Tensor:
+        if self.size is not None:
+            return x.view(-1, self.size).sum(dim=1)
+        out = torch.zeros(self.num_groups, dtype=x.dtype, device=x.device)
+        return out.index_add_(0, self.index, x)
+
+    def count(self, dtype: torch.dtype) -> torch.Tensor:
+        return self.counts.to(dtype)
+
+    def mean(self, x: torch.Tensor) -> torch.Tensor:
+        if self.size is not None:
+            return x.view(-1, self.size).mean(dim=1)
+        return self.sum(x) / self.count(x.dtype)
+
+    def var(self, x: torch.Tensor, *, unbiased: bool = True, mean: torch.Tensor | None = None) -> torch.Tensor:
+        """Within-group variance. Unbiased variance of a one-rollout group is defined as 0."""
+        if mean is None:
+            mean = self.mean(x)
+        sq = self.sum((x - self.expand(mean)) ** 2)
+        n = self.count(x.dtype)
+        denom = (n - 1).clamp_min(1) if unbiased else n
+        return sq / denom
+
+    def std(self, x: torch.Tensor, *, unbiased: bool = True, mean: torch.Tensor | None = None) -> torch.Tensor:
+        return self.var(x, unbiased=unbiased, mean=mean).sqrt()
+
+    def max(self, x: torch.Tensor) -> torch.Tensor:
+        if self.size is not None:
+            return x.view(-1, self.size).amax(dim=1)
+        out = torch.full((self.num_groups,), -torch.inf, dtype=x.dtype, device=x.device)
+        return out.scatter_reduce_(0, self.index, x, reduce="amax", include_self=True)
+
+    # -- broadcasting back to rollouts ----------------------------------------------------------
+
+    def expand(self, per_group: torch.Tensor) -> torch.Tensor:
+        """Per-group values broadcast to one value per rollout."""
+        if self.size is not None:
+            return per_group.unsqueeze(1).expand(-1, self.size).reshape(-1)
+        return per_group[self.index]
+
+    def mean_of(self, x: torch.Tensor) -> torch.Tensor:
+        """Group mean of ``x`` at every rollout."""
+        return self.expand(self.mean(x))
+
+    def sizes(self, dtype: torch.dtype) -> torch.Tensor:
+        """Size of each rollout's group, at every rollout."""
+        if self.size is not None:
+            return torch.full((self.n,), float(self.size), dtype=dtype, device=self.index.device)
+        return self.counts.to(dtype)[self.index]
+
+
+def as_groups(groups: int | torch.Tensor | np.ndarray | Sequence, n: int, device: torch.device | str) -> Groups:
+    """Build a :class:`Groups` for ``n`` rollouts.
+
+    Args:
+        groups: an int ``G`` (consecutive groups of ``G`` rollouts; ``n`` must be a multiple), or
+            one id per rollout: integers of any value (ragged sizes, any order), or strings
+            (such as verl's ``uid`` array).
+        n: number of rollouts.
+        device: where the index lives (the rewards' device).
+    """
+    if isinstance(groups, bool):
+        raise ValueError(f"groups must be an int group size or one id per rollout, got {groups!r}")
+    if isinstance(groups, (int, np.integer)):
+        g = int(groups)
+        if g < 1:
+            raise ValueError(f"group size must be a positive integer, got {g}")
+        if n % g != 0:
+            raise ValueError(
+                f"{n} rollouts cannot be split into consecutive groups of {g}: "
+                f"expected a multiple of {g}, or one group id per rollout"
+            )
+        index = torch.arange(n, device=device) // g
+        counts = torch.full((n // g,), g, dtype=torch.int64, device=device)
+        return Groups(index=index, counts=counts, size=g)
+
+    if isinstance(groups, torch.Tensor):
+        ids = groups
+    else:
+        arr = np.asarray(groups)
+        if arr.dtype.kind in "OUS":  # strings or objects: map to dense ids in numpy
+            if arr.ndim != 1:
+                raise ValueError(f"groups must be 1-D (one id per rollout), got shape {arr.shape}")
+            if arr.dtype.kind == "O" and not all(isinstance(v, (str, bytes, int, np.integer)) for v in arr[:1]):
+                raise ValueError(f"group ids must be integers or strings, got {type(arr[0]).__name__}")
+            try:
+                _, inverse = np.unique(arr, return_inverse=True)
+            except TypeError as exc:
+                raise ValueError(f"group ids must be integers or strings of one type: {exc}") from None
+            ids = torch.from_numpy(inverse.astype(np.int64).reshape(-1))
+        else:
+            if arr.dtype.kind == "b" or arr.dtype.kind not in "iu":
+                raise ValueError(f"group ids must be integers, got dtype {arr.dtype}")
+            ids = torch.from_numpy(arr.astype(np.int64, copy=False))
+
+    if ids.dtype == torch.bool or not _is_integer_dtype(ids.dtype):
+        raise ValueError(f"group ids must be integers, got dtype {ids.dtype}")
+    if ids.dim() != 1:
+        raise ValueError(f"groups must be 1-D (one id per rollout), got shape {tuple(ids.shape)}")
+    if ids.numel() != n:
+        raise ValueError(f"got {ids.numel()} group ids for {n} rollouts: expected one id per rollout")
+    ids = ids.to(device=device, dtype=torch.int64)
+    index, counts = _densify(ids)
+    return Groups(index=index, counts=counts, size=None)
+
+
+def _densify(ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Map arbitrary integer ids to 0..K-1 (in increasing id order) and count each group."""
+    lo, hi = int(ids.min()), int(ids.max())
+    span = hi - lo + 1
+    if span <= 4 * ids.numel() + 1024:
+        # Ids in a compact range: a bincount and a cumulative sum relabel them in O(n).
+        shifted = ids - lo
+        counts_all = torch.bincount(shifted, minlength=span)
+        present = counts_all > 0
+        relabel = torch.cumsum(present, dim=0) - 1
+        return relabel[shifted], counts_all[present]
+    _, index, counts = torch.unique(ids, return_inverse=True, return_counts=True)
+    return index, counts

@@ -6,7 +6,9 @@ profiles over the solve rate and per-batch diagnostics), and the unbiased pass@k
 The core depends on torch and numpy only.
 """
 
+from . import adaptive as _adaptive  # noqa: F401  (registers FADE and its ablations)
 from . import estimators as _estimators  # noqa: F401  (registers the estimators)
+from .adaptive import FadeEstimator
 from .mass import MassProfile, MassReport, decompose, mass_profile
 from .passk import pass_at_k
 from .registry import Estimator, advantages, available, estimator, register
@@ -15,6 +17,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Estimator",
+    "FadeEstimator",
     "MassProfile",
     "MassReport",
     "advantages",

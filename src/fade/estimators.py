@@ -130,6 +130,23 @@ def _check_alpha(p: dict[str, Any]) -> None:
     _number(p, "alpha", low=0.0)
 
 
+def focal(r: torch.Tensor, baseline: torch.Tensor, alpha: float, delta: float) -> torch.Tensor:
+    """The focal, sign-weighted advantage shared by power, asym_grpo and FADE.
+
+    A_i = (1 - b_i)^(alpha - 1) (r_i - b_i), divided by delta where r_i < b_i, with b the
+    baseline (the group mean). For binary rewards m_S = p q^alpha and m_F = p q^alpha / delta.
+    Where b = 1 every reward equals the baseline and the advantage is 0. With alpha = 1 and
+    delta = 1 this is exactly r - b.
+    """
+    d = r - baseline
+    if alpha != 1:
+        q = 1 - baseline
+        d = d * torch.where(q > 0, q.clamp_min(torch.finfo(r.dtype).tiny) ** (alpha - 1), torch.zeros_like(q))
+    if delta != 1:
+        d = torch.where(d < 0, d / delta, d)
+    return d
+
+
 @register("power", centred=True, rewards="unit", check=_check_alpha, alpha=2.0)
 def power(r: torch.Tensor, g: Groups, *, alpha: float) -> torch.Tensor:
     """Power(alpha): A_i = (1 - mean)^(alpha - 1) (r_i - mean).
@@ -137,10 +154,7 @@ def power(r: torch.Tensor, g: Groups, *, alpha: float) -> torch.Tensor:
     The FADE paper's difficulty probe: m_S = m_F = p q^alpha, so alpha > 1 moves gradient mass
     to hard prompts and alpha = 1 is dr_grpo. Rewards in [0, 1].
     """
-    mean = g.mean_of(r)
-    q = 1 - mean
-    focus = torch.where(q > 0, q.clamp_min(torch.finfo(r.dtype).tiny) ** (alpha - 1), torch.zeros_like(q))
-    return focus * (r - mean)
+    return focal(r, g.mean_of(r), alpha, 1.0)
 
 
 def _check_delta(p: dict[str, Any]) -> None:
@@ -154,8 +168,7 @@ def asym_grpo(r: torch.Tensor, g: Groups, *, delta: float) -> torch.Tensor:
     The FADE paper's sign probe: m_S = pq, m_F = pq/delta. delta < 1 amplifies the negative
     (failure) mass, delta > 1 the positive; delta = 1 is dr_grpo.
     """
-    d = r - g.mean_of(r)
-    return torch.where(d < 0, d / delta, d)
+    return focal(r, g.mean_of(r), 1.0, delta)
 
 
 @register("passk", centred=True, rewards="binary", check=_check_k, k=4)

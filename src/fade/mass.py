@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from .registry import Estimator, estimator
-from .segments import as_groups, as_rewards, check_finite
+from .segments import Groups, as_groups, as_rewards, check_finite
 
 __all__ = ["MassProfile", "MassReport", "mass_profile", "decompose"]
 
@@ -74,7 +74,12 @@ def decompose(
         raise ValueError(f"got {a.numel()} advantages for {r.numel()} rewards: expected one advantage per rollout")
     a = a.to(device=r.device, dtype=torch.float64)
     check_finite(a, "advantages")
-    g = as_groups(groups, r.numel(), r.device)
+    return decompose_grouped(a, r, as_groups(groups, r.numel(), r.device))
+
+
+def decompose_grouped(a: torch.Tensor, r: torch.Tensor, g: Groups) -> MassReport:
+    """:func:`decompose` on validated inputs with the grouping already built."""
+    a = a.to(torch.float64)
     n = a.numel()
     mag = a.abs()
     pos = float(a.clamp_min(0).sum()) / n

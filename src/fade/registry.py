@@ -233,13 +233,26 @@ def _check_reward_kind(s: EstimatorSpec, r: torch.Tensor) -> None:
         raise ValueError(f"estimator {s.name!r} expects binary rewards (0 or 1), got {bad}")
 
 
+#: Training signals ``observe`` accepts, and what each one is.
+SIGNALS: dict[str, str] = {
+    "entropy": "mean token entropy of the policy on the current (or last) batch, in nats, >= 0",
+    "step": "the trainer's global step, an integer >= 0",
+    "rank1_share": "rank-1 share of the output head's cumulative update, in [0, 1]",
+}
+
+
 def _check_signal(key: str, value: Any) -> float:
-    if key != "entropy":
-        raise ValueError(f"unknown training signal {key!r}; known: entropy")
+    if key not in SIGNALS:
+        raise ValueError(f"unknown training signal {key!r}; known: {', '.join(SIGNALS)}")
     try:
         x = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"entropy must be a number, got {value!r}") from None
-    if not math.isfinite(x) or x < 0:
-        raise ValueError(f"entropy must be a finite non-negative number (mean token entropy, nats), got {x}")
+        raise ValueError(f"{key} must be a number ({SIGNALS[key]}), got {value!r}") from None
+    ok = math.isfinite(x) and x >= 0
+    if key == "step":
+        ok = ok and x == int(x)
+    if key == "rank1_share":
+        ok = ok and x <= 1
+    if not ok:
+        raise ValueError(f"{key} must be the {SIGNALS[key]}; got {value!r}")
     return x

@@ -1,0 +1,308 @@
+"""FADE: closed forms at fixed knobs, controller behaviour, diagnostics, state round trip."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fade
+
+VARIANTS = ["fade", "fade_alpha", "fade_delta", "fade_entropy_only", "fade_decay"]
+
+
+def _make(name: str, **params):
+    if name == "fade_decay":
+        params.setdefault("total_steps", 100)
+    return fade.estimator(name, **params)
+
+
+def _batch(seed: int, n_groups: int = 16, g: int = 8, p: float = 0.3) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    rates = torch.rand(n_groups, generator=gen) * 2 * p
+    return (torch.rand(n_groups, g, generator=gen) < rates.clamp(max=1).unsqueeze(1)).double().reshape(-1)
+
+
+# -- closed forms -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("group_size", [2, 4, 8, 16, 64])
+@pytest.mark.parametrize("alpha,delta", [(1.0, 1.0), (3.0, 1.0), (1.0, 0.3), (2.0, 0.5), (3.0, 0.3)])
+def test_fixed_knobs_closed_form(group_size, alpha, delta):
+    prof = fade.mass_profile("fade", group_size=group_size, alpha=alpha, delta=delta)
+    p = prof.p
+    q = 1 - p
+    torch.testing.assert_close(prof.positive, p * q**alpha, rtol=1e-12, atol=1e-15)
+    torch.testing.assert_close(prof.negative, p * q**alpha / delta, rtol=1e-12, atol=1e-15)
+
+
+def test_alpha_one_delta_one_is_dr_grpo_exactly():
+    for seed in range(5):
+        r = _batch(seed).float()
+        est = fade.estimator("fade", alpha=1.0, delta=1.0)
+        assert torch.equal(est(r, 8), fade.advantages("dr_grpo", r, 8))
+    # The controller itself lands on alpha = delta = 1 for an easy batch and no entropy signal.
+    est = fade.estimator("fade", p_init=1.0)
+    r = torch.tensor([1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0])
+    out = est(r, 4)
+    assert est.last["alpha"] == 1.0 and est.last["delta"] == 1.0
+    assert torch.equal(out, fade.advantages("dr_grpo", r, 4))
+
+
+def test_batch_baseline_option():
+    r = torch.tensor([1.0, 0.0, 0.0, 0.0, 1.0, 1.0])
+    est = fade.estimator("fade", alpha=1.0, delta=1.0, baseline="batch")
+    torch.testing.assert_close(est(r, 3), r - r.mean())
+
+
+# -- controller behaviour -----------------------------------------------------------------------
+
+
+def _run(est, entropies, solve_rate=0.5, seed=0):
+    deltas, alphas = [], []
+    r = torch.zeros(64, dtype=torch.float64)
+    r[: int(round(64 * solve_rate))] = 1.0
+    r = r[torch.randperm(64, generator=torch.Generator().manual_seed(seed))]
+    for h in entropies:
+        est.observe(entropy=h)
+        est(r, 8)
+        deltas.append(est.last["delta"])
+        alphas.append(est.last["alpha"])
+    return alphas, deltas
+
+
+def test_constant_high_entropy_keeps_delta_one():
+    _, deltas = _run(fade.estimator("fade", h_star=0.5), [2.0] * 200)
+    assert all(d == 1.0 for d in deltas)
+
+
+def test_entropy_falling_lowers_delta_monotonically_to_delta_min_and_recovers():
+    est = fade.estimator("fade", h_star=1.0, ema=0.2)
+    falling = [1.0 + 1.0 - 2.0 * t / 100 for t in range(100)] + [0.0] * 100
+    _, down = _run(est, falling)
+    assert all(b <= a + 1e-15 for a, b in zip(down, down[1:])), "delta must not rise while entropy falls"
+    assert down[0] == 1.0 and down[-1] == pytest.approx(0.3)
+    assert min(down) >= 0.3
+    _, up = _run(est, [2.0] * 100)
+    assert all(b >= a - 1e-15 for a, b in zip(up, up[1:]))
+    assert up[-1] == 1.0
+
+
+def test_solve_rate_drives_alpha():
+    low, _ = _run(fade.estimator("fade", ema=0.1), [1.0] * 200, solve_rate=0.05)
+    assert low[-1] == 3.0
+    high, _ = _run(fade.estimator("fade", ema=0.1), [1.0] * 200, solve_rate=0.9)
+    assert high[-1] == 1.0
+    capped, _ = _run(fade.estimator("fade", ema=0.1, alpha_max=2.0), [1.0] * 200, solve_rate=0.0)
+    assert capped[-1] == 2.0
+
+
+@pytest.mark.parametrize("ema", [0.02, 0.1, 0.5])
+def test_ema_moves_at_the_configured_rate(ema):
+    est = fade.estimator("fade", ema=ema, p_init=0.5)
+    r = torch.tensor([1.0, 0.0, 0.0, 0.0])  # solve rate 0.25
+    expected = 0.5
+    for _ in range(10):
+        est(r, 4)
+        expected = (1 - ema) * expected + ema * 0.25
+        assert est.p_hat == pytest.approx(expected, abs=1e-15)
+    est.observe(entropy=2.0)
+    assert est.h_hat == 2.0 and est.h_star == 1.0  # first value, and half of it
+    est.observe(entropy=1.0)
+    assert est.h_hat == pytest.approx((1 - ema) * 2.0 + ema * 1.0)
+
+
+def test_alpha_formula_and_delta_formula():
+    est = fade.estimator("fade", ema=1.0, h_star=1.0)
+    r = torch.tensor([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])  # p = 1/8
+    est.observe(entropy=0.8)
+    est(r, 8)
+    assert est.last["alpha"] == pytest.approx(min(3 * (7 / 8) / (2 / 8), 3.0))
+    assert est.last["delta"] == pytest.approx(0.8)
+    r = torch.tensor([1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0])  # p = 5/8 -> 3*(3/8)/(10/8) = 0.9 -> 1
+    est(r, 8)
+    assert est.last["alpha"] == 1.0
+
+
+def test_no_entropy_observed_keeps_delta_one():
+    est = fade.estimator("fade")
+    for seed in range(20):
+        est(_batch(seed), 8)
+        assert est.last["delta"] == 1.0
+        assert math.isnan(est.last["h_hat"])
+
+
+def test_variants_fix_their_knobs():
+    a, d = _run(fade.estimator("fade_alpha", h_star=1.0), [0.1] * 50, solve_rate=0.1)
+    assert all(x == 1.0 for x in d) and a[-1] > 1.0
+    a, d = _run(fade.estimator("fade_delta", h_star=1.0), [0.1] * 50, solve_rate=0.1)
+    assert all(x == 1.0 for x in a) and d[-1] < 1.0
+
+
+def test_entropy_only_drives_both_knobs_from_entropy():
+    est = fade.estimator("fade_entropy_only", ema=1.0)
+    alphas, deltas = _run(est, [2.0, 1.5, 1.0, 0.5], solve_rate=0.9)  # h_star = 1.0
+    assert alphas == pytest.approx([3.0, 2.0, 1.0, 1.0])
+    assert deltas == pytest.approx([1.0, 1.0, 1.0, 0.5])
+
+
+def test_decay_schedule_ignores_feedback():
+    est = fade.estimator("fade_decay", total_steps=100)
+    alphas, deltas = _run(est, [5.0] * 101, solve_rate=0.9)
+    assert alphas[0] == 3.0 and deltas[0] == 1.0
+    assert alphas[-1] == pytest.approx(1.0) and deltas[-1] == pytest.approx(0.3)
+    assert all(b <= a for a, b in zip(alphas, alphas[1:]))
+    t = math.log1p(50) / math.log1p(100)
+    assert alphas[50] == pytest.approx(3 - 2 * t)
+
+
+def test_rank_guard_holds_delta_at_one():
+    est = fade.estimator("fade", h_star=1.0, ema=1.0, rank_guard=0.8)
+    r = _batch(0)
+    est.observe(entropy=0.2)
+    est(r, 8)
+    assert est.last["delta"] == pytest.approx(0.3)
+    est.observe(rank1_share=0.9)
+    est(r, 8)
+    assert est.last["delta"] == 1.0
+    est.observe(rank1_share=0.5)
+    est(r, 8)
+    assert est.last["delta"] == pytest.approx(0.3)
+
+
+# -- diagnostics --------------------------------------------------------------------------------
+
+
+def test_schedule_diagnostics_on_the_axes():
+    r = _batch(3, n_groups=64, p=0.4)
+    base = fade.decompose(fade.advantages("dr_grpo", r, 8), r, 8)
+    exploit = fade.estimator("fade", alpha=1.0, delta=0.3)
+    exploit(r, 8)
+    assert exploit.last["sign_balance"] < 0.5
+    explore = fade.estimator("fade", alpha=3.0, delta=1.0)
+    explore(r, 8)
+    assert explore.last["difficulty"] < base.difficulty
+    assert explore.last["effective_sample_fraction"] < base.effective_sample_fraction
+    for key in ("alpha", "delta", "p_hat", "h_hat", "h_star", "positive_mass", "negative_mass"):
+        assert key in explore.last
+
+
+# -- state --------------------------------------------------------------------------------------
+
+
+calls = st.lists(
+    st.one_of(
+        st.tuples(st.just("entropy"), st.floats(0.0, 5.0)),
+        st.tuples(st.just("batch"), st.integers(0, 10_000)),
+        st.tuples(st.just("rank"), st.floats(0.0, 1.0)),
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+def _apply(est, call):
+    kind, value = call
+    if kind == "entropy":
+        est.observe(entropy=value)
+    elif kind == "rank":
+        est.observe(rank1_share=value)
+    else:
+        return est(_batch(value), 8)
+    return None
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=st.sampled_from(VARIANTS), history=calls, future=calls)
+def test_state_round_trip_is_exact(name, history, future):
+    est = _make(name, rank_guard=0.7)
+    for c in history:
+        _apply(est, c)
+    saved = copy.deepcopy(est.state_dict())
+    resumed = _make(name, rank_guard=0.7)
+    resumed.load_state_dict(saved)
+    assert resumed.state_dict() == est.state_dict()
+    for c in future:
+        a, b = _apply(est, c), _apply(resumed, c)
+        if a is not None:
+            assert torch.equal(a, b)
+            assert est.last == resumed.last or all(
+                (x == y) or (math.isnan(x) and math.isnan(y)) for x, y in zip(est.last.values(), resumed.last.values())
+            )
+    assert resumed.state_dict() == est.state_dict()
+
+
+def test_state_survives_json():
+    import json
+
+    est = fade.estimator("fade")
+    est.observe(entropy=1.3)
+    est(_batch(1), 8)
+    restored = fade.estimator("fade")
+    restored.load_state_dict(json.loads(json.dumps(est.state_dict())))
+    assert restored.state_dict() == est.state_dict()
+
+
+# -- bad signals and parameters -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.1, "high"])
+def test_bad_entropy_raises(bad):
+    est = fade.estimator("fade")
+    with pytest.raises(ValueError, match="entropy"):
+        est.observe(entropy=bad)
+
+
+def test_h_star_before_any_entropy_raises_when_ratio_based():
+    est = fade.estimator("fade")
+    with pytest.raises(ValueError, match="observe\\(entropy"):
+        est.h_star
+    assert fade.estimator("fade", h_star=0.7).h_star == 0.7
+
+
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        ({"alpha_max": 0.5}, "alpha_max"),
+        ({"delta_min": 0.0}, "delta_min"),
+        ({"delta_min": 1.5}, "delta_min"),
+        ({"ema": 0.0}, "ema"),
+        ({"ema": 2.0}, "ema"),
+        ({"baseline": "prompt"}, "baseline"),
+        ({"p_init": 1.5}, "p_init"),
+        ({"h_star": -1.0}, "h_star"),
+        ({"gamma": 1.0}, "unknown parameter"),
+    ],
+)
+def test_bad_parameters_raise(params, match):
+    with pytest.raises(ValueError, match=match):
+        fade.estimator("fade", **params)
+
+
+def test_decay_needs_total_steps():
+    with pytest.raises(ValueError, match="total_steps"):
+        fade.estimator("fade_decay")
+
+
+def test_bad_state_raises():
+    est = fade.estimator("fade")
+    with pytest.raises(ValueError, match="missing"):
+        est.load_state_dict({"p_hat": 0.5})
+    state = est.state_dict() | {"p_hat": float("nan")}
+    with pytest.raises(ValueError, match="p_hat"):
+        est.load_state_dict(state)
+
+
+def test_rewards_outside_unit_interval_raise():
+    with pytest.raises(ValueError, match="\\[0, 1\\]"):
+        fade.estimator("fade")(torch.tensor([2.0, 0.0]), 2)
+
+
+def test_device_and_dtype_follow_input():
+    r = _batch(0).float()
+    out = fade.estimator("fade", alpha=3.0, delta=0.3)(r, 8)
+    assert out.dtype == torch.float32 and out.device == r.device

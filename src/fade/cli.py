@@ -1,0 +1,410 @@
+"""The ``fade`` command line: look at advantage estimators and measure batches of rollouts.
+
+Each subcommand is a pair of functions, ``_add_<name>(subparsers)`` that declares its flags and
+``_run_<name>(args)`` that does the work, listed in :data:`COMMANDS`; adding one (``pretrain``,
+``train``, ``eval``, ``sweep`` of FADE.md section 5) means adding a pair. User mistakes
+(unknown estimator, bad parameter, unreadable file, malformed input) surface as one line
+``fade: error: ...`` on stderr and exit status 2; the core signals them with ValueError, so
+that is what :func:`main` catches, together with OSError and argument errors.
+
+Estimator specs, used by every subcommand that takes an estimator, are ``name`` or
+``name:key=value:key2=value2``; values parse as bool (true/false), None (none/null), int,
+float, or else stay strings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "parse_value", "parse_estimator_spec", "parse_params"]
+
+DEFAULT_ATLAS_ESTIMATORS = (
+    "dr_grpo",
+    "grpo",
+    "rloo",
+    "reinforce",
+    "nsr",
+    "w_reinforce",
+    "maxrl",
+    "power:alpha=2",
+    "asym_grpo:delta=0.5",
+    "passk:k=4",
+    "pkpo:k=4",
+    "logmeanexp:beta=2",
+)
+
+SPEC_HELP = (
+    "An estimator spec is NAME or NAME:KEY=VALUE[:KEY=VALUE...], e.g. power:alpha=3, "
+    "asym_grpo:delta=0.5, passk:k=8, grpo:eps=1e-4:std=population. Values parse as "
+    "true/false, none, int, float, else string."
+)
+
+
+class UsageError(Exception):
+    """A mistake in the command line itself (argparse's complaints)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors become one ``fade: error:`` line instead of usage + exit."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+# -- parameter syntax --------------------------------------------------------------------------
+
+
+def parse_value(text: str) -> Any:
+    """A command-line parameter value: bool, None, int, float, or the string itself."""
+    s = text.strip()
+    low = s.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("none", "null"):
+        return None
+    try:
+        return int(s)
+    except ValueError:
+        pass
+    try:
+        return float(s)
+    except ValueError:
+        return s
+
+
+def _parse_pair(item: str, where: str) -> tuple[str, Any]:
+    key, sep, value = item.partition("=")
+    key = key.strip()
+    if not sep or not key or not key.isidentifier():
+        raise ValueError(f"bad parameter {item!r} in {where!r}: expected KEY=VALUE")
+    return key, parse_value(value)
+
+
+def parse_params(text: str, *, sep: str = ",", where: str | None = None) -> dict[str, Any]:
+    """``k=v,k2=v2`` (or with another separator) as a dict of parsed values."""
+    out: dict[str, Any] = {}
+    for item in text.split(sep):
+        if not item.strip():
+            continue
+        key, value = _parse_pair(item, where or text)
+        if key in out:
+            raise ValueError(f"parameter {key!r} given twice in {where or text!r}")
+        out[key] = value
+    return out
+
+
+def parse_estimator_spec(text: str) -> tuple[str, dict[str, Any]]:
+    """``name:key=value:key2=value2`` as (name, params); the name is not checked here."""
+    name, _, rest = text.strip().partition(":")
+    name = name.strip()
+    if not name:
+        raise ValueError(f"bad estimator spec {text!r}: expected NAME or NAME:KEY=VALUE[:KEY=VALUE...]")
+    return name, parse_params(rest, sep=":", where=text.strip())
+
+
+def _format_value(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def estimator_label(name: str, params: dict[str, Any]) -> str:
+    """``power(alpha=3)``: the name with the parameters the user gave."""
+    if not params:
+        return name
+    return f"{name}({', '.join(f'{k}={_format_value(v)}' for k, v in params.items())})"
+
+
+def _json_safe(x: Any) -> Any:
+    """NaN and inf become null so the output is strict JSON."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    return x
+
+
+def _console():
+    from rich.console import Console
+
+    console = Console()
+    # Piped or captured output gets a fixed width so that tables do not wrap their headers.
+    return console if console.is_terminal else Console(width=140)
+
+
+def _fmt(x: float) -> str:
+    return "nan" if x != x else f"{x:.4f}"
+
+
+# -- fade atlas --------------------------------------------------------------------------------
+
+
+def _add_atlas(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "atlas",
+        help="draw the gradient-mass profiles m_S(p), m_F(p) of estimators and their sign/difficulty plane",
+        description=(
+            "Draw, for each estimator, its positive mass m_S(p) and negative mass m_F(p) over the "
+            "solve rates p = k/G of a group of G rollouts, and place every estimator on the "
+            "sign/difficulty plane. Writes the PNG, a JSON file with the same name and suffix "
+            ".json (each profile's rows and scalars), and prints a table."
+        ),
+        epilog=SPEC_HELP,
+    )
+    p.add_argument(
+        "--estimators",
+        default=",".join(DEFAULT_ATLAS_ESTIMATORS),
+        metavar="SPEC[,SPEC...]",
+        help="comma-separated estimator specs (default: %(default)s)",
+    )
+    p.add_argument("--group-size", type=int, default=16, metavar="G", help="rollouts per group, G >= 2 (default: 16)")
+    p.add_argument("--out", default="atlas.png", metavar="FILE.png", help="PNG to write; its folder is created (default: atlas.png)")
+    p.add_argument(
+        "--baseline-reward",
+        type=float,
+        default=None,
+        metavar="B",
+        help="baseline reward every rollout gets, for estimators that need one (remax)",
+    )
+    p.add_argument(
+        "--length",
+        type=float,
+        default=1.0,
+        metavar="L",
+        help="response length every rollout gets, for length-aware estimators (opo, reinforce_pp) (default: 1)",
+    )
+    p.set_defaults(func=_run_atlas)
+
+
+def _run_atlas(args: argparse.Namespace) -> int:
+    import fade
+    from fade.registry import spec as registry_spec
+
+    specs = [s for s in args.estimators.split(",") if s.strip()]
+    if not specs:
+        raise ValueError("--estimators is empty: expected at least one estimator spec")
+    out = Path(args.out)
+    if out.suffix.lower() != ".png":
+        raise ValueError(f"--out must name a .png file, got {args.out!r}")
+
+    entries = []
+    for text in specs:
+        name, params = parse_estimator_spec(text)
+        s = registry_spec(name)
+        if "baseline_rewards" in s.needs and args.baseline_reward is None:
+            raise ValueError(f"estimator {name!r} needs --baseline-reward (the reward of its baseline response)")
+        try:
+            prof = fade.mass_profile(
+                name, args.group_size, lengths=args.length, baseline_rewards=args.baseline_reward, **params
+            )
+        except ValueError as exc:
+            raise ValueError(f"{text.strip()}: {exc}") from None
+        entries.append((estimator_label(name, params), params, prof))
+
+    from fade import plots
+
+    summaries = [plots.profile_summary(prof) for _, _, prof in entries]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    plots.draw_atlas([(label, prof) for label, _, prof in entries], out)
+
+    doc = {
+        "group_size": args.group_size,
+        "estimators": [
+            {
+                "label": label,
+                "name": prof.name,
+                "given_params": given,
+                "params": prof.params,
+                "sign_balance": prof.sign_balance,
+                "difficulty": prof.difficulty,
+                "effective_sample_fraction": prof.effective_sample_fraction,
+                **summary,
+                "rows": prof.rows(),
+            }
+            for (label, given, prof), summary in zip(entries, summaries)
+        ],
+    }
+    json_path = out.with_suffix(".json")
+    json_path.write_text(json.dumps(_json_safe(doc), indent=2) + "\n")
+
+    from rich.table import Table
+
+    table = Table(title=f"Gradient mass at G = {args.group_size} (one group per p = k/G)")
+    table.add_column("estimator", no_wrap=True)
+    for col in ("sign_balance", "difficulty", "effective_sample_fraction", "peak p of total mass", "mass at p=0.5"):
+        table.add_column(col, justify="right")
+    for (label, _, prof), summary in zip(entries, summaries):
+        table.add_row(
+            label,
+            _fmt(prof.sign_balance),
+            _fmt(prof.difficulty),
+            _fmt(prof.effective_sample_fraction),
+            _fmt(summary["peak_p"]),
+            _fmt(summary["mass_at_half"]),
+        )
+    console = _console()
+    console.print(table)
+    console.print(f"wrote {out} and {json_path}")
+    return 0
+
+
+# -- fade decompose ----------------------------------------------------------------------------
+
+
+def _add_decompose(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "decompose",
+        help="positive/negative mass, sign balance, difficulty and effective sample fraction of rollouts",
+        description=(
+            "Read rollouts from a JSON-lines file, one object per line with 'prompt_id' (int or "
+            "string) and 'reward' (number), optionally 'advantage', 'length' (response tokens) "
+            "and 'baseline_reward'. Blank lines are skipped. With --estimator the advantages are "
+            "computed from the rewards grouped by prompt_id; without it every line needs "
+            "'advantage'. Prints the batch diagnostics of fade.decompose."
+        ),
+        epilog=SPEC_HELP,
+    )
+    p.add_argument("rollouts", metavar="ROLLOUTS.jsonl", help="the rollouts file")
+    p.add_argument("--estimator", default=None, metavar="SPEC", help="compute advantages with this estimator")
+    p.add_argument(
+        "--estimator-args", default="", metavar="K=V[,K=V...]", help="estimator parameters, comma-separated"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.set_defaults(func=_run_decompose)
+
+
+_NUMBER = (int, float)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, _NUMBER) and not isinstance(v, bool)
+
+
+def read_rollouts(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    """The rollouts of a JSON-lines file as (line number, object), checked for the keys decompose reads."""
+    rows: list[tuple[int, dict[str, Any]]] = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line.rstrip())
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            if not isinstance(obj, dict):
+                raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+            if "prompt_id" not in obj:
+                raise ValueError(f"{path}:{lineno}: missing key 'prompt_id'")
+            pid = obj["prompt_id"]
+            if isinstance(pid, bool) or not isinstance(pid, (int, str)):
+                raise ValueError(f"{path}:{lineno}: 'prompt_id' must be an int or a string, got {pid!r}")
+            if "reward" not in obj:
+                raise ValueError(f"{path}:{lineno}: missing key 'reward'")
+            for key in ("reward", "advantage", "length", "baseline_reward"):
+                if key in obj and not _is_number(obj[key]):
+                    raise ValueError(f"{path}:{lineno}: {key!r} must be a number, got {obj[key]!r}")
+            rows.append((lineno, obj))
+    if not rows:
+        raise ValueError(f"{path}: no rollouts (the file has no non-blank lines)")
+    return rows
+
+
+def _column(rows: list[tuple[int, dict[str, Any]]], key: str, path: str, *, required: bool, why: str) -> list[float] | None:
+    """The values of ``key`` on every line, None if on no line; an error if on only some (or none when required)."""
+    missing = [lineno for lineno, obj in rows if key not in obj]
+    if not missing:
+        return [float(obj[key]) for _, obj in rows]
+    if len(missing) == len(rows) and not required:
+        return None
+    raise ValueError(f"{path}:{missing[0]}: missing key {key!r} ({why})")
+
+
+def _run_decompose(args: argparse.Namespace) -> int:
+    import fade
+    from fade.registry import spec as registry_spec
+
+    rows = read_rollouts(args.rollouts)
+    path = args.rollouts
+    rewards = [float(obj["reward"]) for _, obj in rows]
+    # Dense group ids keyed by (type, value), so the int 1 and the string "1" stay distinct prompts.
+    dense: dict[tuple[type, Any], int] = {}
+    groups = [dense.setdefault((type(obj["prompt_id"]), obj["prompt_id"]), len(dense)) for _, obj in rows]
+
+    if args.estimator is not None:
+        name, params = parse_estimator_spec(args.estimator)
+        extra = parse_params(args.estimator_args, where=args.estimator_args)
+        clash = sorted(set(params) & set(extra))
+        if clash:
+            raise ValueError(f"parameter(s) {clash} given both in --estimator and --estimator-args")
+        params.update(extra)
+        s = registry_spec(name)
+        inputs: dict[str, Any] = {}
+        for key, field, flag in (("lengths", "length", "response length"), ("baseline_rewards", "baseline_reward", "baseline reward")):
+            if key in (*s.needs, *s.uses):
+                why = f"estimator {name!r} {'needs' if key in s.needs else 'uses'} the {flag} of every rollout"
+                inputs[key] = _column(rows, field, path, required=key in s.needs, why=why)
+        est = fade.estimator(name, **params)
+        adv = est(rewards, groups, **inputs)
+        source = repr(est)
+    else:
+        if args.estimator_args:
+            raise ValueError("--estimator-args needs --estimator")
+        adv = _column(rows, "advantage", path, required=True, why="give --estimator to compute advantages from rewards")
+        source = f"'advantage' field of {path}"
+
+    report = fade.decompose(adv, rewards, groups)
+    if args.json:
+        print(json.dumps(_json_safe(report.to_dict())))
+        return 0
+
+    from rich.table import Table
+
+    table = Table(title=f"Gradient mass of {report.num_rollouts} rollouts in {report.num_groups} groups")
+    table.add_column("diagnostic", no_wrap=True)
+    table.add_column("value", justify="right")
+    for key, value in report.to_dict().items():
+        table.add_row(key, str(value) if isinstance(value, int) else _fmt(value))
+    console = _console()
+    console.print(table)
+    console.print(f"advantages: {source}")
+    return 0
+
+
+# -- entry point -------------------------------------------------------------------------------
+
+#: Subcommands in the order ``fade --help`` lists them.
+COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_atlas, _add_decompose)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="fade",
+        description="Advantage estimators for RL with verifiable rewards: their gradient mass, and FADE.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``fade`` command line; returns the exit status (2 for user mistakes)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            names = ", ".join(sub for sub in parser._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+            raise UsageError(f"choose a command: {names} (see 'fade --help')")
+        return int(args.func(args))
+    except SystemExit as exc:  # --help and --version
+        return exc.code if isinstance(exc.code, int) else 0
+    except (UsageError, ValueError, OSError) as exc:
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"fade: error: {message}", file=sys.stderr)
+        return 2

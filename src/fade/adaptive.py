@@ -161,10 +161,9 @@ class FadeEstimator(Estimator):
         self.p_hat = (1 - w) * self.p_hat + w * solve_rate
         alpha, delta = self.schedule()
         if self.params["baseline"] == "group":
-            baseline = groups.mean_of(rewards)
+            adv = focal(rewards, groups.mean(rewards), alpha, delta, groups)
         else:
-            baseline = rewards.mean().expand_as(rewards)
-        adv = focal(rewards, baseline, alpha, delta)
+            adv = focal(rewards, rewards.mean(), alpha, delta)
         self.last = {
             "alpha": alpha,
             "delta": delta,
@@ -249,7 +248,7 @@ def _fade_formula(r: torch.Tensor, g: Groups, **params: Any) -> torch.Tensor:
     """
     alpha = 1.0 if params.get("alpha") is None else params["alpha"]
     delta = 1.0 if params.get("delta") is None else params["delta"]
-    return focal(r, g.mean_of(r), alpha, delta)
+    return focal(r, g.mean(r), alpha, delta, g)
 
 
 _register_variants()

@@ -14,6 +14,7 @@ Conventions shared by every estimator:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -50,10 +51,16 @@ def _check_grpo(p: dict[str, Any]) -> None:
         raise ValueError(f"scale must be 'group', 'batch' or 'none', got {p['scale']!r}")
 
 
-def _log_comb(a: torch.Tensor, b: int) -> torch.Tensor:
-    """log C(a, b) elementwise for integer-valued float64 ``a``; -inf where a < b."""
-    out = torch.lgamma(a + 1) - torch.lgamma(torch.full_like(a, b + 1.0)) - torch.lgamma((a - b).clamp_min(0) + 1)
-    return torch.where(a >= b, out, torch.full_like(a, -torch.inf))
+def _log_comb(a: torch.Tensor, b: int, log_fact: torch.Tensor) -> torch.Tensor:
+    """log C(a, b) elementwise for int64 ``a``; -inf where a < b. ``log_fact[m] = log m!``."""
+    ok = a >= b
+    a = a.clamp_min(b)
+    return torch.where(ok, log_fact[a] - log_fact[b] - log_fact[a - b], torch.full_like(log_fact[a], -torch.inf))
+
+
+def _log_factorials(n_max: int, device: torch.device) -> torch.Tensor:
+    """log m! for m = 0..n_max in float64: a table lookup replaces lgamma on every group."""
+    return torch.lgamma(torch.arange(n_max + 1, dtype=torch.float64, device=device) + 1)
 
 
 def _require_group_size(g: Groups, k: int, name: str) -> None:
@@ -62,9 +69,16 @@ def _require_group_size(g: Groups, k: int, name: str) -> None:
         raise ValueError(f"{name} with k={k} needs every group to have at least k rollouts; smallest group has {smallest}")
 
 
-def _comb_ratio(top: torch.Tensor, bottom: torch.Tensor, b: int) -> torch.Tensor:
-    """C(top, b) / C(bottom, b) for integer-valued float64 tensors, stable for large values."""
-    return torch.exp(_log_comb(top, b) - _log_comb(bottom, b))
+def _comb_ratio(top: torch.Tensor, bottom: torch.Tensor, b: int, log_fact: torch.Tensor) -> torch.Tensor:
+    """C(top, b) / C(bottom, b) for int64 tensors, stable for large values."""
+    return torch.exp(_log_comb(top, b, log_fact) - _log_comb(bottom, b, log_fact))
+
+
+def _successes(r: torch.Tensor, g: Groups) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Group sizes n, success counts c (int64) and the log-factorial table up to max n."""
+    n = g.counts
+    c = g.sum(r).round().to(torch.int64)
+    return n, c, _log_factorials(int(n.max()), r.device)
 
 
 # -- group-centred estimators ------------------------------------------------------------------
@@ -92,15 +106,26 @@ def grpo(r: torch.Tensor, g: Groups, *, eps: float, std: str, scale: str) -> tor
     Binary (group scale): a+ = q/s, a- = -p/s, m_S = m_F = pq/s.
     """
     unbiased = std == "unbiased"
-    mean = g.mean(r)
-    centred = r - g.expand(mean)
+    d = r - g.expand(g.mean(r))
     if scale == "none":
-        return centred
+        return d
+    # Corrected two-pass centring: the mean of n equal non-dyadic values can round off by an
+    # ulp, and dividing that residue by a near-zero std would give a constant group advantages
+    # of order 0.1 instead of 0. Re-centring on the residuals' mean makes them exactly 0.
+    d = d - g.expand(g.mean(d))
     if scale == "group":
-        s = g.expand(g.std(r, unbiased=unbiased, mean=mean))
-    else:
-        s = r.std(correction=1 if unbiased else 0) if r.numel() > 1 else r.new_zeros(())
-    return centred / (s + eps)
+        n = g.count(r.dtype)
+        var = g.sum(d * d) / ((n - 1).clamp_min(1) if unbiased else n)
+        denom = var.sqrt() + eps
+        # A zero denominator (eps = 0) only occurs for a constant group, whose d is exactly 0.
+        inv = torch.where(denom > 0, 1 / denom.clamp_min(torch.finfo(r.dtype).tiny), torch.zeros_like(denom))
+        return d * g.expand(inv)
+    # The whole batch's reward std (TRL's scale_rewards="batch"), centred twice for the same reason.
+    rc = r - r.mean()
+    rc = rc - rc.mean()
+    var = float(rc.square().sum()) / max(r.numel() - (1 if unbiased else 0), 1)
+    denom = math.sqrt(var) + eps
+    return d / denom if denom > 0 else d
 
 
 @register("rloo", centred=True)
@@ -121,29 +146,35 @@ def maxrl(r: torch.Tensor, g: Groups) -> torch.Tensor:
     Normalising by the solve rate makes the implied objective log p (maximum likelihood of
     success). Binary: a+ = q/p, a- = -1, m_S = m_F = q. Rewards in [0, 1].
     """
-    mean = g.mean_of(r)
-    safe = torch.where(mean > 0, mean, torch.ones_like(mean))
-    return torch.where(mean > 0, (r - mean) / safe, torch.zeros_like(r))
+    mean = g.mean(r)
+    inv = torch.where(mean > 0, 1 / mean.clamp_min(torch.finfo(r.dtype).tiny), torch.zeros_like(mean))
+    return (r - g.expand(mean)) * g.expand(inv)
 
 
 def _check_alpha(p: dict[str, Any]) -> None:
     _number(p, "alpha", low=0.0)
 
 
-def focal(r: torch.Tensor, baseline: torch.Tensor, alpha: float, delta: float) -> torch.Tensor:
+def focal(r: torch.Tensor, baseline: torch.Tensor, alpha: float, delta: float, groups: Groups | None = None) -> torch.Tensor:
     """The focal, sign-weighted advantage shared by power, asym_grpo and FADE.
 
     A_i = (1 - b_i)^(alpha - 1) (r_i - b_i), divided by delta where r_i < b_i, with b the
     baseline (the group mean). For binary rewards m_S = p q^alpha and m_F = p q^alpha / delta.
     Where b = 1 every reward equals the baseline and the advantage is 0. With alpha = 1 and
     delta = 1 this is exactly r - b.
+
+    ``baseline`` holds one value per group of ``groups`` (or, without groups, anything that
+    broadcasts against ``r``): the focal weight is computed once per group, not per rollout.
     """
-    d = r - baseline
+    expand = groups.expand if groups is not None else (lambda t: t)
+    d = r - expand(baseline)
     if alpha != 1:
         q = 1 - baseline
-        d = d * torch.where(q > 0, q.clamp_min(torch.finfo(r.dtype).tiny) ** (alpha - 1), torch.zeros_like(q))
+        w = torch.where(q > 0, q.clamp_min(torch.finfo(r.dtype).tiny) ** (alpha - 1), torch.zeros_like(q))
+        d = d * expand(w)
     if delta != 1:
-        d = torch.where(d < 0, d / delta, d)
+        # d + (1/delta - 1) min(d, 0) is d/delta below the baseline; cheaper than a select.
+        d = d + d.clamp_max(0) * (1 / delta - 1)
     return d
 
 
@@ -154,7 +185,7 @@ def power(r: torch.Tensor, g: Groups, *, alpha: float) -> torch.Tensor:
     The FADE paper's difficulty probe: m_S = m_F = p q^alpha, so alpha > 1 moves gradient mass
     to hard prompts and alpha = 1 is dr_grpo. Rewards in [0, 1].
     """
-    return focal(r, g.mean_of(r), alpha, 1.0)
+    return focal(r, g.mean(r), alpha, 1.0, g)
 
 
 def _check_delta(p: dict[str, Any]) -> None:
@@ -168,7 +199,7 @@ def asym_grpo(r: torch.Tensor, g: Groups, *, delta: float) -> torch.Tensor:
     The FADE paper's sign probe: m_S = pq, m_F = pq/delta. delta < 1 amplifies the negative
     (failure) mass, delta > 1 the positive; delta = 1 is dr_grpo.
     """
-    return focal(r, g.mean_of(r), 1.0, delta)
+    return focal(r, g.mean(r), 1.0, delta, g)
 
 
 @register("passk", centred=True, rewards="binary", check=_check_k, k=4)
@@ -181,17 +212,16 @@ def passk(r: torch.Tensor, g: Groups, *, k: int) -> torch.Tensor:
     Implied objective 1 - (1-p)^k. Binary rewards; every group needs at least k rollouts.
     """
     _require_group_size(g, k, "passk")
-    n = g.counts.to(torch.float64)
-    c = g.sum(r.to(torch.float64))
-    fail_all = _comb_ratio(n - c, n, k)  # 1 - rho
-    x = _comb_ratio(n - c - 1, n - 1, k - 1)
+    n, c, lf = _successes(r, g)
+    fail_all = _comb_ratio(n - c, n, k, lf)  # 1 - rho
+    x = _comb_ratio(n - c - 1, n - 1, k - 1, lf)
     sigma = (fail_all * (1 - fail_all)).clamp_min(0).sqrt()
     ok = sigma > 0
     safe = torch.where(ok, sigma, torch.ones_like(sigma))
-    a_pos = torch.where(ok, fail_all / safe, torch.zeros_like(sigma))
-    a_neg = torch.where(ok, (fail_all - x) / safe, torch.zeros_like(sigma))
-    success = r > 0.5
-    return torch.where(success, g.expand(a_pos).to(r.dtype), g.expand(a_neg).to(r.dtype))
+    a_pos = torch.where(ok, fail_all / safe, torch.zeros_like(sigma)).to(r.dtype)
+    a_neg = torch.where(ok, (fail_all - x) / safe, torch.zeros_like(sigma)).to(r.dtype)
+    # r is 0 or 1, so this picks a+ or a- exactly (a product by 1 or 0, a sum with 0).
+    return g.expand(a_pos) * r + g.expand(a_neg) * (1 - r)
 
 
 @register("pkpo", centred=True, rewards="binary", check=_check_k, k=4)
@@ -204,11 +234,11 @@ def pkpo(r: torch.Tensor, g: Groups, *, k: int) -> torch.Tensor:
     for the paper's leave-one-out baselines. Every group needs at least k rollouts.
     """
     _require_group_size(g, k, "pkpo")
-    n = g.counts.to(torch.float64)
-    c = g.sum(r.to(torch.float64))
-    x = g.expand(_comb_ratio(n - c - 1, n - 1, k - 1)).to(r.dtype)
-    s = torch.where(r > 0.5, torch.full_like(r, float(k)), k * (1 - x))
-    return s - g.mean_of(s)
+    n, c, lf = _successes(r, g)
+    x = _comb_ratio(n - c - 1, n - 1, k - 1, lf)
+    p = c.to(torch.float64) / n
+    # s - mean(s) with s = k (success), k (1 - X) (failure) is k X (r - p) in closed form.
+    return g.expand((k * x).to(r.dtype)) * (r - g.expand(p.to(r.dtype)))
 
 
 def _check_beta(p: dict[str, Any]) -> None:
@@ -257,14 +287,16 @@ def grpo_passk(r: torch.Tensor, g: Groups, *, eps: float, norm_by_std: bool) -> 
     """
     _require_group_size(g, 2, "grpo_passk")
     top = g.max(r)
-    is_top = r == g.expand(top)
-    n_top = g.sum(is_top.to(r.dtype))
-    second = g.max(torch.where(is_top, torch.full_like(r, -torch.inf), r))
-    second = torch.where(n_top > 1, top, second)  # a tie at the top: no unique best
-    gap = top - second
+    is_top = (r == g.expand(top)).to(r.dtype)
+    n_top = g.sum(is_top)
+    # Push every group's maxima below the batch minimum: the group max of what is left is the
+    # runner-up (exact, the other rewards are untouched), with no masked select over rollouts.
+    lo, hi = torch.aminmax(r)
+    second = g.max(r - is_top * (hi - lo + 1))
+    gap = torch.where(n_top == 1, top - second, torch.zeros_like(top))  # a tie at the top: no unique best
     if norm_by_std:
         gap = gap / (g.std(r) + eps)
-    return torch.where(is_top & g.expand(n_top == 1), g.expand(gap), torch.zeros_like(r))
+    return is_top * g.expand(gap)
 
 
 @register("reinforce_pp_baseline", centred=True, uses=("lengths",), check=_check_eps, eps=1e-8)

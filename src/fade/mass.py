@@ -77,30 +77,38 @@ def decompose(
     return decompose_grouped(a, r, as_groups(groups, r.numel(), r.device))
 
 
-def decompose_grouped(a: torch.Tensor, r: torch.Tensor, g: Groups) -> MassReport:
-    """:func:`decompose` on validated inputs with the grouping already built."""
-    a = a.to(torch.float64)
+def decompose_grouped(a: torch.Tensor, r: torch.Tensor, g: Groups, group_mean: torch.Tensor | None = None) -> MassReport:
+    """:func:`decompose` on validated inputs with the grouping already built.
+
+    ``group_mean`` (one reward mean per group) may be passed when the caller has it already.
+    Sums run on advantages scaled by max |A|, so the diagnostics are exact ratios at any
+    magnitude (no underflow of A^2 near 1e-170, no overflow near 1e170).
+    """
     n = a.numel()
-    mag = a.abs()
-    pos = float(a.clamp_min(0).sum()) / n
-    neg = float((-a).clamp_min(0).sum()) / n
-    total = pos + neg
-    sq = float((a * a).sum())
-    if total > 0:
-        p_group = g.mean_of(r.to(torch.float64))
-        difficulty = float((mag * p_group).sum() / mag.sum())
-        sign_balance = pos / total
-        esf = min(1.0, (total * n) ** 2 / (n * sq)) if sq > 0 else 0.0
-    else:
-        difficulty = sign_balance = math.nan
-        esf = 0.0
+    peak = float(a.abs().max())
+    if peak == 0.0:
+        return MassReport(0.0, 0.0, 0.0, math.nan, math.nan, 0.0, n, g.num_groups)
+    scale = 1.0 / peak
+    a = a * scale if math.isfinite(scale) else a / peak
+    u = a.abs()
+    # Both sums use the same order over terms with a.clamp_min(0) <= |a| elementwise, so
+    # pos_u <= s1 exactly and an all-positive (all-negative) batch has exactly zero negative
+    # (positive) mass.
+    s1 = float(u.sum(dtype=torch.float64))
+    pos_u = float(a.clamp_min(0).sum(dtype=torch.float64))
+    neg_u = s1 - pos_u
+    s2 = float(torch.dot(u, u).to(torch.float64))
+    if group_mean is None:
+        group_mean = g.mean(r)
+    per_group = g.sum(u)
+    difficulty = float(torch.dot(per_group.to(torch.float64), group_mean.to(torch.float64))) / s1
     return MassReport(
-        positive_mass=pos,
-        negative_mass=neg,
-        total_mass=total,
-        sign_balance=sign_balance,
+        positive_mass=peak * pos_u / n,
+        negative_mass=peak * neg_u / n,
+        total_mass=peak * s1 / n,
+        sign_balance=pos_u / s1,
         difficulty=difficulty,
-        effective_sample_fraction=esf,
+        effective_sample_fraction=min(1.0, s1 * s1 / (n * s2)),
         num_rollouts=n,
         num_groups=g.num_groups,
     )

@@ -225,10 +225,12 @@ class Estimator:
 def _check_reward_kind(s: EstimatorSpec, r: torch.Tensor) -> None:
     if s.rewards == "any":
         return
-    lo, hi = float(r.min()), float(r.max())
+    lo_t, hi_t = torch.aminmax(r)
+    lo, hi = float(lo_t), float(hi_t)
     if lo < 0.0 or hi > 1.0:
         raise ValueError(f"estimator {s.name!r} expects rewards in [0, 1], got values in [{lo}, {hi}]")
-    if s.rewards == "binary" and not bool(((r == 0) | (r == 1)).all()):
+    # In [0, 1], r (1 - r) >= 0 with equality exactly at 0 and 1: one dot product checks binarity.
+    if s.rewards == "binary" and float(torch.dot(r, 1 - r)) != 0.0:
         bad = r[(r != 0) & (r != 1)][0].item()
         raise ValueError(f"estimator {s.name!r} expects binary rewards (0 or 1), got {bad}")
 

@@ -43,6 +43,10 @@ def as_rewards(rewards: torch.Tensor | np.ndarray | Sequence[float], *, name: st
 
 def check_finite(x: torch.Tensor, name: str) -> None:
     """Raise ValueError naming the first non-finite entry of ``x``."""
+    # One reduction decides the common case: a finite sum means every entry is finite. A
+    # non-finite sum can also come from overflow, so only then scan for the offending entry.
+    if bool(torch.isfinite(x.sum())):
+        return
     bad = ~torch.isfinite(x)
     if bool(bad.any()):
         i = int(bad.nonzero()[0, 0])
@@ -85,7 +89,7 @@ class Groups:
         if self.size is not None:
             return x.view(-1, self.size).sum(dim=1)
         out = torch.zeros(self.num_groups, dtype=x.dtype, device=x.device)
-        return out.index_add_(0, self.index, x)
+        return out.scatter_add_(0, self.index, x)
 
     def count(self, dtype: torch.dtype) -> torch.Tensor:
         return self.counts.to(dtype)
@@ -119,7 +123,7 @@ class Groups:
         """Per-group values broadcast to one value per rollout."""
         if self.size is not None:
             return per_group.unsqueeze(1).expand(-1, self.size).reshape(-1)
-        return per_group[self.index]
+        return per_group.index_select(0, self.index)
 
     def mean_of(self, x: torch.Tensor) -> torch.Tensor:
         """Group mean of ``x`` at every rollout."""
@@ -129,7 +133,7 @@ class Groups:
         """Size of each rollout's group, at every rollout."""
         if self.size is not None:
             return torch.full((self.n,), float(self.size), dtype=dtype, device=self.index.device)
-        return self.counts.to(dtype)[self.index]
+        return self.counts.to(dtype).index_select(0, self.index)
 
 
 def as_groups(groups: int | torch.Tensor | np.ndarray | Sequence, n: int, device: torch.device | str) -> Groups:
@@ -153,7 +157,8 @@ def as_groups(groups: int | torch.Tensor | np.ndarray | Sequence, n: int, device
                 f"{n} rollouts cannot be split into consecutive groups of {g}: "
                 f"expected a multiple of {g}, or one group id per rollout"
             )
-        index = torch.arange(n, device=device) // g
+        # repeat_interleave, not arange // g: integer division is an order of magnitude slower.
+        index = torch.arange(n // g, device=device).repeat_interleave(g)
         counts = torch.full((n // g,), g, dtype=torch.int64, device=device)
         return Groups(index=index, counts=counts, size=g)
 
@@ -189,14 +194,17 @@ def as_groups(groups: int | torch.Tensor | np.ndarray | Sequence, n: int, device
 
 def _densify(ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Map arbitrary integer ids to 0..K-1 (in increasing id order) and count each group."""
-    lo, hi = int(ids.min()), int(ids.max())
+    lo_t, hi_t = torch.aminmax(ids)
+    lo, hi = int(lo_t), int(hi_t)
     span = hi - lo + 1
     if span <= 4 * ids.numel() + 1024:
         # Ids in a compact range: a bincount and a cumulative sum relabel them in O(n).
-        shifted = ids - lo
+        shifted = ids - lo if lo != 0 else ids
         counts_all = torch.bincount(shifted, minlength=span)
         present = counts_all > 0
+        if bool(present.all()):  # already dense (0..K-1, every id used): nothing to relabel
+            return shifted, counts_all
         relabel = torch.cumsum(present, dim=0) - 1
-        return relabel[shifted], counts_all[present]
+        return relabel.index_select(0, shifted), counts_all[present]
     _, index, counts = torch.unique(ids, return_inverse=True, return_counts=True)
     return index, counts

@@ -11,12 +11,13 @@ from . import estimators as _estimators  # noqa: F401  (registers the estimators
 from .adaptive import FadeEstimator
 from .mass import MassProfile, MassReport, decompose, mass_profile
 from .passk import pass_at_k
-from .registry import Estimator, advantages, available, estimator, register
+from .registry import Estimator, EstimatorSpec, advantages, available, estimator, register, spec
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Estimator",
+    "EstimatorSpec",
     "FadeEstimator",
     "MassProfile",
     "MassReport",
@@ -27,4 +28,5 @@ __all__ = [
     "mass_profile",
     "pass_at_k",
     "register",
+    "spec",
 ]

@@ -37,6 +37,10 @@ DEFAULT_ATLAS_ESTIMATORS = (
     "passk:k=4",
     "pkpo:k=4",
     "logmeanexp:beta=2",
+    # FADE's two ends: early (entropy above target, low solve rate) hard focus and balanced
+    # sign; late (entropy below target, solves common) medium focus and failure-biased.
+    "fade:alpha=3:delta=1",
+    "fade:alpha=1:delta=0.3",
 )
 
 SPEC_HELP = (

@@ -9,6 +9,7 @@ The core depends on torch and numpy only.
 from . import adaptive as _adaptive  # noqa: F401  (registers FADE and its ablations)
 from . import estimators as _estimators  # noqa: F401  (registers the estimators)
 from .adaptive import FadeEstimator
+from .geometry import rank1_share
 from .mass import MassProfile, MassReport, decompose, mass_profile
 from .passk import pass_at_k
 from .registry import Estimator, EstimatorSpec, advantages, available, estimator, register, spec
@@ -27,6 +28,7 @@ __all__ = [
     "estimator",
     "mass_profile",
     "pass_at_k",
+    "rank1_share",
     "register",
     "spec",
 ]

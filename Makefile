@@ -4,10 +4,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 # The CPU build that this project's machines install from disk; override for a CUDA build.
 TORCH_SPEC ?= torch==2.13.0
-EXTRAS ?= test
+EXTRAS ?= testbed,test
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test install bench clean
+.PHONY: demo clean-demo test install bench bench-trainer base clean
 
 $(VENV)/.installed-$(EXTRAS): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -17,14 +17,32 @@ $(VENV)/.installed-$(EXTRAS): pyproject.toml
 
 install: $(VENV)/.installed-$(EXTRAS)
 
+DEMO_STEPS ?= 800
+
+# FADE on the arithmetic task from the shipped base policy (about 5 minutes on 2 CPU cores),
+# then the estimators' gradient-mass atlas. A rerun continues the finished run instead of
+# starting over; `make clean-demo` removes it.
 demo: install
 	$(VENV)/bin/fade atlas --group-size 16 --out $(DEMO_OUT)/atlas.png
+	$(VENV)/bin/fade train --task arithmetic --estimator fade --steps $(DEMO_STEPS) --eval-every 200 \
+		--seed 0 --out $(DEMO_OUT)/fade-arithmetic $(if $(wildcard $(DEMO_OUT)/fade-arithmetic/checkpoint.pt),--resume,)
+
+clean-demo:
+	rm -rf $(DEMO_OUT)
 
 test: install
 	$(PY) -m pytest -q -n 2
 
 bench: install
 	$(PY) benchmarks/advantages.py
+
+bench-trainer: install
+	$(PY) benchmarks/trainer.py
+
+# Regenerate the shipped base policies from their seeds (a few minutes each).
+base: install
+	$(VENV)/bin/fade pretrain --task arithmetic --seed 0 --out src/fade/testbed/base/arithmetic
+	$(VENV)/bin/fade pretrain --task countdown --seed 0 --out src/fade/testbed/base/countdown
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .hypothesis

@@ -380,10 +380,122 @@ def _run_decompose(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- fade pretrain / fade train (the testbed) -------------------------------------------------
+
+
+def _testbed():
+    try:
+        from . import testbed  # noqa: F401
+        from .testbed import pretrain, trainer
+    except ImportError as exc:
+        raise ValueError(f"the testbed needs the 'testbed' extra (pip install 'fade-rl[testbed]'): {exc}") from None
+    return pretrain, trainer
+
+
+def _add_pretrain(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "pretrain",
+        help="train the tiny base policy of a task by supervised learning, stopping while it is imperfect",
+        description=(
+            "Train a tiny Llama (character tokenizer, built locally) on a task's (prompt, answer) pairs "
+            "and stop at the first validation check where sampled pass@1 reaches --target-pass1, so RL "
+            "starts from a policy that solves easy prompts often and hard ones rarely. Writes the model, "
+            "tokenizer, pretrain.jsonl and base_eval.json (test pass@k per bucket) into --out."
+        ),
+    )
+    p.add_argument("--task", required=True, choices=("arithmetic", "countdown"))
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-steps", type=int, default=2000)
+    p.add_argument("--target-pass1", type=float, default=0.3, help="stop once validation pass@1 reaches this (default: 0.3)")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda (default: auto)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_run_pretrain)
+
+
+def _run_pretrain(args: argparse.Namespace) -> int:
+    pretrain, _ = _testbed()
+    summary = pretrain.pretrain(
+        pretrain.PretrainConfig(
+            task=args.task, out=args.out, seed=args.seed, max_steps=args.max_steps,
+            target_pass1=args.target_pass1, device=args.device, progress=not args.no_progress,
+        )
+    )
+    test = summary["test"]
+    ks = [k for k in (1, 4, 16, 64) if f"pass@{k}" in test]
+    print(
+        f"{args.task}: {summary['steps']} steps in {summary['seconds']} s, {summary['parameters']:,} parameters; test "
+        + ", ".join(f"pass@{k} {test[f'pass@{k}']:.3f}" for k in ks)
+    )
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _add_train(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train",
+        help="RL-train a policy on a task with any registered estimator (the testbed trainer)",
+        description=(
+            "Sample G completions per prompt, score them with the task's verifier, weigh them with the "
+            "chosen advantage estimator and take PPO-clip steps. Writes metrics.jsonl, eval.jsonl, "
+            "TensorBoard events (tb/), a checkpoint, the final policy (policy/) and PNG plots into --out."
+        ),
+    )
+    p.add_argument("--task", default="arithmetic", choices=("arithmetic", "countdown"))
+    p.add_argument("--estimator", default="fade", metavar="NAME", help="a registered estimator (default: fade)")
+    p.add_argument("--estimator-args", default="", metavar="K=V[,K=V...]", help="estimator parameters, comma-separated")
+    p.add_argument("--steps", type=int, default=400)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    p.add_argument("--eval-every", type=int, default=100, metavar="N", help="evaluate every N steps; 0: never (default: 100)")
+    p.add_argument("--eval-prompts", type=int, default=200, metavar="N", help="held-out prompts per evaluation (default: 200)")
+    p.add_argument("--model", default=None, metavar="DIR", help="a local transformers causal LM (default: the task's base policy)")
+    p.add_argument("--data", default=None, metavar="FILE.jsonl", help="prompt/answer JSON lines in place of --task")
+    p.add_argument("--verifier", default=None, metavar="NAME", help="how --data answers are checked (exact, numeric, ...)")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda (default: auto)")
+    p.add_argument("--prompts-per-step", type=int, default=32)
+    p.add_argument("--group-size", type=int, default=8, metavar="G")
+    p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--epochs", type=int, default=1, help="passes over each batch (default: 1)")
+    p.add_argument("--minibatches", type=int, default=1, help="optimizer steps per pass (default: 1)")
+    p.add_argument("--clip-eps", type=float, default=0.2)
+    p.add_argument("--loss-agg", default="token-mean", choices=("token-mean", "seq-mean"))
+    p.add_argument("--kl-coef", type=float, default=0.0, help="weight of KL to the base policy (default: 0)")
+    p.add_argument("--checkpoint-every", type=int, default=50, metavar="N")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_run_train)
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    _, trainer = _testbed()
+    from .testbed import report
+
+    config = trainer.TrainConfig(
+        out=args.out, task=args.task, estimator=args.estimator,
+        estimator_args=parse_params(args.estimator_args, where=args.estimator_args), steps=args.steps,
+        seed=args.seed, model=args.model, data=args.data, verifier=args.verifier, device=args.device,
+        prompts_per_step=args.prompts_per_step, group_size=args.group_size, lr=args.lr, epochs=args.epochs,
+        minibatches=args.minibatches, clip_eps=args.clip_eps, loss_agg=args.loss_agg, kl_coef=args.kl_coef,
+        eval_every=args.eval_every, eval_prompts=args.eval_prompts, checkpoint_every=args.checkpoint_every,
+        progress=not args.no_progress,
+    )
+    try:
+        out = trainer.train(config, resume=args.resume)
+    except KeyboardInterrupt:
+        print(f"fade: interrupted; the last checkpoint in {args.out} is intact: rerun with --resume", file=sys.stderr)
+        return 130
+    run = report.load_run(out)
+    _console().print(report.summary_table(run))
+    for path in report.plot_run(out):
+        print(f"wrote {path}")
+    return 0
+
+
 # -- entry point -------------------------------------------------------------------------------
 
 #: Subcommands in the order ``fade --help`` lists them.
-COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_atlas, _add_decompose)
+COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_atlas, _add_decompose, _add_pretrain, _add_train)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,114 @@
+"""Prompt/answer sets from a JSON-lines file, scored by a named verifier, as a testbed task.
+
+``fade train --data FILE.jsonl --verifier NAME`` trains on a user's own problems with any local
+model. Each line holds ``prompt`` and ``answer``, and optionally ``id``, ``difficulty`` (a
+positive integer bucket; 1 when absent) and ``split`` ("train" or "test"); lines without a
+split are placed by a stable hash of the prompt, 20% to test, as the built-in tasks are.
+Verifiers are looked up by name in :data:`VERIFIERS`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+from .tasks import TEST_FRACTION, Problem, Verdict
+
+__all__ = ["VERIFIERS", "FileTask", "register_verifier"]
+
+
+def _exact(answer: str, completion: str) -> Verdict:
+    text = completion.strip()
+    if not text:
+        return Verdict(0.0, "empty", None)
+    return Verdict(1.0, "correct", text) if text == answer.strip() else Verdict(0.0, "wrong", None)
+
+
+def _numeric(answer: str, completion: str) -> Verdict:
+    text = completion.strip()
+    if not text:
+        return Verdict(0.0, "empty", None)
+    try:
+        got, want = float(text.replace(",", "")), float(answer.replace(",", ""))
+    except ValueError:
+        return Verdict(0.0, "malformed", None)
+    if not math.isfinite(got):
+        return Verdict(0.0, "malformed", None)
+    if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9):
+        return Verdict(1.0, "correct", repr(want))
+    return Verdict(0.0, "wrong", None)
+
+
+#: verifier name -> f(reference answer, completion) -> Verdict
+VERIFIERS: dict[str, Callable[[str, str], Verdict]] = {"exact": _exact, "numeric": _numeric}
+
+
+def register_verifier(name: str, fn: Callable[[str, str], Verdict]) -> None:
+    """Make ``fn`` available as ``--verifier name``."""
+    VERIFIERS[name] = fn
+
+
+class FileTask:
+    """The problems of a JSON-lines file, with the interface of the built-in tasks."""
+
+    def __init__(self, path: str | Path, *, verifier: str) -> None:
+        if verifier not in VERIFIERS:
+            raise ValueError(f"unknown verifier {verifier!r}; known: {', '.join(sorted(VERIFIERS))}")
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise ValueError(f"--data {self.path}: no such file")
+        self.name = self.path.stem
+        self._verify = VERIFIERS[verifier]
+        self._splits: dict[str, list[Problem]] = {"train": [], "test": []}
+        for number, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{self.path}:{number}: not valid JSON ({exc.msg})") from None
+            if not isinstance(row, dict) or not isinstance(row.get("prompt"), str) or not isinstance(row.get("answer"), str):
+                raise ValueError(f"{self.path}:{number}: expected an object with string 'prompt' and 'answer'")
+            difficulty = row.get("difficulty", 1)
+            if isinstance(difficulty, bool) or not isinstance(difficulty, int) or difficulty < 1:
+                raise ValueError(f"{self.path}:{number}: difficulty must be a positive integer, got {difficulty!r}")
+            split = row.get("split") or self._hash_split(row["prompt"])
+            if split not in self._splits:
+                raise ValueError(f"{self.path}:{number}: split must be 'train' or 'test', got {split!r}")
+            pid = str(row.get("id", f"{self.name}/{number}"))
+            self._splits[split].append(Problem(id=pid, prompt=row["prompt"], answer=row["answer"], difficulty=difficulty))
+        if not self._splits["train"]:
+            raise ValueError(f"{self.path} has no training problems")
+        everything = self._splits["train"] + self._splits["test"]
+        self.difficulties = tuple(sorted({p.difficulty for p in everything}))
+        self.max_prompt_chars = max(len(p.prompt) for p in everything)
+        self.max_answer_chars = max(len(p.answer) for p in everything)
+        self.alphabet = "".join(sorted({c for p in everything for c in p.prompt + p.answer}))
+
+    @staticmethod
+    def _hash_split(prompt: str) -> str:
+        h = int.from_bytes(hashlib.sha256(prompt.encode("utf-8")).digest()[:8], "big") / 2**64
+        return "test" if h < TEST_FRACTION else "train"
+
+    def problems(self, split: str, n: int | None = None, seed: int = 0) -> list[Problem]:
+        if split not in self._splits:
+            raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+        pool = self._splits[split]
+        if n is None:
+            return list(pool)
+        if not pool:
+            return []
+        rng = random.Random(f"{self.name}/{split}/{seed}")
+        if n <= len(pool):
+            return rng.sample(pool, n)
+        return [pool[rng.randrange(len(pool))] for _ in range(n)]
+
+    def verify(self, problem: Problem, completion: str) -> Verdict:
+        return self._verify(problem.answer, completion)
+
+    def sft_answer(self, problem: Problem, rng: random.Random) -> str:
+        return problem.answer

@@ -1,0 +1,119 @@
+"""Held-out evaluation of a policy: pass@k per difficulty bucket and the diversity of correct answers.
+
+For each test problem the policy draws ``samples`` completions at temperature 1; the verifier
+scores each, and the unbiased estimator (:func:`fade.pass_at_k`) turns the c correct out of n
+into pass@k for every k up to n. The number of distinct correct answers per problem (by the
+verifier's normal form) measures what pass@k at large k rewards: several ways to be right.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from fade.passk import pass_at_k
+
+from .sampling import greedy, sample
+from .tasks import Problem, Task
+
+__all__ = ["EVAL_KS", "decode_completions", "encode_prompt", "evaluate", "pass_at_k_table"]
+
+#: The k of pass@k the testbed reports: powers of two up to the 64 samples per prompt.
+EVAL_KS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def encode_prompt(tokenizer: Any, text: str) -> list[int]:
+    """Token ids of a prompt, starting with the tokenizer's bos token when it has one."""
+    ids = list(tokenizer(text, add_special_tokens=True)["input_ids"])
+    bos = tokenizer.bos_token_id
+    if bos is not None and (not ids or ids[0] != bos):
+        ids.insert(0, bos)
+    return ids
+
+
+def decode_completions(tokenizer: Any, completion_ids: torch.Tensor, completion_mask: torch.Tensor, eos_id: int) -> list[str]:
+    """The text of each row up to (not including) its eos."""
+    out = []
+    for ids, mask in zip(completion_ids.tolist(), completion_mask.tolist()):
+        kept = [t for t, m in zip(ids, mask) if m and t != eos_id]
+        out.append(tokenizer.decode(kept, skip_special_tokens=True))
+    return out
+
+
+def pass_at_k_table(n: int, correct: Sequence[int], ks: Sequence[int]) -> dict[int, float]:
+    """Mean over problems of the unbiased pass@k, for each k <= n."""
+    return {k: sum(pass_at_k(n, c, k) for c in correct) / len(correct) for k in ks if k <= n}
+
+
+@torch.no_grad()
+def evaluate(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    task: Task,
+    problems: Sequence[Problem],
+    *,
+    samples: int = 64,
+    max_new_tokens: int,
+    eos_id: int,
+    pad_id: int,
+    generator: torch.Generator | None = None,
+    max_rows: int = 4096,
+) -> dict[str, float]:
+    """pass@k (k in :data:`EVAL_KS`, k <= samples) overall and per bucket, and distinct correct answers.
+
+    Returns a flat dict: ``pass@k``, ``pass@k/d{b}``, ``distinct_correct`` (mean per problem),
+    ``distinct_correct/d{b}``, ``greedy`` (greedy pass@1), ``entropy`` (mean token entropy of the samples), ``n_prompts``,
+    ``n_samples``. Prompts decode ``max_rows // samples`` at a time.
+    """
+    if not problems:
+        raise ValueError("evaluate needs at least one problem")
+    was_training = model.training
+    model.eval()
+    per_chunk = max(1, max_rows // samples)
+    correct: list[int] = []
+    distinct: list[int] = []
+    greedy_correct = 0
+    entropy_sum, token_count = 0.0, 0
+    for start in range(0, len(problems), per_chunk):
+        chunk = problems[start : start + per_chunk]
+        prompts = [encode_prompt(tokenizer, p.prompt) for p in chunk]
+        g_ids, g_mask = greedy(model, prompts, max_new_tokens=max_new_tokens, eos_id=eos_id, pad_id=pad_id)
+        for problem, text in zip(chunk, decode_completions(tokenizer, g_ids, g_mask, eos_id)):
+            greedy_correct += task.verify(problem, text).score == 1.0
+        rollouts = sample(
+            model,
+            prompts,
+            num_samples=samples,
+            max_new_tokens=max_new_tokens,
+            eos_id=eos_id,
+            pad_id=pad_id,
+            generator=generator,
+        )
+        texts = decode_completions(tokenizer, rollouts.completion_ids, rollouts.completion_mask, eos_id)
+        entropy_sum += float(rollouts.entropy.sum())
+        token_count += int(rollouts.completion_mask.sum())
+        for i, problem in enumerate(chunk):
+            verdicts = [task.verify(problem, t) for t in texts[i * samples : (i + 1) * samples]]
+            correct.append(sum(v.score == 1.0 for v in verdicts))
+            distinct.append(len({v.canonical for v in verdicts if v.score == 1.0}))
+    model.train(was_training)
+
+    result: dict[str, float] = {}
+    for k, value in pass_at_k_table(samples, correct, EVAL_KS).items():
+        result[f"pass@{k}"] = value
+    by_bucket: dict[int, list[int]] = defaultdict(list)
+    for i, problem in enumerate(problems):
+        by_bucket[problem.difficulty].append(i)
+    for b, rows in sorted(by_bucket.items()):
+        for k, value in pass_at_k_table(samples, [correct[i] for i in rows], EVAL_KS).items():
+            result[f"pass@{k}/d{b}"] = value
+        result[f"distinct_correct/d{b}"] = sum(distinct[i] for i in rows) / len(rows)
+    result["distinct_correct"] = sum(distinct) / len(distinct)
+    result["greedy"] = greedy_correct / len(problems)
+    result["entropy"] = entropy_sum / max(token_count, 1)
+    result["n_prompts"] = len(problems)
+    result["n_samples"] = samples
+    return result

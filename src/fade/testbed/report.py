@@ -1,0 +1,866 @@
+"""Read a training run's directory back and show it: figures of the run and a table of its results.
+
+A run directory holds ``metrics.jsonl`` (one object per training step), ``eval.jsonl`` (one
+object per evaluation, step 0 = the base model) and optionally ``run.json`` (its configuration),
+as FADE.md section 5 specifies. :func:`load_run` reads them, tolerating what a killed or resumed
+run leaves behind (a truncated last line is skipped with a warning; a repeated step keeps its last
+record). :func:`plot_run` writes three PNGs into the run directory, at 100 dpi with fixed sizes so
+a PNG's pixel size depends only on what it shows:
+
+- ``training.png``: a grid of panels against step, one per signal the run logged (reward and
+  per-bucket solve rates, entropy with its target, positive/negative mass, sign_balance,
+  difficulty, effective_sample_fraction, rank1_share, grad/param norm, FADE's alpha and delta,
+  clip fraction and KL, seconds per step), moving-average smoothed over the faint raw values;
+  size :func:`training_pixel_size`.
+- ``passk.png``: pass@1 (with pass@4, 16, 64) against step with the peak marked, the pass@k curve
+  of the base, final and best evaluations, and per-bucket pass@1 against step; size
+  :func:`passk_pixel_size`. Not written when the run has no ``eval.jsonl``.
+- ``plane.png``: the run's path over the sign/difficulty plane, with the same axes as the
+  gradient-mass atlas (x = difficulty, y = sign_balance), coloured by step; PLANE_PIXEL_SIZE.
+
+:func:`summary_table` puts the base, final and best evaluations side by side with the training
+signals' first and last values; :func:`compare_runs` draws several runs on shared axes.
+matplotlib is imported inside the drawing functions, with the non-interactive Agg backend.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from numbers import Real
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.table import Table
+
+from ..plots import NEGATIVE_COLOUR, POSITIVE_COLOUR
+
+__all__ = [
+    "COMPARE_PIXEL_SIZE",
+    "METRICS_FILE",
+    "EVAL_FILE",
+    "CONFIG_FILE",
+    "PASSK_PNG",
+    "PLANE_PIXEL_SIZE",
+    "PLANE_PNG",
+    "REPORT_DPI",
+    "Run",
+    "TRAINING_PNG",
+    "compare_runs",
+    "load_run",
+    "passk_pixel_size",
+    "plot_run",
+    "read_jsonl",
+    "summary_table",
+    "training_panels",
+    "training_pixel_size",
+]
+
+METRICS_FILE, EVAL_FILE, CONFIG_FILE = "metrics.jsonl", "eval.jsonl", "run.json"
+TRAINING_PNG, PASSK_PNG, PLANE_PNG = "training.png", "passk.png", "plane.png"
+
+REPORT_DPI = 100
+TRAINING_COLUMNS = 3
+_PANEL_W_IN, _TRAINING_PANEL_H_IN, _PASSK_PANEL_H_IN, _TITLE_H_IN = 4.0, 2.6, 3.4, 0.5
+_PLANE_SIZE_IN = (6.5, 5.5)
+_COMPARE_SIZE_IN = (11.0, 9.5)
+_COMPARE_LEGEND_COLUMNS = 4
+PLANE_PIXEL_SIZE = (round(_PLANE_SIZE_IN[0] * REPORT_DPI), round(_PLANE_SIZE_IN[1] * REPORT_DPI))  # (650, 550)
+COMPARE_PIXEL_SIZE = (round(_COMPARE_SIZE_IN[0] * REPORT_DPI), round(_COMPARE_SIZE_IN[1] * REPORT_DPI))  # (1100, 950)
+
+# The auto smoothing window is about steps / 50: enough to read a trend through the noise of
+# small batches without hiding a collapse that takes a few percent of the run.
+_AUTO_SMOOTH_DIVISOR = 50
+_STEP_PASS_KS = (1, 4, 16, 64)
+
+_PASS_KEY = re.compile(r"^pass@(\d+)$")
+_PASS1_BUCKET_KEY = re.compile(r"^pass@1/d(\d+)$")
+_SOLVE_BUCKET_KEY = re.compile(r"^solve_rate/d(\d+)$")
+_SCHEDULE_KEYS = ("alpha", "delta", "p_hat", "h_hat", "h_star")
+
+
+def training_pixel_size(num_panels: int) -> tuple[int, int]:
+    """(width, height) in pixels of ``training.png`` with ``num_panels`` panels.
+
+    TRAINING_COLUMNS = 3 panels of 4.0 x 2.6 inches per row, ceil(n / 3) rows, under a 0.5-inch
+    title band, at 100 dpi: width = 1200, height = 260 * ceil(n / 3) + 50. A run with no
+    plottable signal at all gets one (empty, labelled) panel.
+    """
+    if num_panels < 0:
+        raise ValueError(f"num_panels must be >= 0, got {num_panels}")
+    rows = math.ceil(max(num_panels, 1) / TRAINING_COLUMNS)
+    return (
+        round(TRAINING_COLUMNS * _PANEL_W_IN * REPORT_DPI),
+        round((rows * _TRAINING_PANEL_H_IN + _TITLE_H_IN) * REPORT_DPI),
+    )
+
+
+def passk_pixel_size(has_buckets: bool) -> tuple[int, int]:
+    """(width, height) in pixels of ``passk.png``: 3 panels (or 2 without per-bucket keys) of
+    4.0 x 3.4 inches under a 0.5-inch title band at 100 dpi: (1200 or 800, 390)."""
+    panels = 3 if has_buckets else 2
+    return round(panels * _PANEL_W_IN * REPORT_DPI), round((_PASSK_PANEL_H_IN + _TITLE_H_IN) * REPORT_DPI)
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+def _numbered_records(path: str | Path) -> list[tuple[int, dict]]:
+    """(1-based line number, object) for each non-blank line; see :func:`read_jsonl`."""
+    path = Path(path)
+    # Bytes, decoded line by line, so a kill in the middle of a multi-byte character spoils only
+    # the last line, not the whole file.
+    lines = path.read_bytes().split(b"\n")
+    numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
+    records: list[tuple[int, dict]] = []
+    for position, (lineno, raw) in enumerate(numbered):
+        try:
+            record = json.loads(raw.decode("utf-8"))
+        except ValueError as err:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
+            if position == len(numbered) - 1:
+                warnings.warn(
+                    f"{path}: line {lineno} is incomplete (a run killed mid-write?); skipped it",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+                break
+            # json's own position says "line 1" (of the one line it saw): give the column only.
+            reason = f"{err.msg} at column {err.colno}" if isinstance(err, json.JSONDecodeError) else str(err)
+            raise ValueError(f"{path}: line {lineno} is not valid JSON ({reason})") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}: line {lineno} is a JSON {type(record).__name__}, expected an object")
+        records.append((lineno, record))
+    return records
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    """The JSON objects of a JSON-lines file, one per non-blank line, in file order.
+
+    A last line that does not parse is what a run killed mid-write leaves: it is skipped with a
+    RuntimeWarning. Any other line that does not parse, or is not a JSON object, raises
+    ValueError naming the file and the line number.
+    """
+    return [record for _, record in _numbered_records(path)]
+
+
+def _last_per_step(path: Path) -> list[dict]:
+    """Records keyed by ``step``, the last one kept for a repeated step, in step order.
+
+    A run resumed from a checkpoint repeats the steps after that checkpoint; the later records
+    are the ones the surviving run actually took.
+    """
+    by_step: dict[int, dict] = {}
+    for lineno, record in _numbered_records(path):
+        step = record.get("step")
+        if isinstance(step, float) and step.is_integer():
+            step = int(step)
+        if not isinstance(step, int) or isinstance(step, bool):
+            raise ValueError(f"{path}: line {lineno} has step={step!r}, expected an integer")
+        by_step[step] = record
+    return [by_step[s] for s in sorted(by_step)]
+
+
+@dataclass
+class Run:
+    """One training run read back: its configuration and its per-step and per-eval records,
+    each list in step order with one record per step."""
+
+    directory: Path
+    config: dict[str, Any] = field(default_factory=dict)
+    metrics: list[dict] = field(default_factory=list)
+    evals: list[dict] = field(default_factory=list)
+
+
+def load_run(directory: str | Path) -> Run:
+    """Read the run in ``directory``: ``metrics.jsonl`` (required), ``eval.jsonl`` and
+    ``run.json`` (optional; an absent one gives no evals and an empty config)."""
+    directory = Path(directory)
+    metrics_path = directory / METRICS_FILE
+    if not metrics_path.is_file():
+        raise ValueError(f"{directory} is not a run directory: it has no {METRICS_FILE}")
+    config: dict[str, Any] = {}
+    config_path = directory / CONFIG_FILE
+    if config_path.is_file():
+        try:
+            config = json.loads(config_path.read_text())
+        except ValueError as err:
+            raise ValueError(f"{config_path} is not valid JSON ({err})") from None
+        if not isinstance(config, dict):
+            raise ValueError(f"{config_path} holds a JSON {type(config).__name__}, expected an object")
+    eval_path = directory / EVAL_FILE
+    evals = _last_per_step(eval_path) if eval_path.is_file() else []
+    return Run(directory=directory, config=config, metrics=_last_per_step(metrics_path), evals=evals)
+
+
+# -- columns ------------------------------------------------------------------------------------
+
+
+def _as_float(value: Any) -> float:
+    # Logged values are numbers, null or absent; anything else cannot be drawn, so it is a gap.
+    if isinstance(value, Real) and not isinstance(value, bool):
+        return float(value)
+    return math.nan
+
+
+def _column(records: Sequence[dict], key: str) -> np.ndarray:
+    values = [r.get(key) for r in records]
+    try:
+        # numpy reads None as NaN; this is the path every well-formed log takes, and it is an
+        # order of magnitude faster than converting value by value on a long run. Strings
+        # ("1.5" would parse) and booleans are not logged numbers, so they take the slow path.
+        column = np.array(values, dtype=float)
+    except (TypeError, ValueError):
+        column = None
+    if column is None or column.shape != (len(records),) or any(isinstance(v, (bool, str)) for v in values):
+        column = np.fromiter(map(_as_float, values), dtype=float, count=len(values))
+    return column
+
+
+def _columns(records: Sequence[dict]) -> dict[str, np.ndarray]:
+    """Each key with at least one finite value, as a float array aligned with the records."""
+    keys: dict[str, None] = {}
+    for record in records:
+        keys.update(dict.fromkeys(record))
+    columns = {}
+    for key in keys:
+        values = _column(records, key)
+        if np.isfinite(values).any():
+            columns[key] = values
+    return columns
+
+
+def _bucket_ids(keys: Iterable[str], pattern: re.Pattern) -> list[int]:
+    return sorted(int(m.group(1)) for m in map(pattern.match, keys) if m)
+
+
+def _last_finite(values: np.ndarray | None) -> float:
+    if values is None:
+        return math.nan
+    finite = np.flatnonzero(np.isfinite(values))
+    return float(values[finite[-1]]) if finite.size else math.nan
+
+
+def _first_finite(values: np.ndarray | None) -> float:
+    if values is None:
+        return math.nan
+    finite = np.flatnonzero(np.isfinite(values))
+    return float(values[finite[0]]) if finite.size else math.nan
+
+
+def _moving_average(values: np.ndarray, window: int) -> np.ndarray:
+    """Centred moving average over ``window`` values, the window shrinking at both ends.
+
+    Point i averages values[i - window // 2 : i + (window - 1) // 2 + 1] (clipped to the array),
+    so an even window leans one point into the past. Cumulative sums keep it O(n) for long runs.
+    """
+    n = len(values)
+    if window <= 1 or n == 0:
+        return values.astype(float, copy=True)
+    # Summing differences from the first value keeps a constant series exactly constant and
+    # the rounding of a long cumulative sum small.
+    origin = float(values[0])
+    sums = np.concatenate([[0.0], np.cumsum(values - origin, dtype=float)])
+    index = np.arange(n)
+    lo = np.maximum(index - window // 2, 0)
+    hi = np.minimum(index + (window - 1) // 2 + 1, n)
+    return origin + (sums[hi] - sums[lo]) / (hi - lo)
+
+
+def _window(smooth: int | None, num_steps: int) -> int:
+    if smooth is None:
+        return max(1, num_steps // _AUTO_SMOOTH_DIVISOR)
+    if isinstance(smooth, bool) or not isinstance(smooth, int) or smooth < 1:
+        raise ValueError(f"smooth must be a window of >= 1 steps (1 = raw) or None for auto, got {smooth!r}")
+    return smooth
+
+
+# -- labels -------------------------------------------------------------------------------------
+
+
+def _config_value(config: dict, key: str) -> Any:
+    # Dotted keys reach into nested dicts, e.g. "estimator_args.h_star_ratio".
+    value: Any = config
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _run_label(run: Run) -> str:
+    config = run.config
+    name = config.get("estimator")
+    if name is None:
+        return run.directory.name
+    args = config.get("estimator_args") or {}
+    label = str(name)
+    if isinstance(args, dict) and args:
+        label += "(" + ", ".join(f"{k}={v}" for k, v in args.items()) + ")"
+    return label
+
+
+def _run_title(run: Run) -> str:
+    config = run.config
+    parts = [_run_label(run)]
+    if config.get("task") is not None:
+        parts.append(f"task {config['task']}")
+    if config.get("seed") is not None:
+        parts.append(f"seed {config['seed']}")
+    if run.metrics:
+        parts.append(f"{len(run.metrics)} steps logged")
+    if config.get("estimator") is not None:
+        parts.append(run.directory.name)
+    return "  |  ".join(parts)
+
+
+def _compare_labels(runs: Sequence[Run], label_key: str | None) -> list[str]:
+    if label_key is None:
+        labels = [_run_label(run) for run in runs]
+    else:
+        values = [_config_value(run.config, label_key) for run in runs]
+        if all(v is None for v in values):
+            known = sorted({k for run in runs for k in run.config})
+            raise ValueError(f"label_key {label_key!r} is in no run's {CONFIG_FILE}; keys there: {known}")
+        labels = [f"{label_key}={v}" if v is not None else run.directory.name for run, v in zip(runs, values)]
+    # Runs that differ only in what the label leaves out (seeds, say) would be indistinguishable.
+    if len(set(labels)) < len(labels):
+        labels = [f"{label} [{run.directory.name}]" for label, run in zip(labels, runs)]
+    return labels
+
+
+# -- drawing helpers ----------------------------------------------------------------------------
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _trace(
+    ax,
+    steps: np.ndarray,
+    values: np.ndarray | None,
+    window: int,
+    *,
+    label: str | None = None,
+    color: Any = None,
+    lw: float = 1.4,
+    ls: str = "-",
+    raw: bool = True,
+) -> bool:
+    """Plot one series against step, gaps (None, NaN, inf) dropped, smoothed when window > 1
+    with the raw values faint underneath. Returns whether anything was drawn."""
+    if values is None:
+        return False
+    keep = np.isfinite(values)
+    if not keep.any():
+        return False
+    x, y = steps[keep], values[keep]
+    marker = "o" if len(x) == 1 else None
+    if window > 1 and len(x) > 2:
+        if raw:
+            (line,) = ax.plot(x, y, color=color, lw=0.6, alpha=0.25, ls=ls)
+            color = line.get_color()
+        y = _moving_average(y, window)
+    ax.plot(x, y, color=color, lw=lw, ls=ls, label=label, marker=marker, ms=4)
+    return True
+
+
+def _panel_grid(fig, rows: int, cols: int, *, top: float, bottom: float = 0.45, left: float = 0.55,
+                right: float = 0.5, wspace: float = 0.85, hspace: float = 0.7, **gridspec_kw) -> np.ndarray:
+    """A rows x cols array of axes placed with margins and gaps given in inches.
+
+    Fixed margins instead of constrained layout: on a dozen panels the layout solver costs more
+    than drawing ten thousand steps, and the panels' decorations are known well enough to size
+    the gaps for them (tick labels, a title above, "step" below, a twin axis on the right).
+    """
+    width, height = fig.get_size_inches()
+    axis_w = (width - left - right - (cols - 1) * wspace) / cols
+    axis_h = (height - top - bottom - (rows - 1) * hspace) / rows
+    return fig.subplots(
+        rows,
+        cols,
+        squeeze=False,
+        gridspec_kw=dict(
+            left=left / width,
+            right=1 - right / width,
+            top=1 - top / height,
+            bottom=bottom / height,
+            wspace=wspace / axis_w,
+            hspace=hspace / axis_h,
+            **gridspec_kw,
+        ),
+    )
+
+
+def _bucket_colours(buckets: Sequence[int]) -> dict[int, Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["plasma"]
+    # Easiest bucket at the bright end, hardest at the dark end, leaving out plasma's pale yellow.
+    span = max(len(buckets) - 1, 1)
+    return {b: cmap(0.8 * (1 - i / span)) for i, b in enumerate(buckets)}
+
+
+def _finish_axes(ax, title: str, *, legend: bool = False) -> None:
+    ax.set_title(title, fontsize=9)
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.25)
+    if legend and ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=6.5, frameon=False, loc="best")
+
+
+def _plane_guides(ax) -> None:
+    # Same axes and reading as the atlas's plane (fade.plots), so a run's path can be read
+    # against where the estimators sit.
+    ax.axhline(0.5, color="0.4", ls="--", lw=1)
+    ax.axvline(0.5, color="0.75", ls=":", lw=1)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.06, 1.06)
+    ax.text(0.005, 1.03, "success-heavy: entropy collapse", fontsize=7.5, color="0.45", va="top")
+    ax.text(0.005, -0.03, "failure-heavy: rank-1 funnel", fontsize=7.5, color="0.45", va="bottom")
+    ax.set_xlabel("difficulty: mass-weighted mean solve rate  (low = hard focus)", fontsize=8)
+    ax.set_ylabel("sign_balance = m_S / (m_S + m_F)", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.2)
+
+
+def _plane_path(cols: dict[str, np.ndarray], steps: np.ndarray, window: int):
+    """(steps, difficulty, sign_balance) over the steps where both are finite, smoothed."""
+    x, y = cols.get("difficulty"), cols.get("sign_balance")
+    if x is None or y is None:
+        return None
+    keep = np.isfinite(x) & np.isfinite(y)
+    if not keep.any():
+        return None
+    return steps[keep], _moving_average(x[keep], window), _moving_average(y[keep], window), x[keep], y[keep]
+
+
+# -- plot_run -----------------------------------------------------------------------------------
+
+
+def _training_panels(
+    cols: dict[str, np.ndarray], steps: np.ndarray, window: int
+) -> list[tuple[str, Callable[[Any], None]]]:
+    """(title, draw) for each panel whose signals the run logged, in reading order."""
+    c = cols.get
+    has = cols.__contains__
+    solve_buckets = _bucket_ids(cols, _SOLVE_BUCKET_KEY)
+    panels: list[tuple[str, Callable[[Any], None]]] = []
+
+    def reward(ax):
+        colours = _bucket_colours(solve_buckets)
+        for b in solve_buckets:
+            _trace(ax, steps, c(f"solve_rate/d{b}"), window, label=f"solve d{b}", color=colours[b], lw=0.8, raw=False)
+        _trace(ax, steps, c("reward_mean"), window, label="reward_mean", color="black")
+        _trace(ax, steps, c("solve_rate"), window, label="solve_rate", color="tab:blue", lw=1.0)
+        _trace(ax, steps, c("p_hat"), 1, label="p_hat (EMA)", color="0.45", ls="--", lw=1.0)
+
+    if any(has(k) for k in ("reward_mean", "solve_rate")) or solve_buckets:
+        title = "reward_mean, solve rate per bucket (d1 easiest)" if solve_buckets else "reward_mean"
+        panels.append((title, reward))
+
+    def entropy(ax):
+        _trace(ax, steps, c("entropy"), window, label="entropy", color="tab:purple")
+        _trace(ax, steps, c("h_hat"), 1, label="h_hat (EMA)", color="0.45", lw=1.0, ls=":")
+        _trace(ax, steps, c("h_star"), 1, label="h_star (target)", color="black", lw=1.0, ls="--")
+
+    if has("entropy"):
+        panels.append(("mean token entropy", entropy))
+
+    def mass(ax):
+        _trace(ax, steps, c("positive_mass"), window, label="positive_mass", color=POSITIVE_COLOUR)
+        _trace(ax, steps, c("negative_mass"), window, label="negative_mass", color=NEGATIVE_COLOUR)
+
+    if has("positive_mass") or has("negative_mass"):
+        panels.append(("gradient mass", mass))
+
+    def sign_balance(ax):
+        ax.axhline(0.5, color="0.4", ls="--", lw=1)
+        _trace(ax, steps, c("sign_balance"), window, color="tab:blue")
+
+    if has("sign_balance"):
+        panels.append(("sign_balance (0.5 = balanced)", sign_balance))
+
+    for key, title, colour in (
+        ("difficulty", "difficulty (low = hard focus)", "tab:orange"),
+        ("effective_sample_fraction", "effective_sample_fraction", "tab:green"),
+        ("rank1_share", "rank1_share of the head's update", "tab:red"),
+    ):
+        if has(key):
+            panels.append((title, lambda ax, key=key, colour=colour: _trace(ax, steps, c(key), window, color=colour)))
+
+    def norms(ax):
+        _trace(ax, steps, c("grad_norm"), window, color="tab:blue")
+        ax.tick_params(axis="y", labelcolor="tab:blue")
+        if has("param_norm"):
+            # The two differ by orders of magnitude, so param_norm gets its own scale.
+            twin = ax.twinx()
+            _trace(twin, steps, c("param_norm"), 1, color="tab:brown")
+            twin.tick_params(labelsize=7, labelcolor="tab:brown")
+
+    if has("grad_norm") or has("param_norm"):
+        panels.append(("grad_norm (left), param_norm (right)", norms))
+
+    def schedule(ax):
+        _trace(ax, steps, c("alpha"), 1, label="alpha (difficulty)", color="tab:orange")
+        _trace(ax, steps, c("delta"), 1, label="delta (sign)", color="tab:blue")
+        ax.axhline(1.0, color="0.6", ls=":", lw=1)
+
+    if has("alpha") or has("delta"):
+        panels.append(("estimator schedule (1, 1 = dr_grpo)", schedule))
+
+    def policy_shift(ax):
+        _trace(ax, steps, c("clip_fraction"), window, label="clip_fraction", color="tab:gray")
+        _trace(ax, steps, c("kl"), window, label="kl", color="tab:cyan")
+
+    if has("clip_fraction") or has("kl"):
+        panels.append(("clip_fraction, kl", policy_shift))
+
+    def seconds(ax):
+        for key, colour in (
+            ("step_seconds", "black"),
+            ("sample_seconds", "tab:blue"),
+            ("advantage_seconds", "tab:green"),
+            ("update_seconds", "tab:red"),
+        ):
+            _trace(ax, steps, c(key), window, label=key.removesuffix("_seconds"), color=colour, lw=1.0)
+
+    if any(has(k) for k in ("step_seconds", "sample_seconds", "advantage_seconds", "update_seconds")):
+        panels.append(("seconds per step", seconds))
+    return panels
+
+
+def training_panels(run: Run) -> list[str]:
+    """The titles of the panels ``training.png`` draws for ``run``, in order: one per group of
+    signals with at least one finite value (the size is ``training_pixel_size(len(...))``)."""
+    steps = _column(run.metrics, "step")
+    return [title for title, _ in _training_panels(_columns(run.metrics), steps, 1)]
+
+
+def _draw_training(run: Run, cols: dict[str, np.ndarray], steps: np.ndarray, window: int, out: Path) -> Path:
+    plt = _pyplot()
+    panels = _training_panels(cols, steps, window)
+    width_px, height_px = training_pixel_size(len(panels))
+    rows = math.ceil(max(len(panels), 1) / TRAINING_COLUMNS)
+    fig = plt.figure(figsize=(width_px / REPORT_DPI, height_px / REPORT_DPI), dpi=REPORT_DPI)
+    try:
+        axes = _panel_grid(fig, rows, TRAINING_COLUMNS, top=_TITLE_H_IN + 0.3).ravel()
+        for i, ax in enumerate(axes):
+            if i >= len(panels):
+                ax.set_axis_off()
+                continue
+            title, draw = panels[i]
+            draw(ax)
+            _finish_axes(ax, title, legend=True)
+            if i // TRAINING_COLUMNS == rows - 1 or i + TRAINING_COLUMNS >= len(panels):
+                ax.set_xlabel("step", fontsize=7, labelpad=1)
+        if not panels:
+            axes[0].set_axis_on()
+            axes[0].text(0.5, 0.5, "no numeric training signal logged", ha="center", va="center")
+        smoothing = f"  |  moving average over {window} steps, raw faint" if window > 1 else ""
+        fig.suptitle(f"training: {_run_title(run)}{smoothing}", fontsize=10, y=1 - 0.15 / fig.get_size_inches()[1])
+        fig.savefig(out, dpi=REPORT_DPI)
+    finally:
+        plt.close(fig)
+    return out
+
+
+def _pass_ks(keys: Iterable[str]) -> list[int]:
+    return _bucket_ids(keys, _PASS_KEY)
+
+
+def _best_eval_index(pass1: np.ndarray) -> int | None:
+    # The earliest step reaching the peak: where a checkpoint would be selected.
+    if not np.isfinite(pass1).any():
+        return None
+    return int(np.nanargmax(pass1))
+
+
+def _draw_passk(run: Run, out: Path) -> Path:
+    plt = _pyplot()
+    cols = _columns(run.evals)
+    steps = _column(run.evals, "step")
+    ks = _pass_ks(cols)
+    buckets = _bucket_ids(cols, _PASS1_BUCKET_KEY)
+    width_px, height_px = passk_pixel_size(bool(buckets))
+    fig = plt.figure(figsize=(width_px / REPORT_DPI, height_px / REPORT_DPI), dpi=REPORT_DPI)
+    try:
+        axes = _panel_grid(fig, 1, 3 if buckets else 2, top=_TITLE_H_IN + 0.1, right=0.2, wspace=0.6).ravel()
+
+        over_steps = axes[0]
+        for k in _STEP_PASS_KS:
+            bold = k == 1
+            _trace(over_steps, steps, cols.get(f"pass@{k}"), 1, label=f"pass@{k}", lw=1.8 if bold else 1.0)
+        pass1 = cols.get("pass@1")
+        best = _best_eval_index(pass1) if pass1 is not None else None
+        if best is not None:
+            over_steps.plot([steps[best]], [pass1[best]], "*", ms=13, color="gold", mec="black", mew=0.7, zorder=4)
+            # The label goes towards the middle of the axis so a peak at either end stays legible.
+            right_half = steps[best] > (steps[0] + steps[-1]) / 2
+            over_steps.annotate(
+                f"peak {pass1[best]:.3f} @ step {int(steps[best])}",
+                (steps[best], pass1[best]),
+                xytext=(-9 if right_half else 9, 8),
+                textcoords="offset points",
+                fontsize=7,
+                ha="right" if right_half else "left",
+            )
+        over_steps.set_xlabel("step", fontsize=7)
+        _finish_axes(over_steps, "pass@k vs step (star: peak pass@1)", legend=True)
+
+        curve = axes[1]
+        chosen: dict[int, str] = {0: f"base (step {int(steps[0])})"}
+        if best is not None and best not in (0, len(steps) - 1):
+            chosen[best] = f"best pass@1 (step {int(steps[best])})"
+        chosen[len(steps) - 1] = f"final (step {int(steps[-1])})"
+        styles = {"base": ("0.5", "--"), "best": ("gold", "-"), "final": ("tab:blue", "-")}
+        for index, label in chosen.items():
+            record = run.evals[index]
+            pairs = [(k, _as_float(record.get(f"pass@{k}"))) for k in ks]
+            pairs = [(k, v) for k, v in pairs if math.isfinite(v)]
+            if not pairs:
+                continue
+            colour, ls = styles[label.split()[0]]
+            curve.plot(*zip(*pairs), marker="o", ms=3.5, color=colour, ls=ls, label=label, mec="black", mew=0.4)
+        if ks:
+            curve.set_xscale("log", base=2)
+            curve.set_xticks(ks, [str(k) for k in ks])
+        curve.set_xlabel("k (log2)", fontsize=7)
+        _finish_axes(curve, "pass@k vs k", legend=True)
+
+        if buckets:
+            per_bucket = axes[2]
+            colours = _bucket_colours(buckets)
+            for b in buckets:
+                _trace(per_bucket, steps, cols.get(f"pass@1/d{b}"), 1, label=f"d{b}", color=colours[b])
+            per_bucket.set_xlabel("step", fontsize=7)
+            _finish_axes(per_bucket, "pass@1 per difficulty bucket (d1 easiest)", legend=True)
+        fig.suptitle(f"evaluation: {_run_title(run)}", fontsize=10, y=1 - 0.12 / fig.get_size_inches()[1])
+        fig.savefig(out, dpi=REPORT_DPI)
+    finally:
+        plt.close(fig)
+    return out
+
+
+def _draw_plane(run: Run, cols: dict[str, np.ndarray], steps: np.ndarray, window: int, out: Path) -> Path:
+    plt = _pyplot()
+    from matplotlib.collections import LineCollection
+
+    fig = plt.figure(figsize=_PLANE_SIZE_IN, dpi=REPORT_DPI)
+    try:
+        ax = _panel_grid(fig, 1, 1, top=0.35, bottom=0.5, left=0.65, right=1.0)[0, 0]
+        _plane_guides(ax)
+        path = _plane_path(cols, steps, window)
+        if path is None:
+            ax.text(0.5, 0.5, "no step logged both difficulty and sign_balance", ha="center", va="center")
+        else:
+            t, x, y, raw_x, raw_y = path
+            lo, hi = float(t[0]), float(t[-1])
+            norm = plt.Normalize(lo, hi if hi > lo else lo + 1)
+            if window > 1:
+                ax.scatter(raw_x, raw_y, c=t, cmap="viridis", norm=norm, s=4, alpha=0.15, lw=0)
+            points = np.column_stack([x, y])
+            segments = np.stack([points[:-1], points[1:]], axis=1)
+            lines = LineCollection(segments, cmap="viridis", norm=norm, lw=2.0)
+            lines.set_array(t[1:])
+            ax.add_collection(lines)
+            ax.plot([x[0]], [y[0]], "o", ms=9, mfc="white", mec="black", mew=1.2, label=f"start (step {int(t[0])})")
+            ax.plot([x[-1]], [y[-1]], "*", ms=15, color="gold", mec="black", mew=0.8, label=f"end (step {int(t[-1])})")
+            box = ax.get_position()
+            bar_axes = fig.add_axes((box.x1 + 0.015, box.y0, 0.025, box.height))
+            colourbar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap="viridis"), cax=bar_axes)
+            colourbar.set_label("step", fontsize=8)
+            colourbar.ax.tick_params(labelsize=7)
+            ax.legend(fontsize=7.5, loc="best", frameon=False)
+        smoothing = f", moving average over {window} steps" if window > 1 else ""
+        ax.set_title(f"{_run_label(run)}: path on the sign/difficulty plane{smoothing}", fontsize=9)
+        fig.savefig(out, dpi=REPORT_DPI)
+    finally:
+        plt.close(fig)
+    return out
+
+
+def plot_run(directory: str | Path, *, smooth: int | None = None) -> list[Path]:
+    """Write ``training.png``, ``passk.png`` (only if the run has evaluations) and ``plane.png``
+    into the run directory and return their paths in that order.
+
+    ``smooth`` is the moving-average window in steps for the training curves and the plane path
+    (1 = raw); None picks about steps / 50. Gaps (None, NaN, absent keys) are left out point by
+    point; a panel whose signals were never logged is left out of ``training.png``.
+    """
+    run = load_run(directory)
+    if not run.metrics:
+        raise ValueError(f"{run.directory / METRICS_FILE} has no complete record: nothing to plot")
+    window = _window(smooth, len(run.metrics))
+    cols = _columns(run.metrics)
+    steps = _column(run.metrics, "step")
+    written = [_draw_training(run, cols, steps, window, run.directory / TRAINING_PNG)]
+    if run.evals:
+        written.append(_draw_passk(run, run.directory / PASSK_PNG))
+    written.append(_draw_plane(run, cols, steps, window, run.directory / PLANE_PNG))
+    return written
+
+
+# -- summary_table ------------------------------------------------------------------------------
+
+
+def _fmt(value: float, signed: bool = False) -> str:
+    if not math.isfinite(value):
+        return "—"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def summary_table(run: Run) -> Table:
+    """The run's results as a rich Table with columns base, final, best, final - base.
+
+    Evaluation rows compare the first evaluation (the base model), the last, and the one with the
+    highest pass@1 (earliest on ties): pass@k for each logged k, greedy, distinct_correct,
+    per-bucket pass@1 and eval entropy when logged. Training rows give the first and the last
+    logged value of entropy, reward_mean, rank1_share, sign_balance, difficulty and the
+    estimator's schedule (alpha, delta, p_hat, h_hat, h_star) where logged. Values print with
+    three decimals; a value not logged prints as a dash.
+    """
+    title = _run_title(run)
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric", style="bold")
+    for name in ("base", "final", "best", "final - base"):
+        table.add_column(name, justify="right")
+
+    if run.evals:
+        cols = _columns(run.evals)
+        steps = _column(run.evals, "step")
+        pass1 = cols.get("pass@1")
+        best = _best_eval_index(pass1) if pass1 is not None else None
+        picks = [0, len(run.evals) - 1, best]
+        table.add_row(
+            "[dim]eval at step[/]",
+            *(f"[dim]{int(steps[i])}[/]" if i is not None else "—" for i in picks),
+            "",
+        )
+        keys = [f"pass@{k}" for k in _pass_ks(cols)]
+        keys += [k for k in ("greedy", "distinct_correct") if k in cols]
+        keys += [f"pass@1/d{b}" for b in _bucket_ids(cols, _PASS1_BUCKET_KEY)]
+        keys += [k for k in ("entropy",) if k in cols]
+        for key in keys:
+            values = [cols[key][i] if i is not None else math.nan for i in picks]
+            label = f"eval {key}" if key == "entropy" else key
+            table.add_row(label, *(_fmt(v) for v in values), _fmt(values[1] - values[0], signed=True))
+        sizes = {k: _as_float(run.evals[-1].get(k)) for k in ("n_prompts", "n_samples")}
+        sample_info = [f"{k} {int(v)}" for k, v in sizes.items() if math.isfinite(v)]
+        if sample_info:
+            table.caption = "final eval: " + ", ".join(sample_info)
+        table.add_section()
+    else:
+        table.add_row("[dim]no eval.jsonl[/]", "", "", "", "")
+        table.add_section()
+
+    if run.metrics:
+        cols = _columns(run.metrics)
+        steps = _column(run.metrics, "step")
+        table.add_row("[dim]train at step[/]", f"[dim]{int(steps[0])}[/]", f"[dim]{int(steps[-1])}[/]", "", "")
+        train_keys = ("entropy", "reward_mean", "rank1_share", "sign_balance", "difficulty") + _SCHEDULE_KEYS
+        for key in train_keys:
+            if key not in cols:
+                continue
+            first, last = _first_finite(cols[key]), _last_finite(cols[key])
+            table.add_row(f"train {key}", _fmt(first), _fmt(last), "", _fmt(last - first, signed=True))
+    return table
+
+
+# -- compare_runs -------------------------------------------------------------------------------
+
+
+def compare_runs(
+    directories: Sequence[str | Path],
+    out_png: str | Path,
+    *,
+    label_key: str | None = None,
+    smooth: int | None = None,
+) -> Path:
+    """Draw several runs on shared axes into the PNG ``out_png`` (COMPARE_PIXEL_SIZE pixels).
+
+    Panels: pass@1 against step with each run's peak starred; each run's final pass@k curve over
+    k (log2 axis); training entropy against step (smoothed as in :func:`plot_run`, the window
+    set by the longest run); each run's smoothed path on the sign/difficulty plane, start circled,
+    end starred. Runs are labelled by ``label_key`` read from their ``run.json`` (dotted keys
+    reach into nested dicts, e.g. ``estimator_args.h_star_ratio``), else by estimator and its
+    arguments, else by directory name.
+    """
+    if not directories:
+        raise ValueError("compare_runs needs at least one run directory")
+    runs = [load_run(d) for d in directories]
+    labels = _compare_labels(runs, label_key)
+    window = _window(smooth, max(len(run.metrics) for run in runs))
+    plt = _pyplot()
+    from matplotlib.lines import Line2D
+
+    legend_rows = math.ceil(len(runs) / _COMPARE_LEGEND_COLUMNS)
+    fig = plt.figure(figsize=_COMPARE_SIZE_IN, dpi=REPORT_DPI)
+    try:
+        grid = _panel_grid(fig, 2, 2, top=0.35 + 0.22 * legend_rows, bottom=0.5, right=0.2, wspace=0.7, hspace=0.75)
+        (over_steps, curve), (entropy, plane) = grid
+        _plane_guides(plane)
+        all_ks: set[int] = set()
+        handles = []
+        for i, (run, label) in enumerate(zip(runs, labels)):
+            colour = plt.get_cmap("tab10")(i % 10)
+            handles.append(Line2D([], [], color=colour, lw=2, label=label))
+            if run.evals:
+                steps = _column(run.evals, "step")
+                pass1 = _column(run.evals, "pass@1")
+                _trace(over_steps, steps, pass1, 1, color=colour)
+                best = _best_eval_index(pass1)
+                if best is not None:
+                    over_steps.plot([steps[best]], [pass1[best]], "*", ms=12, color=colour, mec="black", mew=0.6)
+                final = run.evals[-1]
+                ks = _pass_ks(final)
+                pairs = [(k, _as_float(final.get(f"pass@{k}"))) for k in ks]
+                pairs = [(k, v) for k, v in pairs if math.isfinite(v)]
+                if pairs:
+                    curve.plot(*zip(*pairs), "o-", ms=3.5, color=colour)
+                    all_ks.update(k for k, _ in pairs)
+            cols = _columns(run.metrics)
+            steps = _column(run.metrics, "step")
+            _trace(entropy, steps, cols.get("entropy"), window, color=colour)
+            path = _plane_path(cols, steps, window)
+            if path is not None:
+                _, x, y, _, _ = path
+                plane.plot(x, y, color=colour, lw=1.6)
+                plane.plot([x[0]], [y[0]], "o", ms=7, mfc="white", mec=colour, mew=1.5)
+                plane.plot([x[-1]], [y[-1]], "*", ms=13, color=colour, mec="black", mew=0.6)
+        if all_ks:
+            curve.set_xscale("log", base=2)
+            ks = sorted(all_ks)
+            curve.set_xticks(ks, [str(k) for k in ks])
+        over_steps.set_xlabel("step", fontsize=7)
+        curve.set_xlabel("k (log2)", fontsize=7)
+        entropy.set_xlabel("step", fontsize=7)
+        _finish_axes(over_steps, "pass@1 vs step (star: peak)")
+        _finish_axes(curve, "final pass@k vs k")
+        smoothing = f" (moving average over {window} steps)" if window > 1 else ""
+        _finish_axes(entropy, f"training entropy{smoothing}")
+        plane.set_title("path on the sign/difficulty plane (circle: start, star: end)", fontsize=9)
+        fig.legend(
+            handles=handles,
+            loc="upper center",
+            ncol=min(len(handles), _COMPARE_LEGEND_COLUMNS),
+            fontsize=8,
+            frameon=False,
+            borderaxespad=0.3,
+        )
+        out = Path(out_png)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=REPORT_DPI)
+    finally:
+        plt.close(fig)
+    return out

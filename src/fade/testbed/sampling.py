@@ -1,0 +1,314 @@
+"""Rollouts from a causal LM: batched sampling with a KV cache, and scoring of given sequences.
+
+``sample`` draws ``num_samples`` completions per prompt in one left-padded batch (one prefill
+forward, then one token per step through the model's KV cache) and records, per token, the
+log-probability and entropy of the distribution it was drawn from. ``sequence_logprobs``
+recomputes the same quantities for given completions in one full, differentiable forward: it is
+what the policy-gradient update calls, and on the sampled rows it agrees with what ``sample``
+recorded (the tests hold it to 1e-5), which is the check that the cache path, the left padding
+and the position ids are right. Both work on token ids only and run wherever the model lives.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from transformers import DynamicCache, PreTrainedModel
+
+__all__ = ["Rollouts", "greedy", "sample", "sequence_logprobs"]
+
+
+@dataclass
+class Rollouts:
+    """A batch of sampled completions, ``num_samples`` rows per prompt, grouped by prompt.
+
+    Prompt ``i``'s samples are rows ``i * G .. i * G + G - 1``. ``T`` is the number of decoding
+    steps actually run: ``max_new_tokens``, or fewer when every row emitted eos early.
+
+    Attributes:
+        prompt_index: (B,) long, the prompt each row came from.
+        prompt_ids: (B, P) long, left-padded with ``pad_id``.
+        prompt_mask: (B, P) bool, True on real prompt tokens.
+        completion_ids: (B, T) long, the sampled tokens; ``pad_id`` after eos.
+        completion_mask: (B, T) bool, True on sampled tokens up to and including eos.
+        logprobs: (B, T) float32, log pi(token) under logits / temperature; 0 where masked out.
+        entropy: (B, T) float32, entropy of that sampling distribution; 0 where masked out.
+        lengths: (B,) long, completion tokens per row (eos included when emitted).
+        finished: (B,) bool, the row emitted eos within ``max_new_tokens``.
+    """
+
+    prompt_index: torch.Tensor
+    prompt_ids: torch.Tensor
+    prompt_mask: torch.Tensor
+    completion_ids: torch.Tensor
+    completion_mask: torch.Tensor
+    logprobs: torch.Tensor
+    entropy: torch.Tensor
+    lengths: torch.Tensor
+    finished: torch.Tensor
+
+
+def _model_device(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+def _check_temperature(temperature: float) -> None:
+    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
+
+
+def _positions(mask: torch.Tensor) -> torch.Tensor:
+    # Each row counts from 0 at its first real token; pads before it get 0 and are masked anyway.
+    return (mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+def _left_pad(
+    prompts: Sequence[Sequence[int]], repeats: int, pad_id: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.bool)
+    for i, prompt in enumerate(prompts):
+        ids[i, width - len(prompt) :] = torch.as_tensor(list(prompt), dtype=torch.long)
+        mask[i, width - len(prompt) :] = True
+    # Build once on the host and repeat on the device: one transfer, not one per sample.
+    ids, mask = ids.to(device), mask.to(device)
+    return ids.repeat_interleave(repeats, dim=0), mask.repeat_interleave(repeats, dim=0)
+
+
+@torch.no_grad()
+def sample(
+    model: PreTrainedModel,
+    prompts: Sequence[Sequence[int]],
+    *,
+    num_samples: int,
+    max_new_tokens: int,
+    eos_id: int,
+    pad_id: int,
+    temperature: float = 1.0,
+    generator: torch.Generator | None = None,
+    greedy: bool = False,
+) -> Rollouts:
+    """Sample ``num_samples`` completions of each prompt from softmax(logits / temperature).
+
+    All ``len(prompts) * num_samples`` rows decode together: the prompts are left-padded so that
+    every row's next token sits in the last column, each row's positions start at 0 at its first
+    real token, one prefill forward fills a ``DynamicCache`` and each later step feeds one token.
+    A row stops at its first eos and emits (masked) pad from then on; decoding ends when every
+    row has stopped or after ``max_new_tokens`` steps. Log-probabilities and entropies are taken
+    in float32 whatever the model's dtype.
+
+    Args:
+        model: a causal LM taking ``input_ids``, ``attention_mask``, ``position_ids``,
+            ``past_key_values``, ``use_cache`` and ``logits_to_keep`` (any transformers causal LM).
+        prompts: token ids, one non-empty sequence per prompt.
+        num_samples: completions per prompt (the group size G), >= 1.
+        max_new_tokens: decoding steps at most, >= 1; the longest prompt plus this must fit in
+            ``model.config.max_position_embeddings``.
+        eos_id, pad_id: end-of-sequence and padding token ids.
+        temperature: > 0; the recorded log-probs and entropies are those of the tempered
+            distribution the tokens were drawn from.
+        generator: the source of randomness, on the model's device (for a model on CUDA make it
+            with ``torch.Generator(device="cuda")``); ``None`` uses the global generator. The
+            same generator state gives identical rollouts.
+        greedy: take the most likely token at every step instead of sampling (the recorded
+            log-probs and entropies are still those of the tempered distribution).
+
+    Raises:
+        ValueError: empty ``prompts`` or an empty prompt, a token id outside the vocabulary,
+            ``num_samples`` < 1, ``max_new_tokens`` < 1, ``temperature`` <= 0, a prompt too long
+            for the model's positions, or a generator on another device.
+    """
+    if len(prompts) == 0:
+        raise ValueError("prompts is empty: expected at least one prompt")
+    for i, prompt in enumerate(prompts):
+        if len(prompt) == 0:
+            raise ValueError(f"prompt {i} is empty: every prompt needs at least one token")
+    if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
+        raise ValueError(f"num_samples must be an integer >= 1, got {num_samples!r}")
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
+    _check_temperature(temperature)
+    longest = max(len(p) for p in prompts)
+    max_positions = model.config.max_position_embeddings
+    if longest + max_new_tokens > max_positions:
+        raise ValueError(
+            f"longest prompt ({longest} tokens) + max_new_tokens ({max_new_tokens}) = "
+            f"{longest + max_new_tokens} exceeds the model's max_position_embeddings ({max_positions})"
+        )
+    vocab = model.config.vocab_size
+    for name, token in (("eos_id", eos_id), ("pad_id", pad_id)):
+        if not 0 <= token < vocab:
+            raise ValueError(f"{name} must be in [0, {vocab}), got {token}")
+    low = min(min(p) for p in prompts)
+    high = max(max(p) for p in prompts)
+    if low < 0 or high >= vocab:
+        bad = low if low < 0 else high
+        raise ValueError(f"prompt token ids must be in [0, {vocab}), got {bad}")
+    device = _model_device(model)
+    if generator is not None and generator.device != device:
+        raise ValueError(
+            f"generator is on {generator.device} but the model is on {device}: create it with "
+            f"torch.Generator(device={str(device)!r})"
+        )
+
+    prompt_ids, prompt_mask = _left_pad(prompts, num_samples, pad_id, device)
+    batch, width = prompt_ids.shape
+    prompt_index = torch.arange(len(prompts), device=device).repeat_interleave(num_samples)
+
+    completion_ids = torch.full((batch, max_new_tokens), pad_id, dtype=torch.long, device=device)
+    completion_mask = torch.zeros((batch, max_new_tokens), dtype=torch.bool, device=device)
+    logprobs = torch.zeros((batch, max_new_tokens), dtype=torch.float32, device=device)
+    entropy = torch.zeros((batch, max_new_tokens), dtype=torch.float32, device=device)
+    finished = torch.zeros(batch, dtype=torch.bool, device=device)
+    # One mask buffer for prompt + completion, sliced per step, so nothing is re-concatenated.
+    attention_mask = torch.zeros((batch, width + max_new_tokens), dtype=torch.long, device=device)
+    attention_mask[:, :width] = prompt_mask
+    next_position = prompt_mask.sum(-1)
+
+    cache = DynamicCache(config=model.config)
+    output = model(
+        input_ids=prompt_ids,
+        attention_mask=attention_mask[:, :width],
+        position_ids=_positions(prompt_mask),
+        past_key_values=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
+    steps = max_new_tokens
+    for t in range(max_new_tokens):
+        step_logprobs = F.log_softmax(output.logits[:, -1].float() / temperature, dim=-1)
+        probs = step_logprobs.exp()
+        if greedy:
+            token = probs.argmax(-1)
+        else:
+            token = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+        alive = ~finished
+        token = torch.where(alive, token, pad_id)
+        completion_ids[:, t] = token
+        completion_mask[:, t] = alive
+        chosen = step_logprobs.gather(-1, token[:, None]).squeeze(-1)
+        logprobs[:, t] = torch.where(alive, chosen, 0.0)
+        entropy[:, t] = torch.where(alive, -(probs * step_logprobs).sum(-1), 0.0)
+        finished |= alive & (token == eos_id)
+        # The last step's token is never fed back, and a batch that has all stopped is done.
+        if t == max_new_tokens - 1 or bool(finished.all()):
+            steps = t + 1
+            break
+        attention_mask[:, width + t] = alive
+        output = model(
+            input_ids=token[:, None],
+            attention_mask=attention_mask[:, : width + t + 1],
+            position_ids=(next_position + t)[:, None],
+            past_key_values=cache,
+            use_cache=True,
+        )
+
+    return Rollouts(
+        prompt_index=prompt_index,
+        prompt_ids=prompt_ids,
+        prompt_mask=prompt_mask,
+        completion_ids=completion_ids[:, :steps],
+        completion_mask=completion_mask[:, :steps],
+        logprobs=logprobs[:, :steps],
+        entropy=entropy[:, :steps],
+        lengths=completion_mask.sum(-1),
+        finished=finished,
+    )
+
+
+def greedy(
+    model: PreTrainedModel, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, eos_id: int, pad_id: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Greedy completion of each prompt: (completion_ids, completion_mask), one row per prompt."""
+    rollouts = sample(model, prompts, num_samples=1, max_new_tokens=max_new_tokens, eos_id=eos_id, pad_id=pad_id, greedy=True)
+    return rollouts.completion_ids, rollouts.completion_mask
+
+
+def sequence_logprobs(
+    model: PreTrainedModel,
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    completion_ids: torch.Tensor,
+    completion_mask: torch.Tensor,
+    *,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Per-token log pi(completion | prompt) under logits / temperature, in one full forward.
+
+    For row b and completion position t this is log softmax(z / temperature)[c_bt], with z the
+    logits at the position before c_bt, and optionally the entropy -sum_v p_v log p_v of that
+    distribution. The forward runs over concat(prompt, completion) without a cache and under
+    whatever grad mode the caller set, so the result is differentiable in the model's
+    parameters. Only the T + 1 last positions go through the output head, and the log-softmax
+    is over the T completion positions only, in float32.
+
+    Args:
+        prompt_ids, prompt_mask: (B, P) long and bool, left-padded (the last column real in
+            every row), as in ``Rollouts``.
+        completion_ids, completion_mask: (B, T) long and bool, right-padded (the mask a prefix
+            of True in every row), as in ``Rollouts``.
+        temperature: > 0, the temperature the completions were sampled at.
+        with_entropy: also return the per-token entropy.
+
+    Returns:
+        ``(logprobs, entropy)``: float32 (B, T), 0 where ``completion_mask`` is False; ``entropy``
+        is ``None`` unless ``with_entropy``.
+
+    Raises:
+        ValueError: mismatched shapes, an empty prompt or completion axis, a prompt that is not
+            left-padded or a completion that is not right-padded, or ``temperature`` <= 0.
+    """
+    _check_temperature(temperature)
+    if prompt_ids.ndim != 2 or prompt_mask.shape != prompt_ids.shape:
+        raise ValueError(
+            f"prompt_ids and prompt_mask must be (B, P) of one shape, got {tuple(prompt_ids.shape)} "
+            f"and {tuple(prompt_mask.shape)}"
+        )
+    if completion_ids.ndim != 2 or completion_mask.shape != completion_ids.shape:
+        raise ValueError(
+            f"completion_ids and completion_mask must be (B, T) of one shape, got "
+            f"{tuple(completion_ids.shape)} and {tuple(completion_mask.shape)}"
+        )
+    if completion_ids.shape[0] != prompt_ids.shape[0]:
+        raise ValueError(
+            f"prompt and completion batch sizes differ: {prompt_ids.shape[0]} and {completion_ids.shape[0]}"
+        )
+    if prompt_ids.shape[1] == 0 or completion_ids.shape[1] == 0:
+        raise ValueError(
+            f"prompt and completion need at least one column each, got P={prompt_ids.shape[1]} "
+            f"and T={completion_ids.shape[1]}"
+        )
+    prompt_mask = prompt_mask.bool()
+    completion_mask = completion_mask.bool()
+    # The logits that score completion token 0 come from the last prompt column, so that column
+    # must be a real token; a completion token after a pad would be scored after a hole.
+    if not bool(prompt_mask[:, -1].all()):
+        raise ValueError("prompt_mask must be left-padded: the last prompt column must be real in every row")
+    if bool((completion_mask[:, 1:] & ~completion_mask[:, :-1]).any()):
+        raise ValueError("completion_mask must be right-padded: each row's True entries must come first")
+
+    length = completion_ids.shape[1]
+    input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
+    mask = torch.cat([prompt_mask, completion_mask], dim=1)
+    output = model(
+        input_ids=input_ids,
+        attention_mask=mask.long(),
+        position_ids=_positions(mask),
+        use_cache=False,
+        logits_to_keep=length + 1,
+    )
+    # Position P - 1 + t predicts completion token t; the very last position predicts nothing.
+    scaled = output.logits[:, :-1].float() / temperature
+    token_logprobs = F.log_softmax(scaled, dim=-1)
+    chosen = token_logprobs.gather(-1, completion_ids[..., None]).squeeze(-1)
+    logprobs = torch.where(completion_mask, chosen, 0.0)
+    if not with_entropy:
+        return logprobs, None
+    token_entropy = -(token_logprobs.exp() * token_logprobs).sum(-1)
+    return logprobs, torch.where(completion_mask, token_entropy, 0.0)

@@ -1,0 +1,613 @@
+"""Tasks with verifiable answers and graded difficulty: the problems the testbed trains and
+evaluates a policy on, and the verifiers that turn a completion into a reward. A task lists its
+problems in difficulty buckets and splits them into train and test by a stable hash of each
+problem's key, so the split never depends on a seed and the two sides are disjoint by
+construction; the seed only chooses which problems a draw returns. Two tasks are built in:
+multi-digit arithmetic (one correct answer per problem) and countdown (often several correct
+expressions per problem, told apart by a normal form, so distinct correct answers can be
+counted). Verifiers never raise: any text gets a score of 0 or 1 and a reason from ``REASONS``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import random
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from typing import NamedTuple
+
+__all__ = [
+    "REASONS",
+    "SPLITS",
+    "TASKS",
+    "TEST_FRACTION",
+    "ArithmeticTask",
+    "CountdownTask",
+    "Problem",
+    "Task",
+    "Verdict",
+    "get_task",
+]
+
+SPLITS = ("train", "test")
+
+#: Share of each bucket's keys (by hash) that belong to the test split.
+TEST_FRACTION = 0.2
+
+#: Every reason a verifier may give, and what it means.
+REASONS: dict[str, str] = {
+    "correct": "the answer is right",
+    "wrong": "a well-formed answer with the wrong value",
+    "malformed": "not a well-formed answer (characters outside the answer syntax, a syntax error, "
+    "a leading zero, or longer than any answer could be)",
+    "empty": "nothing but whitespace",
+    "bad_numbers": "countdown: a well-formed expression that does not use the given numbers exactly once each",
+}
+
+# Buckets this small (in problems) are listed and shuffled; larger ones are sampled by rejection.
+_LIST_LIMIT = 20_000
+
+# Countdown completions longer than this are not parsed: no answer comes close, and it bounds the
+# parser's recursion depth on inputs such as "((((...".
+_MAX_EXPRESSION_CHARS = 64
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem: the prompt the policy is conditioned on and a reference answer."""
+
+    id: str
+    prompt: str
+    answer: str
+    difficulty: int
+    data: tuple = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A verifier's judgement: ``score`` 1.0 or 0.0, a ``reason`` from ``REASONS``, and the
+    normal form of a correct answer (``None`` otherwise), so that equal answers can be counted once."""
+
+    score: float
+    reason: str
+    canonical: str | None = None
+
+
+def _verdict(reason: str, canonical: str | None = None) -> Verdict:
+    return Verdict(1.0 if reason == "correct" else 0.0, reason, canonical)
+
+
+def _hash_unit(text: str) -> float:
+    """A stable map of ``text`` to [0, 1): the same in every process, unlike ``hash``."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") / 2**64
+
+
+class Task(ABC):
+    """A family of problems with a verifier.
+
+    Subclasses set the class or instance attributes below and implement ``verify``,
+    ``sft_answer``, ``_split_key`` (the text whose hash places a problem in a split; problems
+    that differ only in presentation share it, so they land on the same side), ``_bucket`` (the
+    problems of one bucket in one split, in a fixed order, as the arguments of ``_problem``) and
+    ``_problem``. Only the problems a draw returns are built.
+    """
+
+    name: str
+    alphabet: str  # every character a prompt or answer may contain, sorted, no duplicates
+    difficulties: tuple[int, ...]
+    max_prompt_chars: int
+    max_answer_chars: int
+
+    def __init__(self) -> None:
+        self._pools: dict[tuple[str, int], list[tuple]] = {}
+
+    def problems(self, split: str, n: int | None = None, seed: int = 0) -> list[Problem]:
+        """Problems of ``split`` ("train" or "test").
+
+        With ``n=None``, the whole split in a fixed order (bucket by bucket; ``seed`` has no
+        effect), or ``ValueError`` where a bucket is too large to list. With ``n``, a seeded draw
+        of ``n`` problems stratified over the buckets: ``n // B`` from each of the ``B`` buckets
+        and one more from each of the lowest ``n % B``, without duplicates unless a bucket's split
+        holds fewer problems than asked for (then every problem of it is drawn before any repeats),
+        shuffled so that any prefix mixes the buckets.
+        """
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        if n is None:
+            too_large = [d for d in self.difficulties if not self._listable(d)]
+            if too_large:
+                raise ValueError(
+                    f"the {split} split of {self.name!r} is too large to list (difficulties {too_large}); "
+                    "pass n to draw problems from it"
+                )
+            return [self._problem(*args) for d in self.difficulties for args in self._pool(split, d)]
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"n must be None or a non-negative integer, got {n!r}")
+        rng = random.Random(f"{self.name}/{split}/{seed}")
+        buckets = len(self.difficulties)
+        drawn: list[Problem] = []
+        for i, d in enumerate(self.difficulties):
+            drawn += self._draw(split, d, n // buckets + (i < n % buckets), rng)
+        rng.shuffle(drawn)
+        return drawn
+
+    def split_of(self, problem: Problem) -> str:
+        """The split of ``problem``: "test" where the hash of its key falls in the lowest
+        ``TEST_FRACTION`` of the hash range, whatever the seed of any draw."""
+        return "test" if self._in_split(self._split_key(problem), "test") else "train"
+
+    def _in_split(self, key: str, split: str) -> bool:
+        return (_hash_unit(f"{self.name}/{key}") < TEST_FRACTION) == (split == "test")
+
+    @abstractmethod
+    def verify(self, problem: Problem, completion: str) -> Verdict:
+        """Judge ``completion``, the text generated after the prompt up to the end token."""
+
+    @abstractmethod
+    def sft_answer(self, problem: Problem, rng: random.Random) -> str:
+        """An answer to train on in supervised pretraining."""
+
+    @abstractmethod
+    def _bucket(self, difficulty: int, split: str) -> list[tuple]:
+        """Every problem of one bucket in one split, in a fixed order, as arguments of ``_problem``."""
+
+    @abstractmethod
+    def _problem(self, *args) -> Problem:
+        """The problem that ``args`` from ``_bucket`` describe."""
+
+    @abstractmethod
+    def _split_key(self, problem: Problem) -> str:
+        """The text whose hash decides the split of ``problem``."""
+
+    def _listable(self, difficulty: int) -> bool:
+        """Whether the bucket is small enough to hold in memory; a task overrides ``_draw`` for
+        the buckets that are not."""
+        return True
+
+    def _pool(self, split: str, difficulty: int) -> list[tuple]:
+        key = (split, difficulty)
+        if key not in self._pools:
+            self._pools[key] = self._bucket(difficulty, split)
+        return self._pools[key]
+
+    def _draw(self, split: str, difficulty: int, k: int, rng: random.Random) -> list[Problem]:
+        pool = self._pool(split, difficulty)
+        if k and not pool:
+            raise ValueError(f"the {split} split of {self.name!r} has no problems of difficulty {difficulty}")
+        drawn: list[tuple] = []
+        while k - len(drawn) >= len(pool) > 0:
+            drawn += rng.sample(pool, len(pool))
+        return [self._problem(*args) for args in drawn + rng.sample(pool, k - len(drawn))]
+
+
+# --------------------------------------------------------------------------------------------
+# Arithmetic
+
+
+_ARITHMETIC_OPS = ("*", "+")
+
+
+def _apply(a: int, op: str, b: int) -> int:
+    return a + b if op == "+" else a * b
+
+
+def _column_carries(numbers: list[int]) -> int:
+    """Columns with a non-zero carry out when ``numbers`` are added digit by digit."""
+    carries, carry, place = 0, 0, 1
+    while carry or any(x >= place for x in numbers):
+        carry = (sum(x // place % 10 for x in numbers) + carry) // 10
+        carries += carry > 0
+        place *= 10
+    return carries
+
+
+def _carries(a: int, op: str, b: int) -> int:
+    """Carries in the schoolbook method: column carries for ``+``; for ``*``, the carries of each
+    row (larger operand times one digit of the smaller) plus the column carries adding the rows."""
+    if op == "+":
+        return _column_carries([a, b])
+    top, bottom = max(a, b), min(a, b)
+    carries, rows = 0, []
+    for place, y in enumerate(int(c) for c in reversed(str(bottom))):
+        carry = 0
+        for x in (int(c) for c in reversed(str(top))):
+            carry = (x * y + carry) // 10
+            carries += carry > 0
+        rows.append(top * y * 10**place)
+    return carries + _column_carries(rows)
+
+
+class ArithmeticTask(Task):
+    """Addition (and, as an option, multiplication) of two non-negative integers.
+
+    A problem is ``37+485=`` with answer ``522``. Difficulty ``d`` (1 to ``max_digits``) is the
+    number of digits of the larger operand: both operands are drawn uniformly from ``[0, 10**d)``
+    conditioned on the larger one having exactly ``d`` digits (the smaller may be shorter, or
+    0). Carries do not move a problem between buckets: their count is ``data[3]`` (``data`` is
+    ``(a, op, b, carries)``), for slicing results by it. ``a+b`` and ``b+a`` are distinct problems
+    that share a split key, so a test problem's mirror image is never trained on. Buckets of at
+    most 20,000 problems (1 and 2 digits) are listed; so the whole split is listable with
+    ``max_digits <= 2`` only. The verifier wants the decimal digits of the result, surrounding
+    whitespace allowed, no sign, no leading zero.
+    """
+
+    name = "arithmetic"
+
+    def __init__(self, ops: tuple[str, ...] = ("+",), max_digits: int = 4) -> None:
+        super().__init__()
+        ops = tuple(ops)
+        if not ops or len(set(ops)) != len(ops) or any(op not in _ARITHMETIC_OPS for op in ops):
+            raise ValueError(f"ops must be distinct operators from {_ARITHMETIC_OPS}, got {ops!r}")
+        if isinstance(max_digits, bool) or not isinstance(max_digits, int) or not 1 <= max_digits <= 9:
+            raise ValueError(f"max_digits must be an integer from 1 to 9, got {max_digits!r}")
+        self.ops = tuple(sorted(ops))
+        self.max_digits = max_digits
+        self.difficulties = tuple(range(1, max_digits + 1))
+        self.alphabet = "".join(sorted(set("0123456789=") | set(ops)))
+        self.max_prompt_chars = 2 * max_digits + 2
+        self.max_answer_chars = 2 * max_digits if "*" in ops else max_digits + 1
+
+    def verify(self, problem: Problem, completion: str) -> Verdict:
+        text = completion.strip()
+        if not text:
+            return _verdict("empty")
+        if any(c not in "0123456789" for c in text) or (len(text) > 1 and text[0] == "0"):
+            return _verdict("malformed")
+        if text != problem.answer:
+            return _verdict("wrong")
+        return _verdict("correct", text)
+
+    def sft_answer(self, problem: Problem, rng: random.Random) -> str:
+        return problem.answer
+
+    def _problem(self, a: int, op: str, b: int) -> Problem:
+        return Problem(
+            id=f"{self.name}/{a}{op}{b}",
+            prompt=f"{a}{op}{b}=",
+            answer=str(_apply(a, op, b)),
+            difficulty=len(str(max(a, b))),
+            data=(a, op, b, _carries(a, op, b)),
+        )
+
+    def _split_key(self, problem: Problem) -> str:
+        return self._key(*problem.data[:3])
+
+    @staticmethod
+    def _key(a: int, op: str, b: int) -> str:
+        return f"{min(a, b)}{op}{max(a, b)}"
+
+    def _bounds(self, difficulty: int) -> tuple[int, int]:
+        return (10 ** (difficulty - 1) if difficulty > 1 else 0), 10**difficulty
+
+    def _listable(self, difficulty: int) -> bool:
+        low, high = self._bounds(difficulty)
+        return (high**2 - low**2) * len(self.ops) <= _LIST_LIMIT
+
+    def _bucket(self, difficulty: int, split: str) -> list[tuple]:
+        low, high = self._bounds(difficulty)
+        return [
+            (a, op, b)
+            for op in self.ops
+            for a in range(high)
+            for b in range(high)
+            if max(a, b) >= low and self._in_split(self._key(a, op, b), split)
+        ]
+
+    def _draw(self, split: str, difficulty: int, k: int, rng: random.Random) -> list[Problem]:
+        if self._listable(difficulty):
+            return super()._draw(split, difficulty, k, rng)
+        low, high = self._bounds(difficulty)
+        drawn: dict[str, Problem] = {}
+        # The bucket holds about a million problems or more here, so misses are rare unless k
+        # nears the split's size; the cap turns that into an error instead of an endless loop.
+        for _ in range(100 * k + 1000):
+            if len(drawn) == k:
+                break
+            a, op, b = rng.randrange(high), rng.choice(self.ops), rng.randrange(high)
+            if max(a, b) < low or f"{self.name}/{a}{op}{b}" in drawn:
+                continue
+            if self._in_split(self._key(a, op, b), split):
+                drawn[f"{self.name}/{a}{op}{b}"] = self._problem(a, op, b)
+        if len(drawn) < k:
+            raise ValueError(f"could not draw {k} distinct {split} problems of difficulty {difficulty}: ask for fewer")
+        return list(drawn.values())
+
+
+# --------------------------------------------------------------------------------------------
+# Countdown: expressions, their normal form, and a solver
+
+
+class _Form(NamedTuple):
+    """An expression in normal form: sums flattened into sorted lists of added and subtracted
+    terms, products into sorted lists of factors, and every difference that is a factor turned
+    to the orientation with non-negative value (``(3-5)*2`` is ``-(5-3)*2``), its sign kept on
+    the product. So forms are equal exactly when the expressions are equal up to commutativity
+    and associativity of ``+`` and ``*`` and the rewriting of subtraction (``a-(b-c)`` is
+    ``a+c-b``); distributivity is not applied, so ``3*(5+7)`` and ``3*5+3*7`` stay apart."""
+
+    value: int
+    kind: str  # "n" number, "+" sum, "*" product
+    text: str  # canonical text; a product's leaves out its sign
+    sign: int = 1  # a product's sign
+    pos: tuple[str, ...] = ()  # a sum's added terms, a product's factors
+    neg: tuple[str, ...] = ()  # a sum's subtracted terms
+
+
+def _leaf(number: int) -> _Form:
+    return _Form(number, "n", str(number))
+
+
+def _sum_text(pos: tuple[str, ...], neg: tuple[str, ...]) -> str:
+    return "+".join(pos) + "".join("-" + t for t in neg)
+
+
+def _terms(f: _Form) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    if f.kind == "+":
+        return f.pos, f.neg
+    if f.kind == "*" and f.sign < 0:
+        return (), (f.text,)
+    return (f.text,), ()
+
+
+def _sum(value: int, pos: tuple[str, ...], neg: tuple[str, ...]) -> _Form:
+    pos, neg = tuple(sorted(pos)), tuple(sorted(neg))
+    return _Form(value, "+", _sum_text(pos, neg), 1, pos, neg)
+
+
+def _add(a: _Form, b: _Form) -> _Form:
+    (pa, na), (pb, nb) = _terms(a), _terms(b)
+    return _sum(a.value + b.value, pa + pb, na + nb)
+
+
+def _sub(a: _Form, b: _Form) -> _Form:
+    (pa, na), (pb, nb) = _terms(a), _terms(b)
+    return _sum(a.value - b.value, pa + nb, na + pb)
+
+
+def _factors(f: _Form) -> tuple[int, tuple[str, ...]]:
+    if f.kind == "*":
+        return f.sign, f.pos
+    if f.kind == "+":
+        flipped = _sum_text(f.neg, f.pos)
+        if f.value < 0 or (f.value == 0 and flipped < f.text):
+            return -1, (f"({flipped})",)
+        return 1, (f"({f.text})",)
+    return 1, (f.text,)
+
+
+def _mul(a: _Form, b: _Form) -> _Form:
+    (sa, fa), (sb, fb) = _factors(a), _factors(b)
+    factors = tuple(sorted(fa + fb))
+    return _Form(a.value * b.value, "*", "*".join(factors), sa * sb, factors)
+
+
+def _canonical(f: _Form) -> str:
+    """The normal form as text. For a positive value with positive numbers it is itself a valid
+    answer with the fewest parentheses; a negative product is marked with a leading ``-``."""
+    return "-" + f.text if f.kind == "*" and f.sign < 0 else f.text
+
+
+class _Malformed(Exception):
+    pass
+
+
+class _Parser:
+    """Recursive descent over ``expression := term (("+" | "-") term)*``,
+    ``term := factor ("*" factor)*``, ``factor := number | "(" expression ")"``, building the
+    normal form and recording the numbers used. Numbers are decimal without leading zeros."""
+
+    def __init__(self, text: str) -> None:
+        self.tokens = re.findall(r"[0-9]+|.", text)
+        self.at = 0
+        self.numbers: list[int] = []
+
+    def parse(self) -> _Form:
+        form = self.expression()
+        if self.at != len(self.tokens):
+            raise _Malformed(f"unexpected {self.tokens[self.at]!r}")
+        return form
+
+    def peek(self) -> str:
+        return self.tokens[self.at] if self.at < len(self.tokens) else ""
+
+    def expression(self) -> _Form:
+        form = self.term()
+        while self.peek() in ("+", "-"):
+            op = self.tokens[self.at]
+            self.at += 1
+            form = (_add if op == "+" else _sub)(form, self.term())
+        return form
+
+    def term(self) -> _Form:
+        form = self.factor()
+        while self.peek() == "*":
+            self.at += 1
+            form = _mul(form, self.factor())
+        return form
+
+    def factor(self) -> _Form:
+        token = self.peek()
+        self.at += 1
+        if token == "(":
+            form = self.expression()
+            if self.peek() != ")":
+                raise _Malformed("unclosed parenthesis")
+            self.at += 1
+            return form
+        if token[:1] in set("0123456789") and (token == "0" or token[0] != "0"):
+            self.numbers.append(int(token))
+            return _leaf(int(token))
+        raise _Malformed(f"expected a number or '(', got {token!r}")
+
+
+_EXPRESSION_CHARS = frozenset("0123456789+-*()")
+
+
+def _splits(numbers: tuple[int, ...]) -> Iterator[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """Each split of the sorted multiset ``numbers`` into two non-empty parts, once."""
+    seen = set()
+    n = len(numbers)
+    for mask in range(1, 2**n - 1):
+        left = tuple(numbers[i] for i in range(n) if mask >> i & 1)
+        right = tuple(numbers[i] for i in range(n) if not mask >> i & 1)
+        key = min(left, right), max(left, right)
+        if key not in seen:
+            seen.add(key)
+            yield key
+
+
+def _rsub(a: _Form, b: _Form) -> _Form:
+    return _sub(b, a)
+
+
+# The four ways to combine two operands, in the order of the values in ``_reachable``.
+_COMBINE = (_add, _sub, _rsub, _mul)
+
+
+@cache
+def _reachable(numbers: tuple[int, ...]) -> dict[int, tuple]:
+    """Every value an expression using each of ``numbers`` once reaches, with how the first
+    expression found for it combines two parts: ``(combine index, left numbers, left value,
+    right numbers, right value)``, or ``()`` for a single number.
+
+    Only integers are enumerated here, which is fast enough to list every problem up front;
+    ``_witness`` builds the expression for the few values that become targets."""
+    if len(numbers) == 1:
+        return {numbers[0]: ()}
+    found: dict[int, tuple] = {}
+    for left, right in _splits(numbers):
+        right_values = _reachable(right)
+        for a in _reachable(left):
+            for b in right_values:
+                for i, value in enumerate((a + b, a - b, b - a, a * b)):
+                    if value not in found:
+                        found[value] = (i, left, a, right, b)
+    return found
+
+
+def _witness(numbers: tuple[int, ...], value: int) -> _Form:
+    step = _reachable(numbers)[value]
+    if not step:
+        return _leaf(value)
+    i, left, a, right, b = step
+    return _COMBINE[i](_witness(left, a), _witness(right, b))
+
+
+@cache
+def _expressions(numbers: tuple[int, ...]) -> dict[str, _Form]:
+    """Every distinct normal form of an expression using each of ``numbers`` once.
+
+    Forms combine from the forms of their two operands alone, so deduplicating at every level
+    loses nothing."""
+    if len(numbers) == 1:
+        return {str(numbers[0]): _leaf(numbers[0])}
+    found: dict[str, _Form] = {}
+    for left, right in _splits(numbers):
+        for fa in _expressions(left).values():
+            for fb in _expressions(right).values():
+                for combine in _COMBINE:
+                    f = combine(fa, fb)
+                    found.setdefault(_canonical(f), f)
+    return found
+
+
+@cache
+def _solutions(numbers: tuple[int, ...], target: int) -> tuple[str, ...]:
+    return tuple(sorted(c for c, f in _expressions(numbers).items() if f.value == target))
+
+
+# difficulty -> (how many numbers, lowest target, highest target)
+_COUNTDOWN_BUCKETS = {1: (3, 1, 20), 2: (3, 21, 99), 3: (4, 1, 20), 4: (4, 21, 99)}
+
+
+class CountdownTask(Task):
+    """Reach a target with ``+``, ``-``, ``*`` and parentheses, using each given number exactly once.
+
+    A problem is ``3,5,7>22:`` (the numbers in ascending order, ``>``, the target, ``:``) and one
+    answer is ``3*5+7``. The numbers are 1 to 9, repeats allowed; the target is any value from 1
+    to 99 that the numbers reach, so every problem is solvable, and integer intermediate results
+    may be negative or zero. Difficulty: 1 is three numbers and a target up to 20, 2 three numbers
+    and a target from 21 to 99, 3 four numbers up to 20, 4 four numbers from 21 to 99; the share
+    of uniformly random expressions (random order, tree and operators) that hit the target falls
+    from about 7% in bucket 1 to under 1% in bucket 4. Answers that are equal up to
+    commutativity and associativity of ``+`` and ``*`` share one ``canonical`` form (see
+    ``_Form``); under that identification the mean number of distinct solutions per problem is
+    about 1.2, 1.0, 2.7 and 1.6 in buckets 1 to 4 (up to 14 in bucket 3), and ``solutions``
+    lists them. The verifier allows surrounding whitespace, not whitespace inside.
+    """
+
+    name = "countdown"
+    alphabet = "".join(sorted(set("0123456789+-*()") | set(",>:")))
+    difficulties = tuple(_COUNTDOWN_BUCKETS)
+    max_prompt_chars = len("9,9,9,9>99:")
+    # Four one-digit numbers, three operators and at most two pairs of parentheses (a pair wraps
+    # a non-root operator, and four numbers have two of those): every answer this task writes
+    # has the fewest parentheses.
+    max_answer_chars = 4 + 3 + 4
+
+    def verify(self, problem: Problem, completion: str) -> Verdict:
+        numbers, target = problem.data
+        text = completion.strip()
+        if not text:
+            return _verdict("empty")
+        if len(text) > _MAX_EXPRESSION_CHARS or not set(text) <= _EXPRESSION_CHARS:
+            return _verdict("malformed")
+        parser = _Parser(text)
+        try:
+            form = parser.parse()
+        except _Malformed:
+            return _verdict("malformed")
+        if sorted(parser.numbers) != sorted(numbers):
+            return _verdict("bad_numbers")
+        if form.value != target:
+            return _verdict("wrong")
+        return _verdict("correct", _canonical(form))
+
+    def sft_answer(self, problem: Problem, rng: random.Random) -> str:
+        """A correct answer drawn uniformly from the problem's distinct normal forms."""
+        return rng.choice(self.solutions(problem))
+
+    def solutions(self, problem: Problem) -> tuple[str, ...]:
+        """Every distinct correct answer (in normal form, sorted), for measuring coverage."""
+        numbers, target = problem.data
+        return _solutions(tuple(sorted(numbers)), target)
+
+    def _problem(self, numbers: tuple[int, ...], target: int, difficulty: int) -> Problem:
+        key = self._key(numbers, target)
+        return Problem(
+            id=f"{self.name}/{key}",
+            prompt=f"{key}:",
+            answer=_canonical(_witness(numbers, target)),
+            difficulty=difficulty,
+            data=(numbers, target),
+        )
+
+    def _split_key(self, problem: Problem) -> str:
+        return self._key(*problem.data)
+
+    @staticmethod
+    def _key(numbers: tuple[int, ...], target: int) -> str:
+        return f"{','.join(map(str, sorted(numbers)))}>{target}"
+
+    def _bucket(self, difficulty: int, split: str) -> list[tuple]:
+        count, low, high = _COUNTDOWN_BUCKETS[difficulty]
+        return [
+            (numbers, target, difficulty)
+            for numbers in itertools.combinations_with_replacement(range(1, 10), count)
+            for target in sorted(_reachable(numbers))
+            if low <= target <= high and self._in_split(self._key(numbers, target), split)
+        ]
+
+
+TASKS: dict[str, type[Task]] = {"arithmetic": ArithmeticTask, "countdown": CountdownTask}
+
+
+def get_task(name: str, **options) -> Task:
+    """The task registered as ``name``, built with ``options`` (e.g. ``ops=("+", "*")`` for arithmetic)."""
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")
+    return TASKS[name](**options)

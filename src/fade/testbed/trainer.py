@@ -1,0 +1,444 @@
+"""The testbed's RL trainer: sample, verify, weigh with an advantage, take a PPO-clip step.
+
+One step, top to bottom in :func:`train`:
+
+1. draw ``prompts_per_step`` training problems and sample ``group_size`` completions of each
+   at temperature 1 with a KV cache;
+2. score every completion with the task's verifier (reward 1 or 0);
+3. recompute the old log-probs and the policy's mean token entropy in one no-grad pass (the
+   order verl uses), and feed the entropy to the estimator with ``observe``;
+4. compute the advantages with any registered estimator, by name and parameters;
+5. update with the PPO-clip policy-gradient loss (``epochs`` passes over ``minibatches``
+   minibatches, token-mean aggregation by default, optional KL to the base policy), AdamW and
+   gradient clipping;
+6. log the step's metrics (reward and solve rate per difficulty bucket, entropy, norms, the
+   output head's rank-1 share, the batch's gradient-mass diagnostics, the estimator's
+   schedule, timings), evaluate every ``eval_every`` steps, checkpoint every
+   ``checkpoint_every`` steps.
+
+All randomness of step t comes from generators seeded by (seed, t), and a checkpoint holds the
+model, optimizer, estimator state, RNG states and step: a resumed run's metrics equal an
+uninterrupted run's.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import json
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+import fade
+from fade.geometry import rank1_share
+from fade.mass import decompose_grouped
+from fade.segments import as_groups
+
+from .checkpoint import JsonlLog, load_checkpoint, save_checkpoint
+from .evaluation import decode_completions, encode_prompt, evaluate
+from .policy import load_policy, resolve_device, save_policy
+from .sampling import greedy, sample, sequence_logprobs
+from .tasks import Problem, Task, get_task
+
+__all__ = ["TrainConfig", "base_model_dir", "train"]
+
+CHECKPOINT = "checkpoint.pt"
+_EVAL_STREAM = 1_000_003  # keeps evaluation randomness apart from the training steps'
+
+
+def base_model_dir(task: str) -> Path:
+    """The base policy shipped for a built-in task (written by ``fade pretrain``)."""
+    return Path(__file__).parent / "base" / task
+
+
+@dataclass
+class TrainConfig:
+    """Everything a run depends on; saved as ``run.json`` next to the metrics."""
+
+    out: str
+    task: str = "arithmetic"
+    estimator: str = "fade"
+    estimator_args: dict[str, Any] = field(default_factory=dict)
+    steps: int = 400
+    seed: int = 0
+    model: str | None = None  # None: the task's shipped base policy
+    data: str | None = None  # prompt/answer JSONL in place of a built-in task
+    verifier: str | None = None  # the verifier for --data
+    device: str = "auto"
+    prompts_per_step: int = 32
+    group_size: int = 8
+    temperature: float = 1.0
+    lr: float = 1e-4
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    epochs: int = 1
+    minibatches: int = 1
+    clip_eps: float = 0.2
+    loss_agg: str = "token-mean"  # or "seq-mean"
+    kl_coef: float = 0.0
+    eval_every: int = 100
+    eval_prompts: int = 200
+    eval_samples: int = 64
+    checkpoint_every: int = 50
+    progress: bool = True
+
+    def validate(self) -> None:
+        positive = ("steps", "prompts_per_step", "group_size", "epochs", "minibatches", "eval_samples", "checkpoint_every")
+        for key in positive:
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{key} must be a positive integer, got {value!r}")
+        for key in ("eval_every", "eval_prompts"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{key} must be an integer >= 0 (0 turns evaluation off), got {value!r}")
+        for key, low in (("lr", 0.0), ("temperature", 0.0), ("clip_eps", 0.0), ("grad_clip", 0.0)):
+            value = getattr(self, key)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > low):
+                raise ValueError(f"{key} must be a finite number > {low}, got {value!r}")
+        for key in ("weight_decay", "kl_coef"):
+            value = getattr(self, key)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"{key} must be a finite number >= 0, got {value!r}")
+        if self.loss_agg not in ("token-mean", "seq-mean"):
+            raise ValueError(f"loss_agg must be 'token-mean' or 'seq-mean', got {self.loss_agg!r}")
+        rows = self.prompts_per_step * self.group_size
+        if self.minibatches > rows:
+            raise ValueError(f"minibatches ({self.minibatches}) cannot exceed the rollouts per step ({rows})")
+        if (self.data is None) != (self.verifier is None) and self.data is not None:
+            raise ValueError("--data needs --verifier NAME (how to score a completion against the answer)")
+
+
+def _seed_for(seed: int, stream: int) -> int:
+    digest = hashlib.sha256(f"{seed}:{stream}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+def _generator(device: torch.device, seed: int, stream: int) -> torch.Generator:
+    return torch.Generator(device=device).manual_seed(_seed_for(seed, stream))
+
+
+def _load_task(config: TrainConfig) -> Task:
+    if config.data is not None:
+        from .datasets import FileTask  # local: only --data runs need it
+
+        return FileTask(config.data, verifier=config.verifier)
+    return get_task(config.task)
+
+
+def _head(model: torch.nn.Module) -> torch.Tensor:
+    return model.get_output_embeddings().weight
+
+
+def _norm(tensors) -> float:
+    return float(torch.sqrt(sum((t.detach().float() ** 2).sum() for t in tensors)))
+
+
+def _policy_loss(
+    new_lp: torch.Tensor,
+    old_lp: torch.Tensor,
+    adv: torch.Tensor,
+    mask: torch.Tensor,
+    clip_eps: float,
+    denom: float,
+    agg: str,
+    ref_lp: torch.Tensor | None,
+    kl_coef: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """PPO-clip loss of the given rows, summed and divided by ``denom`` (tokens or sequences)."""
+    ratio = torch.exp(new_lp - old_lp)
+    a = adv.unsqueeze(1)
+    per_token = -torch.minimum(ratio * a, ratio.clamp(1 - clip_eps, 1 + clip_eps) * a)
+    kl = torch.zeros_like(per_token)
+    if ref_lp is not None:
+        # k3 estimator of KL(pi || pi_ref): non-negative, unbiased, low variance.
+        log_r = ref_lp - new_lp
+        kl = torch.exp(log_r) - log_r - 1
+        per_token = per_token + kl_coef * kl
+    m = mask.to(per_token.dtype)
+    if agg == "token-mean":
+        loss = (per_token * m).sum() / denom
+    else:
+        loss = ((per_token * m).sum(1) / m.sum(1).clamp_min(1)).sum() / denom
+    clipped = ((ratio - 1).abs() > clip_eps).to(m.dtype)
+    return loss, (clipped * m).sum(), (kl.detach() * m).sum()
+
+
+def train(config: TrainConfig, *, resume: bool = False) -> Path:
+    """Run (or resume) one RL training run; returns the output directory."""
+    config.validate()
+    out = Path(config.out)
+    ckpt_path = out / CHECKPOINT
+    if ckpt_path.exists() and not resume:
+        raise ValueError(f"{out} already holds a run (found {CHECKPOINT}): pass --resume to continue it or choose another --out")
+    if resume and not ckpt_path.exists():
+        raise ValueError(f"--resume: no {CHECKPOINT} in {out} to resume from")
+    out.mkdir(parents=True, exist_ok=True)
+    device = resolve_device(config.device)
+    task = _load_task(config)
+    model_dir = Path(config.model) if config.model else base_model_dir(config.task)
+    model, tokenizer = load_policy(model_dir, device=device)
+    if tokenizer is None:
+        raise ValueError(f"{model_dir} holds no tokenizer: the trainer needs one to encode prompts and decode answers")
+    eos_id = tokenizer.eos_token_id
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos_id
+    max_new = task.max_answer_chars + 1 if config.model is None else max(task.max_answer_chars * 4, 16)
+    est = fade.estimator(config.estimator, **config.estimator_args)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, betas=(0.9, 0.99))
+    ref_model = copy.deepcopy(model).eval().requires_grad_(False) if config.kl_coef > 0 else None
+    head0 = _head(model).detach().clone()
+    start = 0
+    if resume:
+        state = load_checkpoint(ckpt_path, map_location=device)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        est.load_state_dict(state["estimator"])
+        head0 = state["head0"].to(device)
+        _set_rng_states(state["rng"])
+        start = int(state["step"])
+    metrics_log, eval_log = JsonlLog(out / "metrics.jsonl"), JsonlLog(out / "eval.jsonl")
+    if resume:
+        metrics_log.truncate_after(start)
+        eval_log.truncate_after(start)
+    else:
+        for log in (metrics_log, eval_log):
+            log.path.unlink(missing_ok=True)
+    (out / "run.json").write_text(json.dumps(dataclasses.asdict(config), indent=2) + "\n")
+
+    test_set = task.problems("test", n=config.eval_prompts, seed=config.seed) if config.eval_prompts else []
+    writer = _tensorboard(out / "tb")
+
+    def run_eval(step: int) -> None:
+        if not test_set:
+            return
+        result = evaluate(
+            model, tokenizer, task, test_set, samples=config.eval_samples, max_new_tokens=max_new,
+            eos_id=eos_id, pad_id=pad_id, generator=_generator(device, config.seed, _EVAL_STREAM),
+        )
+        record = {"step": step, **result}
+        eval_log.append(record)
+        if writer is not None:
+            for key, value in result.items():
+                writer.add_scalar(f"eval/{key}", value, step)
+
+    def checkpoint(step: int) -> None:
+        save_checkpoint(ckpt_path, {
+            "step": step,
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "estimator": est.state_dict(),
+            "head0": head0,
+            "rng": _rng_states(),
+            "config": dataclasses.asdict(config),
+        })
+
+    wants = {*est.spec.needs, *est.spec.uses}
+
+    def extra_inputs(rollouts, problems: list[Problem], prompts: list[list[int]]) -> dict[str, torch.Tensor]:
+        """Per-rollout inputs the estimator needs or uses: response lengths, ReMax's greedy baseline."""
+        inputs: dict[str, torch.Tensor] = {}
+        if "lengths" in wants:
+            inputs["lengths"] = rollouts.lengths.to("cpu", torch.float32)
+        if "baseline_rewards" in wants:
+            ids, mask = greedy(model, prompts, max_new_tokens=max_new, eos_id=eos_id, pad_id=pad_id)
+            texts = decode_completions(tokenizer, ids, mask, eos_id)
+            per_prompt = torch.tensor([task.verify(p, t).score for p, t in zip(problems, texts)], dtype=torch.float32)
+            inputs["baseline_rewards"] = per_prompt[rollouts.prompt_index.cpu()]
+        return inputs
+
+    if start == 0 and config.eval_every:
+        run_eval(0)
+    model.train()
+    with _progress(config, start) as advance:
+        for step in range(start + 1, config.steps + 1):
+            t0 = time.perf_counter()
+            # 1. sample G completions of each drawn prompt
+            problems = task.problems("train", n=config.prompts_per_step, seed=_seed_for(config.seed, step))
+            gen = _generator(device, config.seed, step)
+            model.eval()
+            prompts = [encode_prompt(tokenizer, p.prompt) for p in problems]
+            rollouts = sample(
+                model, prompts, num_samples=config.group_size,
+                max_new_tokens=max_new, eos_id=eos_id, pad_id=pad_id, temperature=config.temperature, generator=gen,
+            )
+            t1 = time.perf_counter()
+            # 2. verify
+            texts = decode_completions(tokenizer, rollouts.completion_ids, rollouts.completion_mask, eos_id)
+            owner = rollouts.prompt_index.tolist()
+            rewards = torch.tensor([task.verify(problems[i], t).score for i, t in zip(owner, texts)], dtype=torch.float32)
+            difficulty = torch.tensor([problems[i].difficulty for i in owner])
+            # 3. old log-probs and the policy's entropy on this batch
+            p_ids, p_mask = rollouts.prompt_ids, rollouts.prompt_mask
+            c_ids, c_mask = rollouts.completion_ids, rollouts.completion_mask
+            with torch.no_grad():
+                old_lp, tok_entropy = sequence_logprobs(model, p_ids, p_mask, c_ids, c_mask, temperature=config.temperature, with_entropy=True)
+                ref_lp = None
+                if ref_model is not None:
+                    ref_lp, _ = sequence_logprobs(ref_model, p_ids, p_mask, c_ids, c_mask, temperature=config.temperature)
+            tokens = int(c_mask.sum())
+            entropy = float(tok_entropy.sum()) / max(tokens, 1)
+            est.observe(entropy=entropy, step=step - 1)
+            model.train()
+            # 4. advantages
+            t2 = time.perf_counter()
+            prompt_ids = rollouts.prompt_index.cpu()
+            adv = est(rewards, prompt_ids, **extra_inputs(rollouts, problems, prompts))
+            t3 = time.perf_counter()
+            report = decompose_grouped(adv.double(), rewards, as_groups(prompt_ids, rewards.numel(), "cpu"))
+            adv_dev = adv.to(device=device, dtype=torch.float32)
+            # 5. PPO-clip update
+            rows = rewards.numel()
+            clip_sum = kl_sum = 0.0
+            grad_norms = []
+            for _ in range(config.epochs):
+                order = torch.randperm(rows, generator=torch.Generator().manual_seed(_seed_for(config.seed, -step)))
+                for mb in order.chunk(config.minibatches):
+                    mb = mb.to(device)
+                    denom = float(c_mask[mb].sum()) if config.loss_agg == "token-mean" else float(mb.numel())
+                    # Rows with zero advantage add nothing to the clipped loss: skip them unless KL needs them.
+                    active = mb if ref_lp is not None else mb[adv_dev[mb] != 0]
+                    optimizer.zero_grad(set_to_none=True)
+                    if active.numel() > 0:
+                        new_lp, _ = sequence_logprobs(model, p_ids[active], p_mask[active], c_ids[active], c_mask[active], temperature=config.temperature)
+                        loss, clipped, kl = _policy_loss(
+                            new_lp, old_lp[active], adv_dev[active], c_mask[active], config.clip_eps, max(denom, 1.0),
+                            config.loss_agg, None if ref_lp is None else ref_lp[active], config.kl_coef,
+                        )
+                        loss.backward()
+                        clip_sum += float(clipped)
+                        kl_sum += float(kl)
+                    grad_norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)))
+                    optimizer.step()
+            t4 = time.perf_counter()
+            # 6. metrics
+            share = rank1_share(_head(model).detach() - head0)
+            est.observe(rank1_share=share)
+            record: dict[str, Any] = {
+                "step": step,
+                "reward_mean": float(rewards.mean()),
+                "solve_rate": float((rewards == 1).float().mean()),
+            }
+            for b in sorted(set(difficulty.tolist())):
+                sel = difficulty == b
+                record[f"reward_mean/d{b}"] = float(rewards[sel].mean())
+                record[f"solve_rate/d{b}"] = float((rewards[sel] == 1).float().mean())
+            record.update({
+                "entropy": entropy,
+                "param_norm": _norm(model.parameters()),
+                "grad_norm": grad_norms[-1],
+                "rank1_share": share,
+                **{k: getattr(report, k) for k in ("positive_mass", "negative_mass", "sign_balance", "difficulty", "effective_sample_fraction")},
+                "clip_fraction": clip_sum / max(tokens * config.epochs, 1),
+                "kl": kl_sum / max(tokens * config.epochs, 1) if ref_lp is not None else None,
+                "completion_tokens": tokens,
+                "lr": config.lr,
+            })
+            for key in ("alpha", "delta", "p_hat", "h_hat", "h_star"):
+                if key in est.last:
+                    record[key] = est.last[key]
+            record.update({
+                "sample_seconds": t1 - t0,
+                "advantage_seconds": t3 - t2,
+                "update_seconds": t4 - t3,
+                "step_seconds": time.perf_counter() - t0,
+            })
+            metrics_log.append(record)
+            if writer is not None:
+                for key, value in record.items():
+                    if key != "step" and isinstance(value, (int, float)) and value is not None:
+                        writer.add_scalar(f"train/{key}", value, step)
+            if config.eval_every and (step % config.eval_every == 0 or step == config.steps):
+                run_eval(step)
+            if step % config.checkpoint_every == 0 or step == config.steps:
+                checkpoint(step)
+                if writer is not None:
+                    writer.flush()
+            advance(record)
+    if writer is not None:
+        writer.close()
+    save_policy(model, tokenizer, out / "policy")
+    return out
+
+
+def _rng_states() -> dict[str, Any]:
+    """The global generators' states. Training draws from generators seeded by (seed, step), so
+    these only matter to code outside the loop that uses the globals; they are kept anyway."""
+    name, key, pos, has_gauss, cached = np.random.get_state()
+    state = {
+        "torch": torch.get_rng_state(),
+        "python": random.getstate(),
+        "numpy": [name, torch.from_numpy(key.astype(np.int64)), int(pos), int(has_gauss), float(cached)],
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_states(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    name, key, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, key.numpy().astype(np.uint32), pos, has_gauss, cached))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _tensorboard(directory: Path):
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:  # the testbed extra brings tensorboard; without it, JSONL only
+        return None
+    return SummaryWriter(log_dir=str(directory))
+
+
+def _rate_column():
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class Rate(ProgressColumn):
+        def render(self, task) -> Text:
+            return Text(f"{task.speed:.2f} steps/s" if task.speed else "")
+
+    return Rate()
+
+
+class _progress:
+    """A rich progress bar with reward, entropy, rate and ETA; silent when turned off."""
+
+    def __init__(self, config: TrainConfig, start: int) -> None:
+        self.config, self.start = config, start
+
+    def __enter__(self):
+        if not self.config.progress:
+            return lambda record: None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self.bar = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[stats]}"), _rate_column(), TimeElapsedColumn(), TimeRemainingColumn(),
+        )
+        self.bar.__enter__()
+        self.task = self.bar.add_task(
+            f"{self.config.estimator} on {self.config.task if self.config.data is None else Path(self.config.data).name}",
+            total=self.config.steps, completed=self.start, stats="",
+        )
+
+        def advance(record: dict[str, Any]) -> None:
+            stats = f"reward {record['reward_mean']:.3f}  entropy {record['entropy']:.3f}"
+            if record.get("alpha") is not None:
+                stats += f"  alpha {record['alpha']:.2f}  delta {record['delta']:.2f}"
+            self.bar.update(self.task, advance=1, stats=stats)
+
+        return advance
+
+    def __exit__(self, *exc) -> None:
+        if self.config.progress:
+            self.bar.__exit__(*exc)

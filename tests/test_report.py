@@ -1,0 +1,426 @@
+"""Reading run directories back and drawing them: what a killed or resumed run leaves is tolerated,
+what is corrupt is named, the PNGs have their documented sizes, the table shows the right numbers."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import matplotlib.image
+import numpy as np
+import pytest
+from rich.console import Console
+
+from fade.testbed.report import (
+    COMPARE_PIXEL_SIZE,
+    PLANE_PIXEL_SIZE,
+    _compare_labels,
+    _moving_average,
+    compare_runs,
+    load_run,
+    passk_pixel_size,
+    plot_run,
+    read_jsonl,
+    summary_table,
+    training_panels,
+    training_pixel_size,
+)
+
+KS = (1, 2, 4, 8, 16, 32, 64)
+BUCKETS = (1, 2, 3)
+
+
+def _write_jsonl(path: Path, rows: list[dict], tail: str = "") -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + tail)
+    return path
+
+
+def _metrics(steps: range, *, fade: bool, seed: int = 0, kl: bool = True) -> list[dict]:
+    """Plausible per-step records: solve rate rising, entropy falling, FADE's schedule following."""
+    rng = np.random.default_rng(seed)
+    step = np.arange(steps.start, steps.stop)
+    t = step / max(steps.stop - 1, 1)
+    solve = np.clip(0.2 + 0.5 * t + 0.03 * rng.standard_normal(len(t)), 0, 1)
+    entropy = 1.5 * np.exp(-2 * t) + 0.02 * rng.standard_normal(len(t))
+    columns = {
+        "step": step,
+        "reward_mean": solve,
+        "solve_rate": solve,
+        "entropy": entropy,
+        "param_norm": 900 + 5 * t,
+        "grad_norm": 1 + 0.1 * rng.standard_normal(len(t)),
+        "rank1_share": 0.1 + 0.3 * t,
+        "positive_mass": np.full(len(t), 0.2),
+        "negative_mass": 0.2 + 0.05 * t,
+        "sign_balance": 0.5 - 0.05 * t,
+        "difficulty": 0.3 + 0.4 * t,
+        "effective_sample_fraction": np.full(len(t), 0.6),
+        "step_seconds": np.full(len(t), 1.0),
+        "sample_seconds": np.full(len(t), 0.7),
+        "advantage_seconds": np.full(len(t), 0.01),
+        "update_seconds": np.full(len(t), 0.29),
+        "clip_fraction": np.full(len(t), 0.02),
+        "lr": np.full(len(t), 1e-5),
+    }
+    if kl:
+        columns["kl"] = 0.001 * step
+    for b in BUCKETS:
+        columns[f"solve_rate/d{b}"] = columns[f"reward_mean/d{b}"] = np.clip(solve + 0.2 * (2 - b), 0, 1)
+    if fade:
+        p_hat = 0.3 + 0.4 * t
+        columns.update(
+            alpha=np.clip(3 * (1 - p_hat) / (2 * p_hat), 1, 3),
+            delta=np.clip(1 + entropy - 0.75, 0.3, 1),
+            p_hat=p_hat,
+            h_hat=entropy,
+            h_star=np.full(len(t), 0.75),
+        )
+    lists = {key: values.tolist() for key, values in columns.items()}
+    return [dict(zip(lists, row)) for row in zip(*lists.values())]
+
+
+def _eval(step: int, pass1: float, *, buckets: bool = True) -> dict:
+    row = {f"pass@{k}": min(1.0, 1 - (1 - pass1) ** k) for k in KS}
+    row.update(step=step, distinct_correct=1 + 2 * pass1, greedy=pass1 + 0.05, n_prompts=200, n_samples=64)
+    if buckets:
+        for b in BUCKETS:
+            row[f"pass@1/d{b}"] = min(1.0, pass1 + 0.1 * (2 - b))
+            row[f"distinct_correct/d{b}"] = 1.0
+    return row
+
+
+def _write_run(
+    directory: Path,
+    *,
+    steps: int = 60,
+    estimator: str = "fade",
+    evals: list[dict] | None = None,
+    config: bool = True,
+    kl: bool = True,
+) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    fade = estimator == "fade"
+    _write_jsonl(directory / "metrics.jsonl", _metrics(range(1, steps + 1), fade=fade, kl=kl))
+    if evals is None:
+        evals = [_eval(0, 0.125), _eval(steps // 2, 0.625), _eval(steps, 0.5)]
+    if evals:
+        _write_jsonl(directory / "eval.jsonl", evals)
+    if config:
+        args = {"h_star_ratio": 0.5} if fade else {}
+        cfg = {"task": "countdown", "estimator": estimator, "estimator_args": args, "steps": steps, "seed": 3}
+        (directory / "run.json").write_text(json.dumps(cfg))
+    return directory
+
+
+def _image(path: Path) -> np.ndarray:
+    assert path.is_file() and path.stat().st_size > 0
+    return matplotlib.image.imread(path)
+
+
+def _render(table) -> str:
+    console = Console(record=True, width=200)
+    console.print(table)
+    return console.export_text()
+
+
+def _row(text: str, name: str) -> list[str]:
+    """The cells of the table row whose first cell is ``name``."""
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.replace("┃", "│").split("│")]
+        cells = [c for c in cells if c]
+        if cells and cells[0] == name:
+            return cells[1:]
+    raise AssertionError(f"no row {name!r} in\n{text}")
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+def test_read_jsonl_skips_blank_lines_and_a_truncated_last_line(tmp_path):
+    path = _write_jsonl(tmp_path / "m.jsonl", [{"step": 1}, {"step": 2}], tail='\n{"step": 3, "rew')
+    with pytest.warns(RuntimeWarning, match=r"line 4") as caught:
+        assert read_jsonl(path) == [{"step": 1}, {"step": 2}]
+    assert len(caught) == 1
+
+
+def test_read_jsonl_tolerates_a_last_line_cut_inside_a_multibyte_character(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(b'{"step": 1}\n' + '{"note": "é'.encode()[:-1])
+    with pytest.warns(RuntimeWarning):
+        assert read_jsonl(path) == [{"step": 1}]
+
+
+def test_read_jsonl_corrupt_middle_line_names_file_and_line(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_text('{"step": 1}\n{"step": 2,,}\n{"step": 3}\n')
+    with pytest.raises(ValueError, match=r"m\.jsonl: line 2 is not valid JSON \(.* at column 12\)"):
+        read_jsonl(path)
+
+
+def test_read_jsonl_rejects_a_line_that_is_not_an_object(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_text('{"step": 1}\n[1, 2]\n{"step": 3}\n')
+    with pytest.raises(ValueError, match=r"line 2 is a JSON list, expected an object"):
+        read_jsonl(path)
+
+
+def test_load_run_without_metrics_raises(tmp_path):
+    (tmp_path / "eval.jsonl").write_text(json.dumps(_eval(0, 0.1)) + "\n")
+    with pytest.raises(ValueError, match="no metrics.jsonl"):
+        load_run(tmp_path)
+
+
+def test_load_run_rejects_a_record_without_an_integer_step(tmp_path):
+    _write_jsonl(tmp_path / "metrics.jsonl", [{"step": 1}, {"step": "two"}])
+    with pytest.raises(ValueError, match=r"line 2 has step='two', expected an integer"):
+        load_run(tmp_path)
+
+
+def test_load_run_keeps_the_last_record_of_a_resumed_step_in_step_order(tmp_path):
+    first = [{"step": s, "reward_mean": 0.1 * s} for s in range(1, 6)]
+    resumed = [{"step": s, "reward_mean": 1.0 + s} for s in range(4, 9)]
+    _write_jsonl(tmp_path / "metrics.jsonl", first + resumed)
+    _write_jsonl(tmp_path / "eval.jsonl", [_eval(4, 0.9), _eval(0, 0.1), _eval(4, 0.3)])
+    run = load_run(tmp_path)
+    assert [m["step"] for m in run.metrics] == list(range(1, 9))
+    assert [m["reward_mean"] for m in run.metrics] == [0.1, 0.2, 0.30000000000000004, 5.0, 6.0, 7.0, 8.0, 9.0]
+    assert [e["step"] for e in run.evals] == [0, 4]
+    assert run.evals[1]["pass@1"] == pytest.approx(0.3)
+    assert run.config == {}
+
+
+def test_load_run_reads_config_and_rejects_a_bad_one(tmp_path):
+    run = load_run(_write_run(tmp_path / "ok"))
+    assert run.config["estimator"] == "fade" and run.config["estimator_args"] == {"h_star_ratio": 0.5}
+    assert len(run.metrics) == 60 and len(run.evals) == 3
+    bad = _write_run(tmp_path / "bad")
+    (bad / "run.json").write_text("[1]")
+    with pytest.raises(ValueError, match="run.json holds a JSON list"):
+        load_run(bad)
+
+
+# -- smoothing ----------------------------------------------------------------------------------
+
+
+def test_moving_average_is_a_centred_window_shrinking_at_the_ends():
+    values = np.array([1.0, 2.0, 3.0, 4.0, 10.0])
+    np.testing.assert_allclose(_moving_average(values, 3), [1.5, 2.0, 3.0, 17 / 3, 7.0])
+    # Even windows lean one point into the past: point i averages values[i-2 : i+2].
+    np.testing.assert_allclose(_moving_average(values, 4), [1.5, 2.0, 2.5, 19 / 4, 17 / 3])
+    # A constant stays exactly constant over a long run (no cumulative-sum rounding).
+    assert (_moving_average(np.full(10_000, 0.6), 200) == 0.6).all()
+    np.testing.assert_array_equal(_moving_average(values, 1), values)
+
+
+# -- plot_run -----------------------------------------------------------------------------------
+
+ALL_PANELS = [
+    "reward_mean, solve rate per bucket (d1 easiest)",
+    "mean token entropy",
+    "gradient mass",
+    "sign_balance (0.5 = balanced)",
+    "difficulty (low = hard focus)",
+    "effective_sample_fraction",
+    "rank1_share of the head's update",
+    "grad_norm (left), param_norm (right)",
+    "estimator schedule (1, 1 = dr_grpo)",
+    "clip_fraction, kl",
+    "seconds per step",
+]
+
+
+def test_documented_pixel_sizes():
+    assert training_pixel_size(0) == training_pixel_size(1) == (1200, 310)
+    assert training_pixel_size(10) == training_pixel_size(12) == (1200, 1090)
+    assert training_pixel_size(9) == (1200, 830)
+    assert passk_pixel_size(True) == (1200, 390) and passk_pixel_size(False) == (800, 390)
+
+
+@pytest.fixture(scope="module")
+def fade_pngs(tmp_path_factory) -> list[Path]:
+    return plot_run(_write_run(tmp_path_factory.mktemp("runs") / "fade"))
+
+
+def test_plot_run_fade_writes_three_pngs_of_documented_size(fade_pngs):
+    assert [p.name for p in fade_pngs] == ["training.png", "passk.png", "plane.png"]
+    assert len({p.parent for p in fade_pngs}) == 1 and fade_pngs[0].parent.name == "fade"
+    training, passk, plane = (_image(p) for p in fade_pngs)
+    assert training.shape[:2] == training_pixel_size(len(ALL_PANELS))[::-1] == (1090, 1200)
+    assert passk.shape[:2] == (390, 1200)
+    assert plane.shape[:2] == PLANE_PIXEL_SIZE[::-1] == (550, 650)
+    for image in (training, passk, plane):
+        assert image[..., :3].std() > 0.05  # something is drawn, not a blank canvas
+
+
+def test_training_panels_follow_what_was_logged(tmp_path):
+    assert training_panels(load_run(_write_run(tmp_path / "fade"))) == ALL_PANELS
+    directory = _write_run(tmp_path / "grpo", estimator="grpo", kl=False)
+    rows = _metrics(range(1, 31), fade=False, kl=False)
+    for row in rows:
+        row.update(kl=None, alpha=None)  # logged as null throughout: nothing to draw
+    _write_jsonl(directory / "metrics.jsonl", rows)
+    schedule = "estimator schedule (1, 1 = dr_grpo)"
+    assert training_panels(load_run(directory)) == [t for t in ALL_PANELS if t != schedule]
+    for row in rows:
+        for key in ("clip_fraction", "step_seconds", "sample_seconds", "advantage_seconds", "update_seconds"):
+            del row[key]
+        for b in BUCKETS:
+            del row[f"solve_rate/d{b}"]
+    _write_jsonl(directory / "metrics.jsonl", rows)
+    assert training_panels(load_run(directory)) == ["reward_mean"] + ALL_PANELS[1:8]
+
+
+def test_plot_run_without_evals_or_plane_signal_writes_training_and_plane(tmp_path):
+    rows = [{"step": s, "reward_mean": 0.1 * s, "sign_balance": None, "difficulty": 0.5} for s in (1, 2, 3)]
+    _write_jsonl(tmp_path / "metrics.jsonl", rows)
+    (tmp_path / "passk.png").unlink(missing_ok=True)
+    paths = plot_run(tmp_path)
+    assert [p.name for p in paths] == ["training.png", "plane.png"]
+    assert not (tmp_path / "passk.png").exists()
+    # reward_mean and difficulty: two panels, one row.
+    assert _image(paths[0]).shape[:2] == training_pixel_size(2)[::-1] == (310, 1200)
+    assert _image(paths[1]).shape[:2] == PLANE_PIXEL_SIZE[::-1]
+
+
+def test_plot_run_without_bucket_keys_draws_two_passk_panels(tmp_path):
+    _write_jsonl(tmp_path / "metrics.jsonl", [{"step": s, "entropy": 1.0 / s} for s in range(1, 11)])
+    _write_jsonl(tmp_path / "eval.jsonl", [_eval(0, 0.1, buckets=False), _eval(10, 0.2, buckets=False)])
+    assert _image(plot_run(tmp_path)[1]).shape[:2] == (390, 800)
+
+
+def test_plot_run_single_step_run(tmp_path):
+    directory = _write_run(tmp_path / "one", steps=1, evals=[_eval(0, 0.1)])
+    paths = plot_run(directory)
+    assert [p.name for p in paths] == ["training.png", "passk.png", "plane.png"]
+    assert _image(paths[0]).shape[:2] == (1090, 1200)
+
+
+def test_plot_run_tolerates_none_nan_and_a_truncated_tail(tmp_path):
+    directory = _write_run(tmp_path / "gaps", steps=40)
+    rows = _metrics(range(1, 41), fade=True)
+    for row in rows[::3]:
+        row.update(entropy=None, sign_balance=float("nan"), difficulty=None, grad_norm=float("inf"))
+    del rows[5]["reward_mean"]
+    rows[7]["alpha"] = "n/a"  # not a number: a gap, not a crash
+    evals = [_eval(0, 0.1), _eval(20, 0.3), _eval(40, 0.25)]
+    evals[1]["pass@1"] = None
+    evals[2]["pass@64"] = float("nan")
+    _write_jsonl(directory / "metrics.jsonl", rows, tail='{"step": 41, "entropy": 0.')
+    _write_jsonl(directory / "eval.jsonl", evals)
+    with pytest.warns(RuntimeWarning, match="line 41"):
+        paths = plot_run(directory, smooth=5)
+    assert [p.name for p in paths] == ["training.png", "passk.png", "plane.png"]
+    assert _image(paths[0]).shape[:2] == (1090, 1200)
+
+
+def test_plot_run_rejects_bad_smoothing_and_an_empty_run(tmp_path):
+    directory = _write_run(tmp_path / "run", steps=5)
+    for bad in (0, -3, 2.5):
+        with pytest.raises(ValueError, match="smooth must be"):
+            plot_run(directory, smooth=bad)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "metrics.jsonl").write_text("")
+    with pytest.raises(ValueError, match="no complete record"):
+        plot_run(tmp_path / "empty")
+
+
+def test_plot_run_cost_barely_grows_with_run_length(tmp_path):
+    # CPU time, not wall time, so a busy machine does not fail it; the fixed cost (figures, ticks,
+    # fonts) dominates, and 10^4 steps may add at most one and a half times that.
+    def cpu_seconds(steps: int) -> float:
+        evals = [_eval(s, 0.1 + s / 40_000) for s in range(0, steps + 1, max(steps // 20, 1))]
+        directory = _write_run(tmp_path / str(steps), steps=steps, evals=evals)
+        start = time.process_time()
+        assert len(plot_run(directory)) == 3
+        return time.process_time() - start
+
+    warm = tmp_path / "warm"
+    warm.mkdir()
+    _write_jsonl(warm / "metrics.jsonl", [{"step": 1, "entropy": 1.0}])
+    plot_run(warm)  # the first figures of a process pay for pyplot's import and font loading
+    short, long = cpu_seconds(100), cpu_seconds(10_000)
+    assert long < 2.5 * short, f"10^4 steps: {long:.2f} s CPU, 100 steps: {short:.2f} s"
+
+
+# -- summary_table ------------------------------------------------------------------------------
+
+
+def test_summary_table_compares_base_final_and_best(tmp_path):
+    directory = _write_run(tmp_path / "fade", steps=60)
+    text = _render(summary_table(load_run(directory)))
+    assert "fade(h_star_ratio=0.5)" in text and "task countdown" in text and "seed 3" in text
+    # Evals at steps 0, 30, 60 with pass@1 0.125, 0.625, 0.5: the best is step 30.
+    assert _row(text, "eval at step") == ["0", "60", "30"]
+    assert _row(text, "pass@1") == ["0.125", "0.500", "0.625", "+0.375"]
+    # pass@4 = 1 - (1 - p)^4
+    assert _row(text, "pass@4") == [f"{1 - 0.875**4:.3f}", "0.938", f"{1 - 0.375**4:.3f}", f"{0.9375 - (1 - 0.875**4):+.3f}"]
+    assert [_row(text, f"pass@{k}")[0] for k in KS] == [f"{min(1.0, 1 - 0.875**k):.3f}" for k in KS]
+    assert _row(text, "greedy") == ["0.175", "0.550", "0.675", "+0.375"]
+    assert _row(text, "distinct_correct") == ["1.250", "2.000", "2.250", "+0.750"]
+    assert _row(text, "pass@1/d3") == ["0.025", "0.400", "0.525", "+0.375"]
+    assert "n_prompts 200" in text and "n_samples 64" in text
+    run = load_run(directory)
+    last = run.metrics[-1]
+    assert _row(text, "train at step") == ["1", "60"]
+    assert _row(text, "train entropy")[1] == f"{last['entropy']:.3f}"
+    assert _row(text, "train rank1_share")[1] == f"{last['rank1_share']:.3f}" == "0.400"
+    assert _row(text, "train sign_balance")[1] == "0.450"
+    assert _row(text, "train difficulty")[1] == "0.700"
+    assert _row(text, "train alpha")[1] == f"{last['alpha']:.3f}"
+    assert _row(text, "train delta")[1] == f"{last['delta']:.3f}"
+    assert _row(text, "train h_star")[1] == "0.750"
+
+
+def test_summary_table_grpo_without_evals_or_schedule(tmp_path):
+    directory = _write_run(tmp_path / "grpo", estimator="grpo", evals=[])
+    rows = _metrics(range(1, 61), fade=False)
+    rows[-1]["entropy"] = None  # the last logged value is the one reported
+    _write_jsonl(directory / "metrics.jsonl", rows)
+    text = _render(summary_table(load_run(directory)))
+    assert "no eval.jsonl" in text
+    assert "pass@1" not in text and "train alpha" not in text and "train h_star" not in text
+    assert _row(text, "train entropy")[1] == f"{rows[-2]['entropy']:.3f}"
+
+
+def test_summary_table_shows_dashes_for_values_not_logged(tmp_path):
+    evals = [_eval(0, 0.25), _eval(10, 0.5)]
+    evals[0]["greedy"] = None
+    directory = _write_run(tmp_path / "run", steps=10, evals=evals)
+    assert _row(_render(summary_table(load_run(directory))), "greedy") == ["—", "0.550", "0.550", "—"]
+
+
+# -- compare_runs -------------------------------------------------------------------------------
+
+
+def test_compare_runs_two_runs_and_one_without_evals(tmp_path):
+    fade_run = _write_run(tmp_path / "fade")
+    grpo_run = _write_run(tmp_path / "grpo", estimator="grpo", steps=40, evals=[_eval(0, 0.125), _eval(40, 0.4)])
+    out = compare_runs([fade_run, grpo_run], tmp_path / "figs" / "compare.png", label_key="estimator")
+    assert out == tmp_path / "figs" / "compare.png"
+    image = _image(out)
+    assert image.shape[:2] == COMPARE_PIXEL_SIZE[::-1] == (950, 1100)
+    assert image[..., :3].std() > 0.05
+    no_evals = _write_run(tmp_path / "noeval", evals=[], config=False)
+    out = compare_runs([fade_run, no_evals], tmp_path / "c.png", label_key="estimator_args.h_star_ratio")
+    assert _image(out).shape[:2] == (950, 1100)
+
+
+def test_compare_runs_labels_and_their_errors(tmp_path):
+    a = _write_run(tmp_path / "a", steps=3)
+    b = _write_run(tmp_path / "b", steps=3)
+    c = _write_run(tmp_path / "c", steps=3, estimator="grpo", config=False)
+    runs = [load_run(d) for d in (a, b, c)]
+    # Same estimator in a and b: the directory tells them apart; c has no run.json.
+    assert _compare_labels(runs, None) == [
+        "fade(h_star_ratio=0.5) [a]",
+        "fade(h_star_ratio=0.5) [b]",
+        "c [c]",
+    ]
+    assert _compare_labels(runs, "seed") == ["seed=3 [a]", "seed=3 [b]", "c [c]"]
+    assert _compare_labels([runs[0], runs[2]], "estimator_args.h_star_ratio") == ["estimator_args.h_star_ratio=0.5", "c"]
+    with pytest.raises(ValueError, match="label_key 'nope' is in no run's run.json"):
+        compare_runs([a, b], tmp_path / "x.png", label_key="nope")
+    with pytest.raises(ValueError, match="at least one run"):
+        compare_runs([], tmp_path / "x.png")
+    assert not (tmp_path / "x.png").exists()

@@ -1,0 +1,181 @@
+"""The testbed trainer end to end, small: every estimator runs, resume is exact, files follow the contract."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+
+import fade
+from fade.testbed import checkpoint as ckpt_module
+from fade.testbed.checkpoint import JsonlLog, load_checkpoint, save_checkpoint
+from fade.testbed.policy import build_policy, save_policy, tiny_llama_config
+from fade.testbed.tasks import get_task
+from fade.testbed.tokenizer import task_tokenizer
+from fade.testbed.trainer import TrainConfig, train
+
+# The metrics.jsonl keys FADE.md section 5 promises for every step.
+CONTRACT = (
+    "step", "reward_mean", "entropy", "param_norm", "grad_norm", "rank1_share", "positive_mass",
+    "negative_mass", "sign_balance", "difficulty", "effective_sample_fraction", "step_seconds",
+)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> str:
+    """A randomly initialised tiny Llama with the arithmetic tokenizer (untrained: rewards ~0)."""
+    task = get_task("arithmetic")
+    tok = task_tokenizer(task)
+    config = tiny_llama_config(len(tok), hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_positions=32)
+    directory = tmp_path_factory.mktemp("tiny") / "policy"
+    save_policy(build_policy(config, seed=0), tok, directory)
+    return str(directory)
+
+
+def _config(out, model, **kw) -> TrainConfig:
+    base = dict(out=str(out), model=model, steps=2, prompts_per_step=4, group_size=4, eval_every=0, eval_prompts=0,
+                checkpoint_every=1, progress=False)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def _records(path, drop_timing=True):
+    rows = [json.loads(line) for line in open(path)]
+    if drop_timing:
+        rows = [{k: v for k, v in r.items() if not k.endswith("_seconds")} for r in rows]
+    return rows
+
+
+# remax needs the greedy answer's reward, opo the lengths: the trainer provides both.
+@pytest.mark.parametrize("name", fade.available())
+def test_every_estimator_runs_end_to_end(name, tiny_model, tmp_path):
+    args = {"total_steps": 2} if name == "fade_decay" else {}
+    if name in ("passk", "pkpo"):
+        args = {"k": 2}
+    out = train(_config(tmp_path / name, tiny_model, estimator=name, estimator_args=args))
+    rows = _records(out / "metrics.jsonl", drop_timing=False)
+    assert [r["step"] for r in rows] == [1, 2]
+    for r in rows:
+        for key in CONTRACT:
+            assert key in r, key
+        assert all(v is None or isinstance(v, (int, float)) for v in r.values())
+        assert 0.0 <= r["rank1_share"] <= 1.0
+        assert r["entropy"] > 0
+    assert (out / "checkpoint.pt").is_file() and (out / "policy" / "config.json").is_file()
+    assert json.loads((out / "run.json").read_text())["estimator"] == name
+
+
+def test_fade_schedule_is_logged(tiny_model, tmp_path):
+    out = train(_config(tmp_path / "f", tiny_model, estimator="fade"))
+    rows = _records(out / "metrics.jsonl")
+    for key in ("alpha", "delta", "p_hat", "h_hat", "h_star"):
+        assert key in rows[-1], key
+    # H* is half the first observed entropy (the default h_star_ratio)
+    assert rows[0]["h_star"] == pytest.approx(0.5 * rows[0]["entropy"])
+
+
+def test_resume_equals_uninterrupted_run(tiny_model, tmp_path):
+    kw = dict(steps=4, eval_every=2, eval_prompts=4, eval_samples=4, epochs=2, minibatches=2, checkpoint_every=2, estimator="fade")
+    train(_config(tmp_path / "a", tiny_model, **kw))
+    train(_config(tmp_path / "b", tiny_model, **{**kw, "steps": 2}))
+    train(_config(tmp_path / "b", tiny_model, **kw), resume=True)
+    for name in ("metrics.jsonl", "eval.jsonl"):
+        assert _records(tmp_path / "a" / name) == _records(tmp_path / "b" / name), name
+    wa = load_checkpoint(tmp_path / "a" / "checkpoint.pt")
+    wb = load_checkpoint(tmp_path / "b" / "checkpoint.pt")
+    assert wa["step"] == wb["step"] == 4
+    assert wa["estimator"] == wb["estimator"]
+    for key, value in wa["model"].items():
+        assert torch.equal(value, wb["model"][key]), key
+
+
+def test_resume_after_a_kill_drops_records_past_the_checkpoint(tiny_model, tmp_path):
+    """A run killed after logging step 3 but before its checkpoint resumes from step 2 and logs 3 once."""
+    kw = dict(steps=3, checkpoint_every=2)
+    train(_config(tmp_path / "a", tiny_model, **kw))
+    train(_config(tmp_path / "b", tiny_model, **kw))
+    # b's state as if killed while writing step 3's record: its step-2 checkpoint (c's, the same
+    # seeded computation), steps 1-3 logged and a torn fourth line.
+    b = tmp_path / "b"
+    train(_config(tmp_path / "c", tiny_model, steps=2, checkpoint_every=2))
+    os.replace(tmp_path / "c" / "checkpoint.pt", b / "checkpoint.pt")
+    with open(b / "metrics.jsonl", "a") as f:
+        f.write('{"step": 3, "reward_mean": 0.5')  # torn by the kill
+    train(_config(b, tiny_model, **kw), resume=True)
+    assert _records(tmp_path / "a" / "metrics.jsonl") == _records(b / "metrics.jsonl")
+
+
+def test_refuses_to_overwrite_a_run_and_to_resume_nothing(tiny_model, tmp_path):
+    train(_config(tmp_path / "r", tiny_model, steps=1))
+    with pytest.raises(ValueError, match="--resume"):
+        train(_config(tmp_path / "r", tiny_model, steps=1))
+    with pytest.raises(ValueError, match="no checkpoint.pt"):
+        train(_config(tmp_path / "empty", tiny_model), resume=True)
+
+
+@pytest.mark.parametrize(
+    "field, value, match",
+    [
+        ("steps", 0, "steps"),
+        ("group_size", 1.5, "group_size"),
+        ("lr", -1.0, "lr"),
+        ("loss_agg", "sum", "loss_agg"),
+        ("kl_coef", float("nan"), "kl_coef"),
+        ("minibatches", 1000, "minibatches"),
+    ],
+)
+def test_bad_config_is_a_clear_error(field, value, match, tiny_model, tmp_path):
+    with pytest.raises(ValueError, match=match):
+        train(_config(tmp_path / "x", tiny_model, **{field: value}))
+
+
+def test_unknown_estimator_and_bad_params(tiny_model, tmp_path):
+    with pytest.raises(ValueError, match="unknown"):
+        train(_config(tmp_path / "u", tiny_model, estimator="nope"))
+    with pytest.raises(ValueError, match="alpha"):
+        train(_config(tmp_path / "v", tiny_model, estimator="power", estimator_args={"alpha": -1}))
+
+
+def test_kl_seq_mean_and_minibatches(tiny_model, tmp_path):
+    out = train(_config(tmp_path / "k", tiny_model, kl_coef=0.1, loss_agg="seq-mean", epochs=2, minibatches=4, estimator="grpo"))
+    rows = _records(out / "metrics.jsonl")
+    assert all(r["kl"] is not None and 0 <= r["kl"] < 0.1 for r in rows)
+
+
+def test_data_file_with_named_verifier(tiny_model, tmp_path):
+    data = tmp_path / "sums.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"{a}+{b}=", "answer": str(a + b), "difficulty": 1 + (a > 4)}) + "\n"
+                            for a in range(10) for b in range(10)))
+    out = train(_config(tmp_path / "d", tiny_model, data=str(data), verifier="numeric", eval_every=2, eval_prompts=4, eval_samples=4))
+    assert [r["step"] for r in _records(out / "eval.jsonl")] == [0, 2]
+    with pytest.raises(ValueError, match="verifier"):
+        train(_config(tmp_path / "e", tiny_model, data=str(data), verifier="telepathy"))
+
+
+def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
+    path = tmp_path / "c.pt"
+    save_checkpoint(path, {"step": 1})
+
+    def torn(obj, f):
+        f.write(b"half a checkpoint")
+        raise KeyboardInterrupt  # killed mid-write
+
+    monkeypatch.setattr(ckpt_module.torch, "save", torn)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint(path, {"step": 2})
+    monkeypatch.undo()
+    assert load_checkpoint(path)["step"] == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.pt"]
+    path.write_bytes(b"garbage")
+    with pytest.raises(ValueError, match="not a readable fade checkpoint"):
+        load_checkpoint(path)
+
+
+def test_jsonl_log_truncation(tmp_path):
+    log = JsonlLog(tmp_path / "m.jsonl")
+    for s in (1, 2, 3):
+        log.append({"step": s, "x": float("nan") if s == 2 else s})
+    log.truncate_after(2)
+    assert log.records() == [{"step": 1, "x": 1}, {"step": 2, "x": None}]

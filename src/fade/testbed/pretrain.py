@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import random
 import time
 from dataclasses import dataclass
@@ -99,7 +100,8 @@ def pretrain(config: PretrainConfig) -> dict[str, Any]:
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / config.warmup))
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    log = JsonlLog(out / "pretrain.jsonl")
+    # save_policy replaces the whole folder at the end, so the log grows beside it and moves in after.
+    log = JsonlLog(out.parent / f".{out.name}.pretrain.jsonl")
     log.path.unlink(missing_ok=True)
     max_new = task.max_answer_chars + 1
     validation = task.problems("train", n=config.val_prompts, seed=_seed_for(config.seed, _VALIDATION_STREAM))
@@ -138,6 +140,7 @@ def pretrain(config: PretrainConfig) -> dict[str, Any]:
     )
     model.config.fade_pretrain = {"task": config.task, "seed": config.seed, "steps": stopped_at}
     save_policy(model.cpu(), tokenizer, out)
+    os.replace(log.path, out / "pretrain.jsonl")
     summary = {
         "task": config.task,
         "seed": config.seed,

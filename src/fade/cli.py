@@ -389,6 +389,9 @@ def _testbed():
         from .testbed import pretrain, trainer
     except ImportError as exc:
         raise ValueError(f"the testbed needs the 'testbed' extra (pip install 'fade-rl[testbed]'): {exc}") from None
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # fade draws its own bar; per-file load/save bars are noise
     return pretrain, trainer
 
 

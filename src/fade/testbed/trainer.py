@@ -185,6 +185,11 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
     device = resolve_device(config.device)
     task = _load_task(config)
     model_dir = Path(config.model) if config.model else base_model_dir(config.task)
+    if config.model is None and not (model_dir / "config.json").is_file():
+        raise ValueError(
+            f"no base policy is shipped for task {config.task!r}: write one with "
+            f"`fade pretrain --task {config.task} --out DIR` and pass --model DIR"
+        )
     model, tokenizer = load_policy(model_dir, device=device)
     if tokenizer is None:
         raise ValueError(f"{model_dir} holds no tokenizer: the trainer needs one to encode prompts and decode answers")

@@ -55,7 +55,7 @@ def with_eos_bias(bias: float) -> torch.nn.Module:
 
 
 def draw(m, seed=0, prompts=PROMPTS, **kwargs) -> Rollouts:
-    args = dict(num_samples=3, max_new_tokens=10, eos_id=EOS, pad_id=PAD) | kwargs
+    args = {"num_samples": 3, "max_new_tokens": 10, "eos_id": EOS, "pad_id": PAD} | kwargs
     return sample(m, prompts, generator=torch.Generator().manual_seed(seed), **args)
 
 
@@ -207,21 +207,21 @@ def test_sequence_logprobs_is_differentiable(model):
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        (dict(prompts=[]), r"prompts is empty"),
-        (dict(prompts=[[BOS, 3], []]), r"prompt 1 is empty"),
-        (dict(temperature=0.0), r"temperature must be .* > 0, got 0.0"),
-        (dict(temperature=-1.0), r"temperature must be .* > 0, got -1.0"),
-        (dict(num_samples=0), r"num_samples must be an integer >= 1, got 0"),
-        (dict(max_new_tokens=0), r"max_new_tokens must be an integer >= 1, got 0"),
-        (dict(prompts=[[BOS] * 28], max_new_tokens=5), r"\(28 tokens\) .* \(5\) = 33 exceeds .* \(32\)"),
-        (dict(prompts=[[BOS, VOCAB]]), rf"prompt token ids must be in \[0, {VOCAB}\), got {VOCAB}"),
-        (dict(eos_id=VOCAB), rf"eos_id must be in \[0, {VOCAB}\)"),
+        ({"prompts": []}, r"prompts is empty"),
+        ({"prompts": [[BOS, 3], []]}, r"prompt 1 is empty"),
+        ({"temperature": 0.0}, r"temperature must be .* > 0, got 0.0"),
+        ({"temperature": -1.0}, r"temperature must be .* > 0, got -1.0"),
+        ({"num_samples": 0}, r"num_samples must be an integer >= 1, got 0"),
+        ({"max_new_tokens": 0}, r"max_new_tokens must be an integer >= 1, got 0"),
+        ({"prompts": [[BOS] * 28], "max_new_tokens": 5}, r"\(28 tokens\) .* \(5\) = 33 exceeds .* \(32\)"),
+        ({"prompts": [[BOS, VOCAB]]}, rf"prompt token ids must be in \[0, {VOCAB}\), got {VOCAB}"),
+        ({"eos_id": VOCAB}, rf"eos_id must be in \[0, {VOCAB}\)"),
     ],
     ids=["no-prompts", "empty-prompt", "zero-temp", "negative-temp", "no-samples", "no-steps",
          "too-long", "bad-token", "bad-eos"],
 )
 def test_sample_rejects_bad_arguments(model, kwargs, match):
-    args = dict(prompts=PROMPTS, num_samples=2, max_new_tokens=4, eos_id=EOS, pad_id=PAD)
+    args = {"prompts": PROMPTS, "num_samples": 2, "max_new_tokens": 4, "eos_id": EOS, "pad_id": PAD}
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         sample(model, args.pop("prompts"), **args)
@@ -359,3 +359,23 @@ def test_load_policy_errors(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match=r"is not a directory"):
         load_policy(tmp_path / "file")
+
+
+def test_greedy_takes_the_most_likely_token_at_every_step(model):
+    from fade.testbed.sampling import greedy
+
+    ids, mask = greedy(model, PROMPTS, max_new_tokens=6, eos_id=EOS, pad_id=PAD)
+    assert ids.shape[0] == len(PROMPTS)
+    # the same whatever the generator: greedy draws no randomness
+    a = draw(model, seed=1, greedy=True, num_samples=2, max_new_tokens=6)
+    b = draw(model, seed=2, greedy=True, num_samples=2, max_new_tokens=6)
+    assert torch.equal(a.completion_ids, b.completion_ids)
+    assert torch.equal(a.completion_ids[::2], ids)
+    # replay each prefix through a full forward: every chosen token is the argmax
+    with torch.no_grad():
+        for row, prompt in enumerate(PROMPTS):
+            seq = list(prompt)
+            for t in range(int(mask[row].sum())):
+                logits = model(input_ids=torch.tensor([seq])).logits[0, -1]
+                assert int(ids[row, t]) == int(logits.argmax())
+                seq.append(int(ids[row, t]))

@@ -27,8 +27,8 @@ from .checkpoint import JsonlLog
 from .evaluation import encode_prompt, evaluate
 from .policy import build_policy, parameter_count, resolve_device, save_policy, tiny_llama_config
 from .tasks import get_task
-from .tokenizer import task_tokenizer
-from .trainer import _generator, _seed_for
+from .tokenizer import encode, task_tokenizer
+from .trainer import _generator, _seed_for, step_bar
 
 __all__ = ["PretrainConfig", "pretrain"]
 
@@ -65,7 +65,7 @@ def _batch(task, tokenizer, problems, rng: random.Random, device) -> tuple[torch
     rows, starts = [], []
     for p in problems:
         prompt = encode_prompt(tokenizer, p.prompt)
-        answer = tokenizer(task.sft_answer(p, rng), add_special_tokens=False)["input_ids"]
+        answer = encode(tokenizer, task.sft_answer(p, rng))
         rows.append(prompt + answer + [tokenizer.eos_token_id])
         starts.append(len(prompt))
     width = max(map(len, rows))
@@ -108,7 +108,8 @@ def pretrain(config: PretrainConfig) -> dict[str, Any]:
     answer_rng = random.Random(config.seed)
     stopped_at, val = config.max_steps, {}
     t_start = time.perf_counter()
-    with _bar(config) as advance:
+    val_text = ""
+    with step_bar("pretrain", config.max_steps, 0, config.progress) as advance:
         for step in range(1, config.max_steps + 1):
             problems = task.problems("train", n=config.batch_size, seed=_seed_for(config.seed, step))
             ids, mask, labels = _batch(task, tokenizer, problems, answer_rng, device)
@@ -128,7 +129,9 @@ def pretrain(config: PretrainConfig) -> dict[str, Any]:
                 )
                 record.update({f"val_{k}": v for k, v in val.items() if k.startswith("pass@")})
             log.append(record)
-            advance(record)
+            if "val_pass@1" in record:
+                val_text = f"  val pass@1 {record['val_pass@1']:.3f} (stops at {config.target_pass1})"
+            advance(f"loss {record['loss']:.3f}{val_text}")
             if val and record.get("val_pass@1", -1.0) >= config.target_pass1:
                 stopped_at = step
                 break
@@ -152,29 +155,3 @@ def pretrain(config: PretrainConfig) -> dict[str, Any]:
     }
     (out / "base_eval.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
-
-
-class _bar:
-    def __init__(self, config: PretrainConfig) -> None:
-        self.config = config
-
-    def __enter__(self):
-        if not self.config.progress:
-            return lambda record: None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.bar = Progress(TextColumn("[bold]pretrain"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[stats]}"), TimeElapsedColumn())
-        self.bar.__enter__()
-        self.task = self.bar.add_task("pretrain", total=self.config.max_steps, stats="")
-        self.val = ""
-
-        def advance(record: dict[str, Any]) -> None:
-            if "val_pass@1" in record:
-                self.val = f"  val pass@1 {record['val_pass@1']:.3f} (stops at {self.config.target_pass1})"
-            self.bar.update(self.task, advance=1, stats=f"loss {record['loss']:.3f}{self.val}")
-
-        return advance
-
-    def __exit__(self, *exc) -> None:
-        if self.config.progress:
-            self.bar.__exit__(*exc)

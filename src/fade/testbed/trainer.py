@@ -23,6 +23,7 @@ uninterrupted run's.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import hashlib
@@ -30,6 +31,7 @@ import json
 import math
 import random
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,7 +115,7 @@ class TrainConfig:
         rows = self.prompts_per_step * self.group_size
         if self.minibatches > rows:
             raise ValueError(f"minibatches ({self.minibatches}) cannot exceed the rollouts per step ({rows})")
-        if (self.data is None) != (self.verifier is None) and self.data is not None:
+        if self.data is not None and self.verifier is None:
             raise ValueError("--data needs --verifier NAME (how to score a completion against the answer)")
 
 
@@ -262,7 +264,8 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
     if start == 0 and config.eval_every:
         run_eval(0)
     model.train()
-    with _progress(config, start) as advance:
+    name = config.task if config.data is None else Path(config.data).name
+    with step_bar(f"{config.estimator} on {name}", config.steps, start, config.progress) as advance:
         for step in range(start + 1, config.steps + 1):
             t0 = time.perf_counter()
             # 1. sample G completions of each drawn prompt
@@ -358,7 +361,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             metrics_log.append(record)
             if writer is not None:
                 for key, value in record.items():
-                    if key != "step" and isinstance(value, (int, float)) and value is not None:
+                    if key != "step" and isinstance(value, (int, float)):
                         writer.add_scalar(f"train/{key}", value, step)
             if config.eval_every and (step % config.eval_every == 0 or step == config.steps):
                 run_eval(step)
@@ -366,7 +369,10 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
                 checkpoint(step)
                 if writer is not None:
                     writer.flush()
-            advance(record)
+            stats = f"reward {record['reward_mean']:.3f}  entropy {record['entropy']:.3f}"
+            if record.get("alpha") is not None:
+                stats += f"  alpha {record['alpha']:.2f}  delta {record['delta']:.2f}"
+            advance(stats)
     if writer is not None:
         writer.close()
     save_policy(model, tokenizer, out / "policy")
@@ -404,46 +410,22 @@ def _tensorboard(directory: Path):
     return SummaryWriter(log_dir=str(directory))
 
 
-def _rate_column():
-    from rich.progress import ProgressColumn
+@contextlib.contextmanager
+def step_bar(description: str, total: int, completed: int = 0, enabled: bool = True) -> Iterator[Callable[[str], None]]:
+    """A rich progress bar with a stats field, steps/s and ETA; yields ``update(stats)`` for one step."""
+    if not enabled:
+        yield lambda stats: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
     from rich.text import Text
 
     class Rate(ProgressColumn):
         def render(self, task) -> Text:
             return Text(f"{task.speed:.2f} steps/s" if task.speed else "")
 
-    return Rate()
-
-
-class _progress:
-    """A rich progress bar with reward, entropy, rate and ETA; silent when turned off."""
-
-    def __init__(self, config: TrainConfig, start: int) -> None:
-        self.config, self.start = config, start
-
-    def __enter__(self):
-        if not self.config.progress:
-            return lambda record: None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-        self.bar = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[stats]}"), _rate_column(), TimeElapsedColumn(), TimeRemainingColumn(),
-        )
-        self.bar.__enter__()
-        self.task = self.bar.add_task(
-            f"{self.config.estimator} on {self.config.task if self.config.data is None else Path(self.config.data).name}",
-            total=self.config.steps, completed=self.start, stats="",
-        )
-
-        def advance(record: dict[str, Any]) -> None:
-            stats = f"reward {record['reward_mean']:.3f}  entropy {record['entropy']:.3f}"
-            if record.get("alpha") is not None:
-                stats += f"  alpha {record['alpha']:.2f}  delta {record['delta']:.2f}"
-            self.bar.update(self.task, advance=1, stats=stats)
-
-        return advance
-
-    def __exit__(self, *exc) -> None:
-        if self.config.progress:
-            self.bar.__exit__(*exc)
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[stats]}"), Rate(), TimeElapsedColumn(), TimeRemainingColumn(),
+    ) as bar:
+        task = bar.add_task(description, total=total, completed=completed, stats="")
+        yield lambda stats: bar.update(task, advance=1, stats=stats)

@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 # The CPU build that this project's machines install from disk; override for a CUDA build.
 TORCH_SPEC ?= torch==2.13.0
-EXTRAS ?= testbed,test
+EXTRAS ?= testbed,trl,verl,math,test
 DEMO_OUT ?= runs/demo
 
 .PHONY: demo clean-demo test install bench bench-trainer base clean

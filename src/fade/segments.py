@@ -171,11 +171,18 @@ def as_groups(groups: int | torch.Tensor | np.ndarray | Sequence, n: int, device
                 raise ValueError(f"groups must be 1-D (one id per rollout), got shape {arr.shape}")
             if arr.dtype.kind == "O" and not all(isinstance(v, (str, bytes, int, np.integer)) for v in arr[:1]):
                 raise ValueError(f"group ids must be integers or strings, got {type(arr[0]).__name__}")
+            # A dict maps ids in order of first appearance in one pass: np.unique sorts the
+            # strings, ten times slower for verl's 10^6 uuid uids (0.6-1.1 s against 0.1 s).
+            first: dict = {}
             try:
-                _, inverse = np.unique(arr, return_inverse=True)
+                dense = [first.setdefault(v, len(first)) for v in arr.tolist()]
             except TypeError as exc:
-                raise ValueError(f"group ids must be integers or strings of one type: {exc}") from None
-            ids = torch.from_numpy(inverse.astype(np.int64).reshape(-1))
+                raise ValueError(f"group ids must be integers or strings: {exc}") from None
+            kinds = {str if isinstance(v, str) else bytes if isinstance(v, bytes) else int for v in first}
+            if len(kinds) > 1 or not all(isinstance(v, (str, bytes, int, np.integer)) for v in first):
+                found = sorted({type(v).__name__ for v in first})
+                raise ValueError(f"group ids must be integers or strings of one type, got {found}")
+            ids = torch.tensor(dense, dtype=torch.int64)
         else:
             if arr.dtype.kind == "b" or arr.dtype.kind not in "iu":
                 raise ValueError(f"group ids must be integers, got dtype {arr.dtype}")

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import math
 import os
 from collections.abc import Mapping
@@ -46,6 +47,8 @@ import fade
 from fade.atomic import write_json_atomic
 
 __all__ = ["ENTROPY_SOURCES", "STATE_FILE", "FadeGRPOTrainer"]
+
+logger = logging.getLogger(__name__)
 
 #: Where the entropy fed to the estimator comes from (see the module docstring).
 ENTROPY_SOURCES = ("previous", "current")
@@ -232,7 +235,8 @@ class FadeGRPOTrainer(GRPOTrainer):
         path = os.path.join(checkpoint, STATE_FILE)
         if not os.path.exists(path):
             if self.fade_estimator.stateful:
-                raise ValueError(f"resuming {self.fade_estimator.name!r} needs its state, but {path} does not exist")
+                # A checkpoint of a run that used another advantage until now: FADE starts afresh.
+                logger.warning("resuming without %s: %s starts from its initial state", path, self.fade_estimator.name)
             return
         with open(path, encoding="utf-8") as f:
             saved = json.load(f)

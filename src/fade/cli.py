@@ -495,10 +495,117 @@ def _run_train(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- fade eval ---------------------------------------------------------------------------------
+
+
+def _parse_ks(text: str) -> tuple[int, ...]:
+    ks: list[int] = []
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        try:
+            k = int(item)
+        except ValueError:
+            raise ValueError(f"--k {text!r}: {item.strip()!r} is not an integer; expected e.g. 1,10,100") from None
+        if k < 1:
+            raise ValueError(f"--k {text!r}: every k must be >= 1, got {k}")
+        if k not in ks:
+            ks.append(k)
+    if not ks:
+        raise ValueError(f"--k {text!r} is empty: expected positive integers, e.g. 1,10,100")
+    return tuple(sorted(ks))
+
+
+def _add_eval(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "eval",
+        help="score generated samples with the math or code verifier and report pass@k",
+        description=(
+            "Score the samples of a JSON-lines file (problem id, completion, and the gold answer or the "
+            "tests, or --problems to join them by id) with math-verify or the code sandbox. Scores are "
+            "appended to DIR/scores.jsonl as they finish; rerunning the same command resumes without "
+            "rescoring. Once every sample is scored, writes DIR/report.json (pass@k, per-k problem "
+            "counts, solve rates, distinct correct solutions, reasons), DIR/problems.jsonl and "
+            "DIR/passk.png. See docs/verifiers.md."
+        ),
+    )
+    p.add_argument("samples", metavar="SAMPLES.jsonl", help="the samples file")
+    p.add_argument("--verifier", required=True, choices=("math", "code"))
+    p.add_argument("--k", default="1,10,100", metavar="K[,K...]", help="the k of pass@k (default: %(default)s)")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder; an existing one is resumed")
+    p.add_argument("--problems", default=None, metavar="FILE.jsonl", help="gold answers or tests, joined to samples by problem id")
+    p.add_argument("--workers", type=int, default=None, metavar="N", help="samples scored at once (default: CPU count)")
+    p.add_argument("--timeout", type=float, default=5.0, metavar="S", help="math: seconds per sample (default: 5)")
+    p.add_argument("--time-limit", type=float, default=None, metavar="S", help="code: seconds per test, wall and CPU (default: 6)")
+    p.add_argument("--memory-mb", type=int, default=None, metavar="MB", help="code: address-space limit (default: 1024)")
+    p.add_argument("--float-tolerance", type=float, default=1e-6, metavar="T", help="code: tolerance for non-integer outputs")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="score at most N new samples, then stop (rerun to continue)")
+    p.add_argument("--compare", default="", metavar="DIR[,DIR...]", help="earlier eval folders drawn on the same pass@k plot")
+    p.add_argument("--label", default=None, help="this run's name in plots (default: the --out folder's name)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object instead of a table")
+    p.set_defaults(func=_run_eval)
+
+
+def _run_eval(args: argparse.Namespace) -> int:
+    from .verifiers.evaluate import EvalConfig, evaluate
+    from .verifiers.sandbox import Limits
+
+    overrides = {}
+    if args.time_limit is not None:
+        overrides["time_seconds"] = args.time_limit
+    if args.memory_mb is not None:
+        overrides["memory_mb"] = args.memory_mb
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    if not args.timeout > 0:
+        raise ValueError(f"--timeout must be > 0 seconds, got {args.timeout}")
+    config = EvalConfig(
+        samples=args.samples, out=args.out, verifier=args.verifier, ks=_parse_ks(args.k), problems=args.problems,
+        workers=args.workers, timeout=args.timeout, limits=Limits(**overrides), float_tolerance=args.float_tolerance,
+        limit=args.limit, compare=tuple(d.strip() for d in args.compare.split(",") if d.strip()), label=args.label,
+        progress=not args.no_progress,
+    )
+    try:
+        outcome = evaluate(config)
+    except KeyboardInterrupt:
+        print(f"fade: interrupted; every finished score is in {args.out}/scores.jsonl: rerun the same command to continue",
+              file=sys.stderr)
+        return 130
+    if not outcome.complete:
+        print(f"scored {outcome.scored_now} samples; {outcome.remaining} of {outcome.total} remain: rerun to continue")
+        return 0
+    report = outcome.report
+    if args.json:
+        print(json.dumps(_json_safe(report)))
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"{report['label']}: {report['num_samples']} samples of {report['num_problems']} problems ({args.verifier})")
+    table.add_column("metric", no_wrap=True)
+    table.add_column("value", justify="right")
+    for key, value in report["pass@k"].items():
+        k = key.split("@")[1]
+        table.add_row(f"{key} ({report['problems_at_k'][k]} problems)", "n/a (too few samples)" if value is None else _fmt(value))
+    table.add_row("mean solve rate", _fmt(report["mean_solve_rate"]))
+    table.add_row("problems solved", f"{report['problems_solved']}/{report['num_problems']}")
+    table.add_row("mean distinct correct", _fmt(report["mean_distinct_correct"]))
+    table.add_row("reasons", ", ".join(f"{r} {c}" for r, c in report["reasons"].items()))
+    if "sandbox" in report:
+        table.add_row("sandbox", ", ".join(f"{m} {c}" for m, c in report["sandbox"]["modes"].items()) or "none ran")
+    console = _console()
+    console.print(table)
+    for path in outcome.written:
+        console.print(f"wrote {path}")
+    return 0
+
+
 # -- entry point -------------------------------------------------------------------------------
 
 #: Subcommands in the order ``fade --help`` lists them.
-COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_atlas, _add_decompose, _add_pretrain, _add_train)
+COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
+    _add_atlas, _add_decompose, _add_pretrain, _add_train, _add_eval,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,7 +4,13 @@
 model. Each line holds ``prompt`` and ``answer``, and optionally ``id``, ``difficulty`` (a
 positive integer bucket; 1 when absent) and ``split`` ("train" or "test"); lines without a
 split are placed by a stable hash of the prompt, 20% to test, as the built-in tasks are.
-Verifiers are looked up by name in :data:`VERIFIERS`.
+Verifiers are looked up by name in :data:`VERIFIERS`: ``exact`` and ``numeric`` here, and
+``math`` (math-verify, the ``math`` extra) and ``code`` (programs run against tests in the sandbox)
+from :mod:`fade.verifiers`, imported on first use. For ``--verifier code`` a line may hold its
+tests instead of ``answer``: any fields :mod:`fade.verifiers.testcases` reads (``tests``,
+LiveCodeBench's ``public_test_cases``/``private_test_cases``/``metadata``, TACO's
+``input_output``, CodeContests' ``public_tests``/``private_tests``/``generated_tests``); they are
+kept as the problem's answer, as JSON text.
 """
 
 from __future__ import annotations
@@ -43,8 +49,29 @@ def _numeric(answer: str, completion: str) -> Verdict:
     return Verdict(0.0, "wrong", None)
 
 
+def _math(answer: str, completion: str) -> Verdict:
+    from fade.verifiers.math_answer import score_math
+
+    result = score_math(completion, answer)
+    return Verdict(result.score, result.reason, result.canonical)
+
+
+def _code(answer: str, completion: str) -> Verdict:
+    from fade.verifiers.code_exec import score_code
+
+    result = score_code(completion, answer)
+    return Verdict(result.score, result.reason, result.canonical)
+
+
 #: verifier name -> f(reference answer, completion) -> Verdict
-VERIFIERS: dict[str, Callable[[str, str], Verdict]] = {"exact": _exact, "numeric": _numeric}
+VERIFIERS: dict[str, Callable[[str, str], Verdict]] = {"exact": _exact, "numeric": _numeric, "math": _math, "code": _code}
+
+# Fields that hold a programming problem's tests (fade.verifiers.testcases.TEST_FIELDS, and the
+# function name of call-based tests), listed here so that reading a file imports nothing.
+_TEST_FIELDS = ("tests", "public_test_cases", "private_test_cases", "public_tests", "private_tests", "generated_tests",
+                "input_output", "metadata", "func_name", "fn_name")
+# The room a program gets to be written in, when the answers are tests rather than text to copy.
+CODE_ANSWER_CHARS = 2048
 
 
 def register_verifier(name: str, fn: Callable[[str, str], Verdict]) -> None:
@@ -71,8 +98,15 @@ class FileTask:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{self.path}:{number}: not valid JSON ({exc.msg})") from None
+            if verifier == "math" and isinstance(row, dict) and type(row.get("answer")) in (int, float):
+                row["answer"] = str(row["answer"])  # integer answers, as AIME sets store them
+            if verifier == "code" and isinstance(row, dict) and "answer" not in row:
+                tests = {k: row[k] for k in _TEST_FIELDS if row.get(k) is not None}
+                if tests:
+                    row["answer"] = json.dumps(tests)
             if not isinstance(row, dict) or not isinstance(row.get("prompt"), str) or not isinstance(row.get("answer"), str):
-                raise ValueError(f"{self.path}:{number}: expected an object with string 'prompt' and 'answer'")
+                wanted = "'answer' or the tests" if verifier == "code" else "'answer'"
+                raise ValueError(f"{self.path}:{number}: expected an object with string 'prompt' and {wanted}")
             difficulty = row.get("difficulty", 1)
             if isinstance(difficulty, bool) or not isinstance(difficulty, int) or difficulty < 1:
                 raise ValueError(f"{self.path}:{number}: difficulty must be a positive integer, got {difficulty!r}")
@@ -86,7 +120,7 @@ class FileTask:
         everything = self._splits["train"] + self._splits["test"]
         self.difficulties = tuple(sorted({p.difficulty for p in everything}))
         self.max_prompt_chars = max(len(p.prompt) for p in everything)
-        self.max_answer_chars = max(len(p.answer) for p in everything)
+        self.max_answer_chars = CODE_ANSWER_CHARS if verifier == "code" else max(len(p.answer) for p in everything)
         self.alphabet = "".join(sorted({c for p in everything for c in p.prompt + p.answer}))
 
     @staticmethod

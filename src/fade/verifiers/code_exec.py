@@ -1,0 +1,235 @@
+"""Code rewards: extract the program from a completion, run it against a problem's tests in the
+sandbox, and judge it.
+
+A completion scores 1 when its program passes every test (LiveCodeBench's and CodeContests'
+criterion); the first failing test decides the reason (wrong answer, runtime error, time limit,
+memory limit, output limit, sandbox violation, compile error), and running stops there. The
+program is the last fenced code block marked python (or unmarked) in the completion, else the
+whole completion; a fence left open by a truncated generation counts up to the end of the text.
+The canonical form of a passing program is its syntax tree printed back (``ast.unparse``), so
+reformatting and comments do not make two solutions distinct.
+
+:class:`CodeVerifier` scores many completions at once with a bounded pool of threads, each
+driving one sandbox process; a result depends only on the program and the tests (and on the
+limits, for programs near them), not on how many run in parallel.
+"""
+
+from __future__ import annotations
+
+import ast
+import errno
+import math
+import os
+import signal
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any
+
+from .result import VerifierResult
+from .sandbox import Limits, SandboxRun
+from .testcases import TestCase, TestSuite, outputs_match, parse_tests, values_match
+
+__all__ = ["CodeVerifier", "extract_program", "default_code_verifier", "score_code"]
+
+# errno values that mean the sandbox refused something: no network, a read-only filesystem, a
+# foreign process, the process or file-size limits.
+VIOLATION_ERRNOS = frozenset({
+    errno.EPERM, errno.EACCES, errno.EROFS, errno.ENETUNREACH, errno.ENETDOWN, errno.EHOSTUNREACH,
+    errno.EADDRNOTAVAIL, errno.ECONNREFUSED, errno.EAFNOSUPPORT, errno.EAGAIN, errno.EFBIG,
+    errno.ENOSPC, errno.EDQUOT, errno.EMFILE, errno.ESRCH,
+})
+_NETWORK_EXCEPTIONS = frozenset({"gaierror", "herror"})
+_EXCERPT = 200
+_PYTHON_TAGS = ("python", "py", "python3")
+
+
+def extract_program(completion: str) -> str:
+    """The program in a completion: its last python (or unlabelled) fenced block, else its last
+    fenced block, else the whole text. An unclosed fence runs to the end of the text."""
+    blocks: list[tuple[str, str]] = []
+    lang, lines = None, []
+    for line in completion.split("\n"):
+        stripped = line.strip()
+        if lang is None and stripped.startswith("```"):
+            lang, lines = stripped[3:].strip().lower(), []
+        elif lang is not None and stripped.startswith("```"):
+            blocks.append((lang, "\n".join(lines)))
+            lang = None
+        elif lang is not None:
+            lines.append(line)
+    if lang is not None:
+        blocks.append((lang, "\n".join(lines)))
+    if not blocks:
+        return completion
+    python = [code for tag, code in blocks if not tag or tag.split()[0] in _PYTHON_TAGS]
+    return (python or [code for _, code in blocks])[-1]
+
+
+def canonical_program(source: str) -> str:
+    """The syntax tree printed back: formatting and comments removed."""
+    try:
+        return ast.unparse(ast.parse(source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "\n".join(line.rstrip() for line in source.strip().splitlines())
+
+
+def _excerpt(value: Any) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
+
+
+def classify(record: dict[str, Any], limits: Limits) -> tuple[str, dict[str, Any]] | None:
+    """How one test ended, from the supervisor's record: (reason, details), or None when the
+    program ran to a clean exit (its output is still to be compared)."""
+    status = record.get("status") or {}
+    info: dict[str, Any] = {}
+    if "setup_error" in status:
+        raise RuntimeError(f"the code sandbox could not be set up: {status['setup_error']}")
+    exc = status.get("exc")
+    if exc:
+        info["exception"] = exc
+    sig = record.get("signal")
+    if sig:
+        try:
+            info["signal"] = signal.Signals(sig).name
+        except ValueError:
+            info["signal"] = sig
+    if record.get("ended") == "output_limit":
+        return "output_limit", {**info, "output_bytes": record.get("stdout_bytes")}
+    cpu_limit = max(1, math.ceil(limits.time_seconds))  # RLIMIT_CPU's soft limit; SIGKILL at the hard one
+    out_of_cpu = sig == signal.SIGXCPU or (sig == signal.SIGKILL and record.get("cpu_seconds", 0) >= cpu_limit)
+    if record.get("ended") == "wall_time" or out_of_cpu:
+        return "time_limit", {**info, "limit_seconds": limits.time_seconds}
+    if exc == "MemoryError":
+        return "memory_limit", info
+    if exc and status.get("phase") == "compile":
+        return "compile_error", {**info, "stderr": _excerpt(record.get("stderr_tail", "")[-_EXCERPT:])}
+    if exc in _NETWORK_EXCEPTIONS or (status.get("errno") in VIOLATION_ERRNOS and exc != "SystemExit"):
+        info["errno"] = errno.errorcode.get(status.get("errno"), status.get("errno"))
+        return "sandbox_violation", info
+    if sig or record.get("exit") or exc:
+        info["exit"] = record.get("exit")
+        info["stderr"] = record.get("stderr_tail", "")[-_EXCERPT:]
+        return "runtime_error", info
+    return None
+
+
+class CodeVerifier:
+    """Scores programs in completions against problems' tests, in the sandbox.
+
+    Args:
+        limits: per-test time, memory, processes, output and disk limits (see :class:`Limits`).
+        workers: sandboxes running at once (default: the CPU count).
+        float_tolerance: absolute or relative tolerance for non-integer numbers in outputs.
+        namespaces: False forces the weakest isolation (see :mod:`fade.verifiers.sandbox`).
+    """
+
+    def __init__(self, limits: Limits | None = None, workers: int | None = None, float_tolerance: float = 1e-6,
+                 namespaces: bool = True) -> None:
+        workers = (os.cpu_count() or 1) if workers is None else workers
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"workers must be a positive integer, got {workers!r}")
+        if not isinstance(float_tolerance, (int, float)) or not 0 <= float_tolerance < 1:
+            raise ValueError(f"float_tolerance must be a number in [0, 1), got {float_tolerance!r}")
+        self.limits = limits or Limits()
+        self.workers = workers
+        self.float_tolerance = float(float_tolerance)
+        self.namespaces = namespaces
+
+    def score(self, completion: str, tests: Any) -> VerifierResult:
+        """Judge one completion against ``tests`` (a :class:`TestSuite`, or a problem's fields in
+        any format :func:`parse_tests` reads). Malformed tests give reason "bad_reference"."""
+        try:
+            suite = parse_tests(tests)
+        except ValueError as exc:
+            return VerifierResult.of("bad_reference", error=str(exc))
+        if not isinstance(completion, str):
+            return VerifierResult.of("no_code", note=f"the completion is a {type(completion).__name__}, not text")
+        source = extract_program(completion)
+        if not source.strip():
+            return VerifierResult.of("no_code")
+        return self._run(source, suite)
+
+    def _run(self, source: str, suite: TestSuite) -> VerifierResult:
+        # A sandbox that does not start says something about the machine (out of processes, a
+        # broken interpreter), not the program: try once more, then stop with the reason.
+        failure = None
+        for _ in range(2):
+            result, failure = self._run_once(source, suite)
+            if result is not None:
+                return result
+        raise RuntimeError(f"the code sandbox did not start twice in a row: {failure}")
+
+    def _run_once(self, source: str, suite: TestSuite) -> tuple[VerifierResult | None, str | None]:
+        with SandboxRun(source, [case.harness_input() for case in suite.cases], call=suite.call,
+                        limits=self.limits, namespaces=self.namespaces) as run:
+            if run.failure_kind == "start":
+                return None, run.failure
+            return self._judge(run, suite, source), None
+
+    def _judge(self, run: SandboxRun, suite: TestSuite, source: str) -> VerifierResult:
+        """Read the run's records as they come; the first failing test decides."""
+        base = {"tests": len(suite), "sandbox": run.isolation.get("mode"), "network_isolated": run.isolation.get("network", False)}
+        passed, seconds = 0, 0.0
+        for record in run:
+            seconds += record.get("seconds", 0.0)
+            where = {**base, "passed": passed, "failed_test": record["test"], "seconds": round(seconds, 4)}
+            ended = classify(record, self.limits)
+            if ended is not None:
+                reason, info = ended
+                return VerifierResult.of(reason, **where, **info)
+            mismatch = self._mismatch(record, suite.cases[record["test"]], suite)
+            if mismatch is not None:
+                return VerifierResult.of("wrong_answer", **where, **mismatch)
+            passed += 1
+        where = {**base, "passed": passed, "seconds": round(seconds, 4)}
+        if run.failure_kind == "deadline":
+            return VerifierResult.of("time_limit", **where, failure=run.failure)
+        if run.failure is not None or passed < len(suite):
+            return VerifierResult.of("sandbox_violation", **where, failure=run.failure or "the sandbox stopped before the last test")
+        return VerifierResult.of("correct", canonical_program(source), **where)
+
+    def _mismatch(self, record: dict[str, Any], case: TestCase, suite: TestSuite) -> dict[str, Any] | None:
+        if suite.call is None:
+            got = record.get("stdout", "")
+            if outputs_match(got, case.output, self.float_tolerance):
+                return None
+            return {"expected": _excerpt(case.output), "got": _excerpt(got)}
+        status = record.get("status") or {}
+        if "result" not in status:
+            got = status.get("result_repr", "no return value")
+            return {"expected": _excerpt(case.expected), "got": _excerpt(got), "note": "the return value is not JSON"}
+        if values_match(status["result"], case.expected, self.float_tolerance):
+            return None
+        return {"expected": _excerpt(case.expected), "got": _excerpt(status["result"])}
+
+    def score_many(self, completions: Sequence[str], tests: Sequence[Any]) -> list[VerifierResult]:
+        """Judge pairs in parallel; results in input order."""
+        if len(completions) != len(tests):
+            raise ValueError(f"got {len(completions)} completions and {len(tests)} test sets: expected as many of each")
+        return [result for _, result in sorted(self.imap(list(zip(completions, tests))), key=lambda x: x[0])]
+
+    def imap(self, pairs: Sequence[tuple[str, Any]]) -> Iterator[tuple[int, VerifierResult]]:
+        """Judge ``(completion, tests)`` pairs in parallel, yielding ``(index, result)`` as each finishes."""
+        if not pairs:
+            return
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(pairs))) as pool:
+            futures = {pool.submit(self.score, c, t): i for i, (c, t) in enumerate(pairs)}
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+
+
+_default: CodeVerifier | None = None
+
+
+def default_code_verifier() -> CodeVerifier:
+    """The verifier shared by :func:`score_code`, the reward adapters and the testbed (default limits)."""
+    global _default
+    if _default is None:
+        _default = CodeVerifier()
+    return _default
+
+
+def score_code(completion: str, tests: Any) -> VerifierResult:
+    """Judge one completion with the shared default verifier."""
+    return default_code_verifier().score(completion, tests)

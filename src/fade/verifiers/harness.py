@@ -1,0 +1,563 @@
+"""The supervisor that runs inside the code sandbox: it isolates itself, then runs a program
+once per test case and reports what each run printed or returned.
+
+This file is executed as a script (``python -S -s harness.py``) by :mod:`fade.verifiers.sandbox`,
+never imported by fade: it uses the standard library only, so that it runs with no site-packages,
+and it talks to the evaluator through JSON. It reads one job object from stdin (the program, the
+test inputs, the limits), writes one ``{"ready": ...}`` line describing the isolation it
+obtained, then one line per test; it never sees the expected outputs, so nothing the program can
+read in memory tells it the answers.
+
+Process layout, when the kernel allows namespaces::
+
+    evaluator -- P0 (this script: new session; unshares the namespaces, waits)
+                  `-- P1 (pid 1 of a new pid namespace: builds the filesystem, runs the tests)
+                        `-- one child per test (own process group, limits, unprivileged)
+
+P1 stays privileged inside its namespaces but never runs the program: each test runs in a fork of
+P1 that sets its resource limits, drops to an unprivileged uid (as root) or drops every
+capability (in a user namespace), then executes the program in-process, with the test input on
+fd 0 and its output captured from fd 1. When P1 exits the kernel kills every process left in
+the pid namespace, so nothing a test started outlives the sandbox.
+"""
+
+import builtins
+import ctypes
+import io
+import json
+import math
+import os
+import resource
+import select
+import signal
+import sys
+import time
+import traceback
+import types
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
+# statvfs flag -> mount flag, for the flags a read-only remount must keep (the kernel refuses to
+# clear "locked" flags inherited from a more privileged mount namespace).
+_KEEP_FLAGS = ((2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC), (1024, MS_NOATIME), (2048, MS_NODIRATIME), (4096, MS_RELATIME))
+
+# Host directories the program may read (read-only); anything else on the host is invisible.
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/alternatives")
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+# The fd on which a test child reports how it ended (and a call's return value).
+STATUS_FD = 3
+# Imported before the program runs when it runs as another uid on the host filesystem, where
+# the interpreter's standard library may not be readable by that uid (a pyenv under /root).
+COMMON_MODULES = (
+    "array", "bisect", "cmath", "collections", "copy", "dataclasses", "datetime", "decimal", "enum", "fractions",
+    "functools", "heapq", "itertools", "math", "numbers", "operator", "queue", "random", "re", "statistics",
+    "string", "typing",
+)
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(rc, what):
+    if rc != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(source, target, fstype, flags, data=None):
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
+
+
+def _prctl(option, value):
+    return _libc.prctl(option, ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+
+
+def _emit(obj):
+    os.write(1, (json.dumps(obj) + "\n").encode())
+
+
+# -- P0: namespaces ---------------------------------------------------------------------------------
+
+
+def _unshare(want_user):
+    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID
+    if want_user:
+        flags |= CLONE_NEWUSER
+    if _libc.unshare(ctypes.c_int(flags)) != 0:
+        return False, os.strerror(ctypes.get_errno())
+    return True, None
+
+
+def _map_user(uid, gid):
+    # An unprivileged process may map exactly its own uid and gid, once setgroups is denied.
+    with open("/proc/self/setgroups", "w") as f:
+        f.write("deny")
+    with open("/proc/self/uid_map", "w") as f:
+        f.write(f"0 {uid} 1")
+    with open("/proc/self/gid_map", "w") as f:
+        f.write(f"0 {gid} 1")
+
+
+def _isolate(job):
+    """Enter new namespaces if the kernel lets us; returns the isolation record."""
+    iso = {"mode": "none", "network": False, "pid_namespace": False, "filesystem": "host", "uid": "unchanged", "notes": []}
+    if not job.get("namespaces", True):
+        iso["notes"].append("namespaces turned off by the caller")
+        return iso
+    uid, gid = os.getuid(), os.getgid()
+    if os.geteuid() == 0:
+        ok, why = _unshare(want_user=False)
+        if ok:
+            iso.update(mode="namespaces", network=True, pid_namespace=True)
+            return iso
+        iso["notes"].append(f"unshare as root failed ({why})")
+    ok, why = _unshare(want_user=True)
+    if not ok:
+        iso["notes"].append(f"unshare with a user namespace failed ({why})")
+        return iso
+    try:
+        _map_user(uid, gid)
+    except OSError as exc:
+        # The namespaces exist and cannot be left: stop rather than run half-isolated.
+        _emit({"harness_error": f"the user namespace could not be mapped ({exc})"})
+        os._exit(70)
+    iso.update(mode="user-namespaces", network=True, pid_namespace=True)
+    return iso
+
+
+# -- P1: filesystem -------------------------------------------------------------------------------
+
+
+def _bind_ro(src, dst):
+    _mount(src, dst, None, MS_BIND | MS_REC)
+    keep = 0
+    try:
+        f_flag = os.statvfs(src).f_flag
+        keep = sum(ms for st, ms in _KEEP_FLAGS if f_flag & st)
+    except OSError:
+        pass
+    _mount(None, dst, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | keep)
+
+
+def _build_root(root, job, sandbox_uid):
+    """Make ``root`` (an empty host directory, seen only in this mount namespace) a minimal
+    read-only tree: system directories and the interpreter's standard library bound read-only,
+    a few device nodes, a fresh /proc, and a fresh size-limited tmpfs at /tmp, the only writable
+    place, which is the working directory."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=0755")
+    bound = []
+
+    def expose(path):
+        path = os.path.realpath(path)
+        if not os.path.isdir(path) or any(path == b or path.startswith(b.rstrip("/") + "/") for b in bound):
+            return
+        os.makedirs(root + path, exist_ok=True)
+        _bind_ro(path, root + path)
+        bound.append(path)
+
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):
+            os.makedirs(os.path.dirname(root + path), exist_ok=True)
+            os.symlink(os.readlink(path), root + path)
+        else:
+            expose(path)
+    # The standard library, wherever the interpreter lives (a pyenv under /root, a venv...).
+    for path in sys.path:
+        if path and os.path.isdir(path):
+            expose(path)
+    os.makedirs(root + "/dev", exist_ok=True)
+    for dev in DEVICES:
+        if os.path.exists(dev):
+            open(root + dev, "w").close()
+            _mount(dev, root + dev, None, MS_BIND)
+    os.makedirs(root + "/proc", exist_ok=True)
+    _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    os.makedirs(root + "/tmp", exist_ok=True)
+    owner = f",uid={sandbox_uid},gid={sandbox_uid}" if sandbox_uid is not None else ""
+    size = int(job["limits"]["disk_bytes"])
+    _mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},nr_inodes=4096,mode=0700{owner}")
+    _mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    os.chroot(root)
+    os.chdir("/tmp")
+
+
+# -- test children ----------------------------------------------------------------------------------
+
+
+def _drop_capabilities():
+    for cap in range(64):
+        if _prctl(PR_CAPBSET_DROP, cap) != 0:
+            break
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    header, data = Header(0x20080522, 0), (Data * 2)()
+    _check(_libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+
+
+def _set_limits(limits, cpu_seconds):
+    processes = limits["processes"] + limits.get("processes_offset", 0)
+    for res, value in (
+        (resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1)),
+        (resource.RLIMIT_AS, (limits["memory_bytes"],) * 2),
+        (resource.RLIMIT_FSIZE, (limits["disk_bytes"],) * 2),
+        (resource.RLIMIT_NPROC, (processes, processes)),
+        (resource.RLIMIT_NOFILE, (64, 64)),
+        (resource.RLIMIT_CORE, (0, 0)),
+    ):
+        resource.setrlimit(res, value)
+
+
+def _own_processes():
+    """How many processes (threads included) the real uid runs on the host: RLIMIT_NPROC counts
+    them all when no uid of its own or user namespace separates the sandbox."""
+    uid, count = os.getuid(), 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    count += len(os.listdir(f"/proc/{entry}/task"))
+            except OSError:
+                pass
+    return count
+
+
+def _child(job, test, fds, iso, sandbox_uid):
+    """Runs in the forked child; never returns."""
+    stdin_fd, out_w, err_w, status_w = fds
+    status = status_w
+    try:
+        os.setpgid(0, 0)
+        # Sources are duplicated in this order onto 0..3; each is above 2 (P1 keeps 0, 1, 2
+        # open), so no duplication overwrites a source that is still to be copied.
+        os.dup2(stdin_fd, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        os.dup2(status_w, STATUS_FD)
+        status = STATUS_FD
+        os.closerange(STATUS_FD + 1, 1 << 16)
+        limits = job["limits"]
+        _set_limits(limits, max(1, math.ceil(limits["time_seconds"])))
+        if sandbox_uid is not None:
+            os.setgroups([])
+            os.setgid(sandbox_uid)
+            os.setuid(sandbox_uid)
+        elif iso["mode"] == "user-namespaces":
+            _drop_capabilities()
+        _prctl(PR_SET_NO_NEW_PRIVS, 1)
+        _prctl(PR_SET_DUMPABLE, 0)
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    except BaseException as exc:  # the sandbox could not be set up: say so, run nothing
+        os.write(status, (json.dumps({"setup_error": f"{type(exc).__name__}: {exc}"}) + "\n").encode())
+        os._exit(70)
+    try:
+        _run_program(job, test, status)
+    finally:
+        os._exit(70)  # never unwind into the supervisor's code in this forked copy
+
+
+_MEMORY_ERROR = b'{"exc": "MemoryError", "phase": "run"}\n'
+
+
+def _run_program(job, test, status):
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8", errors="replace")
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="replace")
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(
+        io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True
+    )
+
+    def _exit(code=None):
+        raise SystemExit(code)
+
+    builtins.exit = builtins.quit = _exit  # site is not loaded (-S), and solutions call exit()
+    phase = "compile"
+    code = 1
+    try:
+        program = compile(job["source"], "<solution>", "exec")
+        phase = "run"
+        # The program is the __main__ module of a fresh process, as far as it can tell.
+        main_module = types.ModuleType("__main__")
+        main_module.__builtins__ = builtins
+        sys.modules["__main__"] = main_module
+        sys.argv[:] = ["solution.py"]
+        namespace = main_module.__dict__
+        try:
+            exec(program, namespace)
+        except SystemExit as exc:
+            if job["call"] is not None or exc.code not in (None, 0):
+                raise
+        if job["call"] is not None:
+            name = job["call"]
+            holder = namespace.get("Solution")
+            fn = getattr(holder(), name, None) if isinstance(holder, type) else None
+            fn = fn or namespace.get(name)
+            if not callable(fn):
+                raise NameError(f"no function or Solution method named {name!r}")
+            result = fn(*test["args"])
+            try:
+                payload = json.dumps({"result": result})
+            except (TypeError, ValueError):
+                payload = json.dumps({"result_repr": repr(result)[:1000]})
+            os.write(status, (payload + "\n").encode())
+        sys.stdout.flush()
+        code = 0
+    except MemoryError:
+        os.write(status, _MEMORY_ERROR)
+    except BaseException as exc:
+        report = {"exc": type(exc).__name__, "phase": phase}
+        if isinstance(exc, OSError):
+            report["errno"] = exc.errno if isinstance(exc.errno, int) else None
+            report["module"] = type(exc).__module__
+        if isinstance(exc, SystemExit):
+            report["exit_code"] = exc.code if isinstance(exc.code, int) else 1
+        try:
+            os.write(status, (json.dumps(report) + "\n").encode())
+            # From the program's frames on: the supervisor's own frame says nothing about it.
+            traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next)
+            sys.stderr.flush()
+        except BaseException:
+            pass
+    os._exit(code)
+
+
+def _kill_leftovers(iso, pgid, sandbox_uid):
+    """Kill every process a test left behind."""
+    if iso["pid_namespace"]:
+        try:
+            os.kill(-1, signal.SIGKILL)  # as pid 1: everything else in the namespace
+        except OSError:
+            pass
+        return
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+    if sandbox_uid is not None:
+        # Processes that left the group: a helper with the sandbox uid kills every process of
+        # that uid, which (one uid per concurrent sandbox) are exactly this sandbox's.
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setgroups([])
+                os.setgid(sandbox_uid)
+                os.setuid(sandbox_uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+
+
+def _run_test(job, index, test, iso, sandbox_uid):
+    limits = job["limits"]
+    stdin_fd = os.memfd_create("stdin", 0)
+    os.write(stdin_fd, test.get("stdin", "").encode())
+    os.lseek(stdin_fd, 0, os.SEEK_SET)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    status_r, status_w = os.pipe()
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        for fd in (out_r, err_r, status_r):
+            os.close(fd)
+        _child(job, test, (stdin_fd, out_w, err_w, status_w), iso, sandbox_uid)
+    for fd in (stdin_fd, out_w, err_w, status_w):
+        os.close(fd)
+    cap = limits["output_bytes"]
+    out, err, stat = bytearray(), bytearray(), bytearray()
+    sinks = {out_r: out, err_r: err, status_r: stat}
+    ended, wait_status, rusage = None, None, None
+    deadline = start + limits["time_seconds"]
+    try:
+        exit_fd = os.pidfd_open(pid)  # readable once the child exits: no polling
+    except (AttributeError, OSError):
+        exit_fd = None
+
+    def read_ready(timeout):
+        nonlocal ended
+        watch = list(sinks) + ([exit_fd] if exit_fd is not None else [])
+        ready, _, _ = select.select(watch, [], [], timeout)
+        for fd in ready:
+            if fd not in sinks:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                os.close(fd)
+                del sinks[fd]
+                continue
+            buf = sinks[fd]
+            buf += chunk
+            if fd == err_r and len(buf) > 8192:
+                del buf[: len(buf) - 4096]
+            if fd != err_r and len(buf) > cap and ended is None:
+                ended = "output_limit"
+
+    while ended is None:
+        done, wait_status, rusage = os.wait4(pid, os.WNOHANG)
+        if done:
+            break
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            ended = "wall_time"
+            break
+        read_ready(remaining if exit_fd is not None else min(remaining, 0.01))
+    if ended is not None:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        _, wait_status, rusage = os.wait4(pid, 0)
+    if exit_fd is not None:
+        os.close(exit_fd)
+        exit_fd = None
+    elapsed = time.monotonic() - start
+    _kill_leftovers(iso, pid, sandbox_uid)
+    # Every writer is dead now; read what is left in the pipes (bounded, in case one escaped).
+    drain_until = time.monotonic() + 0.5
+    while sinks and time.monotonic() < drain_until:
+        read_ready(0.05)
+    for fd in list(sinks):
+        os.close(fd)
+    record = {"test": index, "seconds": round(elapsed, 4), "cpu_seconds": round(rusage.ru_utime + rusage.ru_stime, 4)}
+    if os.WIFSIGNALED(wait_status):
+        record["signal"] = os.WTERMSIG(wait_status)
+    else:
+        record["exit"] = os.WEXITSTATUS(wait_status)
+    if ended is not None:
+        record["ended"] = ended
+    # Past the cap the output is only evidence of the overflow: keep a glimpse, not megabytes.
+    shown = 1024 if ended == "output_limit" else cap
+    record["stdout"] = bytes(out[:shown]).decode("utf-8", errors="replace")
+    record["stdout_bytes"] = len(out)
+    record["stderr_tail"] = bytes(err[-2048:]).decode("utf-8", errors="replace")
+    for line in bytes(stat[:cap]).decode("utf-8", errors="replace").splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            record.setdefault("status", obj)
+    return record
+
+
+def _run_tests(job, iso, sandbox_uid):
+    os.umask(0o077)
+    for index, test in enumerate(job["tests"]):
+        record = _run_test(job, index, test, iso, sandbox_uid)
+        _emit(record)
+        if record.get("ended") or record.get("signal") or record.get("exit") or "setup_error" in record.get("status", {}):
+            break  # a later test cannot change the verdict
+
+
+def _supervise(job, iso, sandbox_uid, alive_r):
+    """P1: build the filesystem, then run the tests."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if select.select([alive_r], [], [], 0)[0]:
+        os._exit(0)  # P0 died before the death signal was armed
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, signal.SIG_IGN)  # pid 1 with no handlers gets no signals from inside
+    if iso["mode"] != "none":
+        try:
+            _build_root(job["root"], job, sandbox_uid)
+            iso["filesystem"] = "private"
+        except OSError as exc:
+            iso["notes"].append(f"private filesystem failed ({exc}); the host filesystem is visible")
+            os.chdir(job["root"])
+    else:
+        os.chdir(job["root"])
+        if sandbox_uid is not None:
+            for name in COMMON_MODULES:
+                __import__(name)
+    os.environ["HOME"] = os.environ["TMPDIR"] = os.getcwd()
+    _emit({"ready": iso})
+    _run_tests(job, iso, sandbox_uid)
+    os._exit(0)
+
+
+_supervisor = []  # P1's pid, once forked
+_evaluator_left = []
+
+
+def _evaluator_gone(signum, frame):
+    _evaluator_left.append(signum)
+    for pid in _supervisor:
+        os.kill(pid, signal.SIGKILL)  # P1's death takes everything in its namespace with it
+
+
+def _remove_root(root):
+    import shutil
+
+    _libc.umount2(root.encode(), ctypes.c_int(2))  # MNT_DETACH: the private root, where there is one
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def main() -> None:
+    # A script's folder is put first on sys.path; drop it so that the program cannot import this
+    # package's modules by accident.
+    if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
+        del sys.path[0]
+    root = sys.argv[1]  # the work directory, known before the job in case the job never comes
+    try:
+        job = json.loads(sys.stdin.buffer.read())
+    except ValueError:
+        _remove_root(root)  # the evaluator died while sending it
+        os._exit(70)
+    job["root"] = root
+    # SIGTERM, not SIGKILL: if the evaluator dies, this process still removes the work directory.
+    # The handler is in place before the death signal is armed, so no moment is left uncovered.
+    signal.signal(signal.SIGTERM, _evaluator_gone)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != job["parent"]:
+        _remove_root(root)  # the evaluator died before the death signal was armed
+        os._exit(0)
+    iso = _isolate(job)  # while still dumpable: a non-dumpable process cannot write its uid_map
+    _prctl(PR_SET_DUMPABLE, 0)
+    # A uid of the sandbox's own exists only outside a user namespace (where just one uid is mapped).
+    sandbox_uid = job.get("uid") if os.geteuid() == 0 and iso["mode"] != "user-namespaces" else None
+    if iso["mode"] == "none" and sandbox_uid is None:
+        job["limits"]["processes_offset"] = _own_processes()
+    if sandbox_uid is not None:
+        iso["uid"] = "dropped"
+        if iso["filesystem"] == "host" and iso["mode"] == "none":
+            os.chown(job["root"], sandbox_uid, sandbox_uid)
+    elif iso["mode"] == "user-namespaces":
+        iso["uid"] = "capabilities dropped"
+    sys.stdout.flush()
+    alive_r, alive_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.close(alive_w)
+        try:
+            _supervise(job, iso, sandbox_uid, alive_r)
+        except BaseException as exc:
+            _emit({"harness_error": f"{type(exc).__name__}: {exc}"})
+        os._exit(70)
+    os.close(alive_r)
+    _supervisor.append(pid)
+    if _evaluator_left:
+        os.kill(pid, signal.SIGKILL)
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+    if os.getppid() != job["parent"]:
+        _remove_root(job["root"])  # the evaluator cannot any more
+    os._exit(os.waitstatus_to_exitcode(status) & 0xFF if os.WIFEXITED(status) else 70)
+
+
+if __name__ == "__main__":
+    main()

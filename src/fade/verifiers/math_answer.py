@@ -1,0 +1,304 @@
+"""Math-answer rewards: extract the final answer of a completion and compare it with the gold
+answer using Hugging Face's ``math-verify`` (the ``math`` extra).
+
+Extraction prefers ``\\boxed{...}`` (the last one), then "final answer is ..." phrases, then any
+LaTeX or plain expression, as math-verify does with its boxed priority raised to the top.
+Comparison is math-verify's: numbers (so "033" equals "33" and 0.5 equals \\frac{1}{2}),
+symbolic equivalence, sets, intervals, matrices. Gold answers may be bare ("33", "x^2+1"),
+delimited ("$\\frac{1}{2}$") or boxed.
+
+math-verify times itself out with ``signal.alarm``, which works only in a process's main thread,
+and a few inputs (a power tower such as ``9^{9^{9^9}}``) hang in C code that no signal
+interrupts. So the checking runs in worker processes that this module starts and feeds one
+request at a time: inside a worker a timer interrupts slow Python-level work, and a worker that
+does not answer within ``timeout`` plus a grace second is killed and replaced. A verifier can
+therefore be called from any thread (verl calls reward functions from a thread pool), and no
+input can stall it longer than its timeout.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from .result import VerifierResult
+
+__all__ = ["MathVerifier", "default_math_verifier", "score_math"]
+
+# A worker's first answer waits for its imports (sympy, the LaTeX grammar): seconds, not a timeout.
+_STARTUP_SECONDS = 120.0
+# How much longer than the per-call timeout a worker may take before it is killed.
+_GRACE_SECONDS = 1.0
+# Completions longer than this are cut to their last part before extraction: the final answer
+# is at the end, and regexes over megabytes of text cost more than any answer is worth.
+MAX_COMPLETION_CHARS = 20_000
+
+
+class _Worker:
+    """One checking process and the bytes it has sent but we have not read."""
+
+    def __init__(self, memory_mb: int) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", f"from fade.verifiers.math_answer import serve; serve({int(memory_mb)})"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env=env, start_new_session=True,
+        )
+        self._buffer = bytearray()
+        hello = self.receive(_STARTUP_SECONDS)
+        if hello is None or hello.get("ready") is not True:
+            self.kill()
+            raise RuntimeError(
+                "the math-verify worker did not start; is the 'math' extra installed? "
+                "(pip install 'fade-rl[math]')"
+                + (f": {hello.get('error')}" if isinstance(hello, dict) and hello.get("error") else "")
+            )
+
+    def send(self, request: dict) -> bool:
+        try:
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.flush()
+            return True
+        except OSError:
+            return False
+
+    def receive(self, timeout: float) -> dict | None:
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while True:
+            newline = self._buffer.find(b"\n")
+            if newline >= 0:
+                line = bytes(self._buffer[:newline])
+                del self._buffer[: newline + 1]
+                try:
+                    return json.loads(line)
+                except ValueError:
+                    return None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            self._buffer += chunk
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+class MathVerifier:
+    """Scores completions against gold answers with math-verify, in worker processes.
+
+    Args:
+        timeout: seconds one completion may take to extract, parse and compare (> 0).
+        workers: most worker processes running at once (default: the CPU count); they start
+            on first use, about a second each, and stay until :meth:`close`.
+        memory_mb: address-space limit of each worker.
+    """
+
+    def __init__(self, timeout: float = 5.0, workers: int | None = None, memory_mb: int = 4096) -> None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        workers = (os.cpu_count() or 1) if workers is None else workers
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"workers must be a positive integer, got {workers!r}")
+        self.timeout = float(timeout)
+        self.workers = workers
+        self.memory_mb = int(memory_mb)
+        self._idle: list[_Worker] = []
+        self._started = 0
+        self._cond = threading.Condition()
+        self._closed = False
+
+    def __enter__(self) -> MathVerifier:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the worker processes (a later call starts new ones)."""
+        with self._cond:
+            idle, self._idle = self._idle, []
+            self._started -= len(idle)
+        for worker in idle:
+            worker.kill()
+
+    def _acquire(self) -> _Worker:
+        with self._cond:
+            while not self._idle and self._started >= self.workers:
+                self._cond.wait()
+            if self._idle:
+                return self._idle.pop()
+            self._started += 1
+        try:
+            return _Worker(self.memory_mb)
+        except BaseException:
+            with self._cond:
+                self._started -= 1
+                self._cond.notify()
+            raise
+
+    def _release(self, worker: _Worker | None) -> None:
+        with self._cond:
+            if worker is None:
+                self._started -= 1
+            else:
+                self._idle.append(worker)
+            self._cond.notify()
+
+    def score(self, completion: str, gold: str) -> VerifierResult:
+        """Judge one completion; never raises for anything in ``completion`` or ``gold``."""
+        if not isinstance(completion, str):
+            return VerifierResult.of("no_answer", note=f"the completion is a {type(completion).__name__}, not text")
+        if not completion.strip():
+            return VerifierResult.of("empty")
+        if gold is None or (isinstance(gold, str) and not gold.strip()):
+            return VerifierResult.of("bad_reference", error="the gold answer is empty")
+        if isinstance(gold, (int, float)) and not isinstance(gold, bool):
+            gold = str(gold)
+        if not isinstance(gold, str):
+            return VerifierResult.of("bad_reference", error=f"the gold answer is a {type(gold).__name__}, expected text")
+        request = {"completion": completion[-MAX_COMPLETION_CHARS:], "gold": gold, "timeout": self.timeout}
+        worker = self._acquire()
+        answer = worker.receive(self.timeout + _GRACE_SECONDS) if worker.send(request) else None
+        if answer is None:
+            # Stuck past its timeout (or dead): the only way to stop C code is to end the process.
+            worker.kill()
+            self._release(None)
+            return VerifierResult.of("timeout", seconds=self.timeout)
+        self._release(worker)
+        return VerifierResult.of(answer["reason"], answer.get("canonical"), **answer.get("details", {}))
+
+    def score_many(self, completions: Sequence[str], golds: Sequence[str]) -> list[VerifierResult]:
+        """Judge pairs in parallel (as many at once as there are workers); results in input order."""
+        if len(completions) != len(golds):
+            raise ValueError(f"got {len(completions)} completions and {len(golds)} gold answers: expected as many of each")
+        if len(completions) <= 1:
+            return [self.score(c, g) for c, g in zip(completions, golds)]
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(completions))) as pool:
+            return list(pool.map(self.score, completions, golds))
+
+
+_default: MathVerifier | None = None
+_default_lock = threading.Lock()
+
+
+def default_math_verifier() -> MathVerifier:
+    """The verifier shared by :func:`score_math`, the reward adapters and the testbed."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = MathVerifier()
+            atexit.register(_default.close)
+        return _default
+
+
+def score_math(completion: str, gold: str) -> VerifierResult:
+    """Judge one completion with the shared default verifier (5 s timeout)."""
+    return default_math_verifier().score(completion, gold)
+
+
+# -- inside a worker process ---------------------------------------------------------------------
+
+
+class _Deadline(BaseException):
+    """Raised by the worker's timer; a BaseException so that math-verify's handlers let it pass."""
+
+
+def _gold_text(gold: str) -> str:
+    text = gold.strip()
+    if "$" in text or "\\boxed" in text or "\\(" in text or "\\[" in text:
+        return text
+    return f"${text}$"  # a bare answer ("33", "\\frac{1}{2}", "x^2+1") read as one LaTeX expression
+
+
+def _judge(completion: str, gold: str, timeout: float) -> dict:
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
+    def _on_alarm(signum, frame):
+        raise _Deadline
+
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        golds = parse(_gold_text(gold), extraction_config=[LatexExtractionConfig(), ExprExtractionConfig()],
+                      parsing_timeout=None)
+        if not golds:
+            return {"reason": "bad_reference", "details": {"error": f"math-verify found no answer in the gold {gold[:200]!r}"}}
+        preds = parse(completion, extraction_config=[LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()],
+                      parsing_timeout=None)
+        if not preds:
+            return {"reason": "no_answer", "details": {}}
+        shown = str(preds[-1] if len(preds) > 1 else preds[0])[:200]
+        details = {"extracted": shown, "gold": str(golds[0])[:200]}
+        if verify(golds, preds, timeout_seconds=None):
+            return {"reason": "correct", "canonical": str(preds[0])[:500], "details": details}
+        # Only the raw text came back (math-verify's fallback): an answer that is not math.
+        parsed = any(not isinstance(p, str) for p in preds)
+        return {"reason": "wrong" if parsed else "malformed", "details": details}
+    except _Deadline:
+        return {"reason": "timeout", "details": {"seconds": timeout}}
+    except MemoryError:
+        return {"reason": "error", "details": {"error": "MemoryError"}}
+    except Exception as exc:  # math-verify's own failures: count as not verified, say which
+        return {"reason": "error", "details": {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}}
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _watch_parent(parent: int) -> None:
+    # Exit when the evaluator dies, even in the middle of a computation that never returns.
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != parent:
+            os._exit(0)
+
+
+def serve(memory_mb: int = 4096) -> None:
+    """The worker's loop: one JSON request per stdin line, one JSON answer per stdout line."""
+    import logging
+    import resource
+
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    out = sys.stdout.buffer
+    try:
+        import math_verify  # noqa: F401
+
+        logging.getLogger("math_verify").setLevel(logging.CRITICAL)
+        logging.getLogger("latex2sympy2_extended").setLevel(logging.CRITICAL)
+        limit = int(memory_mb) << 20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        _judge("\\boxed{1}", "1", 30.0)  # warm the parsers once, outside any caller's timeout
+    except Exception as exc:
+        out.write((json.dumps({"ready": False, "error": f"{type(exc).__name__}: {exc}"}) + "\n").encode())
+        out.flush()
+        return
+    out.write(b'{"ready": true}\n')
+    out.flush()
+    for line in sys.stdin.buffer:
+        request = json.loads(line)
+        answer = _judge(request["completion"], request["gold"], float(request["timeout"]))
+        out.write((json.dumps(answer) + "\n").encode())
+        out.flush()
+

@@ -1,0 +1,161 @@
+"""The math and code rewards with the signatures TRL and verl call.
+
+TRL (``GRPOTrainer(reward_funcs=[math_reward])``): a reward function receives ``prompts``,
+``completions`` (strings, or chat message lists whose last message's ``content`` is the answer)
+and every other dataset column as a keyword argument holding one value per completion. The
+gold answer is read from the first of the columns ``answer``, ``gold``, ``ground_truth``,
+``solution`` that is present; tests from any of the columns :mod:`fade.verifiers.testcases` reads
+(``tests``, ``public_test_cases``/``private_test_cases`` with ``metadata``, ``input_output``,
+``public_tests``/``private_tests``/``generated_tests``). A row with no gold answer or tests gets
+``None`` (TRL's "not applicable"). When TRL passes ``log_extra``, the reasons are logged to its
+completions table as the column ``math_reason`` or ``code_reason``.
+
+verl (``custom_reward_function.path=pkg://fade.verifiers.rewards custom_reward_function.name=compute_score``,
+or the path of this file): ``compute_score(data_source, solution_str, ground_truth, extra_info)``
+returns ``{"score", "acc", "reason"}``; verl takes ``score`` as the reward and logs the other keys.
+It scores code when ``extra_info["verifier"] == "code"``, when ``data_source`` names a code
+dataset, or when ``ground_truth`` reads as tests (verl's own ``{"inputs", "outputs", "fn_name"}``
+JSON included); math otherwise. ``compute_math_score`` and ``compute_code_score`` fix the choice.
+
+Imports are absolute because verl may load this file by its path, outside its package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from fade.verifiers.code_exec import CodeVerifier, default_code_verifier
+from fade.verifiers.math_answer import MathVerifier, default_math_verifier
+from fade.verifiers.result import VerifierResult
+from fade.verifiers.testcases import TEST_FIELDS, parse_tests
+
+__all__ = [
+    "GOLD_COLUMNS",
+    "code_reward",
+    "compute_code_score",
+    "compute_math_score",
+    "compute_score",
+    "make_code_reward",
+    "make_math_reward",
+    "math_reward",
+]
+
+#: Dataset columns that hold a math problem's gold answer, in the order they are looked for.
+GOLD_COLUMNS = ("answer", "gold", "ground_truth", "solution")
+#: data_source values (or parts of them) that verl datasets of programming problems use.
+CODE_SOURCES = ("code", "taco", "apps", "livecodebench", "codecontests", "codeforces", "leetcode", "primeintellect")
+
+
+def completion_text(completion: Any) -> str:
+    """The text of a completion: a string, or the content of a chat list's last message."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        completion = [completion]
+    if isinstance(completion, Sequence) and completion and isinstance(completion[-1], dict):
+        content = completion[-1].get("content", "")
+        if isinstance(content, list):  # multimodal parts: keep the text ones
+            return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        return content if isinstance(content, str) else str(content)
+    return ""
+
+
+def _column(kwargs: dict[str, Any], names: Sequence[str], n: int) -> list[Any]:
+    for name in names:
+        values = kwargs.get(name)
+        if values is not None:
+            if len(values) != n:
+                raise ValueError(f"column {name!r} has {len(values)} values for {n} completions: expected one per completion")
+            return list(values)
+    return [None] * n
+
+
+def _log(kwargs: dict[str, Any], column: str, results: list[VerifierResult | None]) -> None:
+    log_extra = kwargs.get("log_extra")
+    if callable(log_extra):
+        log_extra(column, [r.reason if r is not None else "not_applicable" for r in results])
+
+
+def make_math_reward(verifier: MathVerifier | None = None) -> Callable[..., list[float | None]]:
+    """A TRL reward function scoring math answers with ``verifier`` (default: the shared one)."""
+
+    def math_reward(prompts: list, completions: list, **kwargs: Any) -> list[float | None]:
+        v = verifier or default_math_verifier()
+        golds = _column(kwargs, GOLD_COLUMNS, len(completions))
+        rows = [i for i, g in enumerate(golds) if g is not None]
+        scored = v.score_many([completion_text(completions[i]) for i in rows], [golds[i] for i in rows])
+        results: list[VerifierResult | None] = [None] * len(completions)
+        for i, r in zip(rows, scored):
+            results[i] = r
+        _log(kwargs, "math_reason", results)
+        return [r.score if r is not None else None for r in results]
+
+    return math_reward
+
+
+def make_code_reward(verifier: CodeVerifier | None = None) -> Callable[..., list[float | None]]:
+    """A TRL reward function running programs against each row's tests with ``verifier``."""
+
+    def code_reward(prompts: list, completions: list, **kwargs: Any) -> list[float | None]:
+        v = verifier or default_code_verifier()
+        n = len(completions)
+        keys = [k for k in (*TEST_FIELDS, "metadata") if kwargs.get(k) is not None]
+        columns = {k: _column(kwargs, (k,), n) for k in keys}
+        tests = [{k: columns[k][i] for k in keys if columns[k][i] is not None} for i in range(n)]
+        rows = [i for i in range(n) if any(k in tests[i] for k in TEST_FIELDS)]
+        scored = v.score_many([completion_text(completions[i]) for i in rows], [tests[i] for i in rows])
+        results: list[VerifierResult | None] = [None] * n
+        for i, r in zip(rows, scored):
+            results[i] = r
+        _log(kwargs, "code_reason", results)
+        return [r.score if r is not None else None for r in results]
+
+    return code_reward
+
+
+#: TRL reward functions with the shared default verifiers.
+math_reward = make_math_reward()
+code_reward = make_code_reward()
+
+
+def _verl_dict(result: VerifierResult) -> dict[str, Any]:
+    return {"score": result.score, "acc": float(result.correct), "reason": result.reason}
+
+
+def compute_math_score(data_source: Any, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
+                       **kwargs: Any) -> dict[str, Any]:
+    """verl's reward signature, always scoring a math answer."""
+    return _verl_dict(default_math_verifier().score(solution_str, ground_truth))
+
+
+def compute_code_score(data_source: Any, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
+                       **kwargs: Any) -> dict[str, Any]:
+    """verl's reward signature, always running the program against ``ground_truth``'s tests."""
+    return _verl_dict(default_code_verifier().score(solution_str, ground_truth))
+
+
+def _is_code(data_source: Any, ground_truth: Any, extra_info: dict | None) -> bool:
+    choice = (extra_info or {}).get("verifier") if isinstance(extra_info, dict) else None
+    if choice in ("math", "code"):
+        return choice == "code"
+    source = str(data_source or "").lower()
+    if any(name in source for name in CODE_SOURCES):
+        return True
+    if isinstance(ground_truth, (int, float)):
+        return False
+    if isinstance(ground_truth, str) and not ground_truth.lstrip().startswith(("{", "[")):
+        return False
+    try:
+        parse_tests(ground_truth)
+    except ValueError:
+        return False
+    return True
+
+
+def compute_score(data_source: Any, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
+                  **kwargs: Any) -> dict[str, Any]:
+    """verl's custom reward function: code or math, chosen as the module docstring says."""
+    if _is_code(data_source, ground_truth, extra_info):
+        return compute_code_score(data_source, solution_str, ground_truth, extra_info)
+    return compute_math_score(data_source, solution_str, ground_truth, extra_info)

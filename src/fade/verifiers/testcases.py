@@ -1,0 +1,249 @@
+"""Test cases of programming problems, read from the formats public datasets use, and the output
+comparison their harnesses make.
+
+Formats (a problem's fields, as a dict or a JSON object; every listed field that is present is
+used, so a problem's tests are its public and private (and generated) tests together):
+
+- LiveCodeBench: ``public_test_cases`` and ``private_test_cases``, each a list (or its JSON text)
+  of ``{"input", "output", "testtype": "stdin" | "functional"}``; the private list may be in
+  LiveCodeBench's compressed form (base64 of zlib of a pickled JSON string), which is decoded
+  with an unpickler that builds strings only. Functional tests call ``metadata["func_name"]``
+  (``metadata`` a dict or JSON text) with one argument per line of ``input`` (each line JSON)
+  and compare the return value with ``output`` read as JSON.
+- CodeContests: ``public_tests``, ``private_tests``, ``generated_tests``, each
+  ``{"input": [...], "output": [...]}``; stdin/stdout.
+- TACO / APPS (and verl's ``prime_code`` ground truth): ``input_output``, a JSON object (or its
+  text) ``{"inputs": [...], "outputs": [...], "fn_name"?}``; with ``fn_name`` each input is the
+  list of arguments and each output the return value (or a one-element list holding it).
+- ``tests``: any of the above, or a list of ``{"input", "output"}`` pairs.
+
+Comparison. Standard input/output: the outputs are split into whitespace-separated tokens
+(so line breaks and trailing spaces do not matter) that must be equal one for one, where two
+integer tokens are equal by value ("007" = "7") and two other numeric tokens are equal within
+``float_tolerance`` (absolute or relative). Call-based: the return value (sent back as JSON, so
+tuples become lists) must equal the expected value, recursively, with the same float tolerance;
+where the expected value is a one-element list, its element is accepted too (TACO's convention).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+import pickle
+import re
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["TestCase", "TestSuite", "outputs_match", "parse_tests", "values_match"]
+
+TEST_FIELDS = ("tests", "public_test_cases", "private_test_cases", "public_tests", "private_tests", "generated_tests", "input_output")
+
+
+@dataclass(frozen=True)
+class TestCase:
+    """One test: ``stdin`` text and expected ``output`` text, or call ``args`` and ``expected`` value."""
+
+    stdin: str | None = None
+    output: str | None = None
+    args: tuple | None = None
+    expected: Any = None
+
+    def harness_input(self) -> dict[str, Any]:
+        return {"stdin": self.stdin} if self.args is None else {"args": list(self.args)}
+
+
+@dataclass(frozen=True)
+class TestSuite:
+    """A problem's tests; ``call`` is the function name of call-based tests, None for stdin/stdout."""
+
+    cases: tuple[TestCase, ...]
+    call: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.cases)
+
+
+class _StringsOnly(pickle.Unpickler):
+    def find_class(self, module: str, name: str):  # never build objects from a dataset's pickle
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name} from a test-case pickle")
+
+
+def _decode(value: Any, what: str) -> Any:
+    """JSON text (or LiveCodeBench's compressed text) as a value; other values as they are."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if not text:
+        return []
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        inner = _StringsOnly(io.BytesIO(zlib.decompress(base64.b64decode(text, validate=True)))).load()
+        return json.loads(inner) if isinstance(inner, str) else inner
+    except Exception:
+        raise ValueError(f"{what} is neither JSON nor LiveCodeBench's compressed test format") from None
+
+
+def _text(value: Any, what: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "\n".join(value)  # some TACO inputs are lists of lines
+    raise ValueError(f"{what} must be text, got {type(value).__name__}")
+
+
+def _functional_args(text: str, what: str) -> tuple:
+    args = []
+    for line in text.split("\n"):
+        if line.strip():
+            try:
+                args.append(json.loads(line))
+            except ValueError:
+                raise ValueError(f"{what}: argument line {line[:80]!r} is not JSON") from None
+    return tuple(args)
+
+
+def _lcb_cases(value: Any, what: str, func_name: str | None) -> tuple[list[TestCase], bool]:
+    """LiveCodeBench-style list of {input, output, testtype}; returns (cases, any functional)."""
+    items = _decode(value, what)
+    if not isinstance(items, list):
+        raise ValueError(f"{what} must be a list of {{input, output}} objects, got {type(items).__name__}")
+    cases, functional = [], False
+    for i, item in enumerate(items):
+        where = f"{what}[{i}]"
+        if not isinstance(item, dict) or "input" not in item or "output" not in item:
+            raise ValueError(f"{where} must be an object with 'input' and 'output'")
+        kind = item.get("testtype", "stdin")
+        if kind == "functional":
+            functional = True
+            try:
+                expected = json.loads(item["output"]) if isinstance(item["output"], str) else item["output"]
+            except ValueError:
+                raise ValueError(f"{where}: functional output {str(item['output'])[:80]!r} is not JSON") from None
+            cases.append(TestCase(args=_functional_args(_text(item["input"], where), where), expected=expected))
+        elif kind == "stdin":
+            cases.append(TestCase(stdin=_text(item["input"], where), output=_text(item["output"], where)))
+        else:
+            raise ValueError(f"{where}: testtype must be 'stdin' or 'functional', got {kind!r}")
+    return cases, functional
+
+
+def _io_cases(value: Any, what: str) -> tuple[list[TestCase], str | None]:
+    """{inputs, outputs, fn_name?} (TACO/APPS) or {input: [...], output: [...]} (CodeContests)."""
+    obj = _decode(value, what)
+    if not isinstance(obj, dict):
+        raise ValueError(f"{what} must be an object with inputs and outputs, got {type(obj).__name__}")
+    inputs = obj.get("inputs", obj.get("input"))
+    outputs = obj.get("outputs", obj.get("output"))
+    if not isinstance(inputs, list) or not isinstance(outputs, list):
+        raise ValueError(f"{what} must hold lists 'inputs' and 'outputs' (or 'input' and 'output')")
+    if len(inputs) != len(outputs):
+        raise ValueError(f"{what} has {len(inputs)} inputs and {len(outputs)} outputs: expected as many of each")
+    fn = obj.get("fn_name")
+    if fn is not None and not (isinstance(fn, str) and fn.isidentifier()):
+        raise ValueError(f"{what}: fn_name must be a Python identifier, got {fn!r}")
+    cases = []
+    for i, (x, y) in enumerate(zip(inputs, outputs)):
+        where = f"{what} test {i}"
+        if fn:
+            args = tuple(x) if isinstance(x, list) else (x,)
+            cases.append(TestCase(args=args, expected=y))
+        else:
+            cases.append(TestCase(stdin=_text(x, where), output=_text(y, where)))
+    return cases, fn
+
+
+def _metadata_func(row: dict) -> str | None:
+    meta = row.get("metadata")
+    if meta is None:
+        return row.get("func_name") or row.get("fn_name")
+    meta = _decode(meta, "metadata")
+    if not isinstance(meta, dict):
+        raise ValueError(f"metadata must be an object, got {type(meta).__name__}")
+    return meta.get("func_name") or row.get("func_name") or row.get("fn_name")
+
+
+def parse_tests(source: Any) -> TestSuite:
+    """The tests of a problem given as a dict of its fields (any format above), as the value of a
+    ``tests`` field, or as JSON text of either. Raises ValueError naming what is malformed."""
+    if isinstance(source, TestSuite):
+        return source
+    value = _decode(source, "tests") if isinstance(source, str) else source
+    row = value if isinstance(value, dict) and any(k in value for k in TEST_FIELDS) else {"tests": value}
+    func_name = _metadata_func(row)
+    cases: list[TestCase] = []
+    call: str | None = None
+    kinds: set[str] = set()
+    for key in TEST_FIELDS:
+        if key not in row or row[key] is None:
+            continue
+        value = _decode(row[key], key)
+        if isinstance(value, list):
+            got, functional = _lcb_cases(value, key, func_name)
+            if functional:
+                call = func_name
+        elif isinstance(value, dict):
+            got, fn = _io_cases(value, key)
+            call = fn or call
+            functional = fn is not None
+        else:
+            raise ValueError(f"{key} must be a list or an object of test cases, got {type(value).__name__}")
+        if got:
+            kinds.add("call" if functional else "stdin")
+        cases += got
+    if not cases:
+        raise ValueError(f"no test cases: expected one of the fields {', '.join(TEST_FIELDS)} with at least one test")
+    if len(kinds) > 1:
+        raise ValueError("the tests mix standard-input and call-based cases: expected one kind per problem")
+    if "call" in kinds and not (isinstance(call, str) and call.isidentifier()):
+        raise ValueError(f"call-based tests need the function name (metadata func_name or fn_name), got {call!r}")
+    return TestSuite(tuple(cases), call if "call" in kinds else None)
+
+
+_INT = re.compile(r"[+-]?\d+")
+
+
+def _tokens_match(a: str, b: str, tol: float) -> bool:
+    if a == b:
+        return True
+    if _INT.fullmatch(a) and _INT.fullmatch(b):
+        return int(a) == int(b)
+    try:
+        x, y = float(a), float(b)
+    except ValueError:
+        return False
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return x == y
+    return math.isclose(x, y, rel_tol=tol, abs_tol=tol)
+
+
+def outputs_match(got: str, expected: str, float_tolerance: float = 1e-6) -> bool:
+    """Whether a program's standard output matches the expected output, token by token."""
+    a, b = got.split(), expected.split()
+    return len(a) == len(b) and all(_tokens_match(x, y, float_tolerance) for x, y in zip(a, b))
+
+
+def values_match(got: Any, expected: Any, float_tolerance: float = 1e-6, *, unwrap: bool = True) -> bool:
+    """Whether a returned value (JSON-decoded) equals the expected one, recursively."""
+    if _equal(got, expected, float_tolerance):
+        return True
+    return unwrap and isinstance(expected, list) and len(expected) == 1 and _equal(got, expected[0], float_tolerance)
+
+
+def _equal(a: Any, b: Any, tol: float) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if isinstance(a, int) and isinstance(b, int):
+            return a == b
+        return math.isclose(a, b, rel_tol=tol, abs_tol=tol) or a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_equal(x, y, tol) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k], tol) for k in a)
+    return a == b

@@ -1,0 +1,224 @@
+"""``fade eval`` end to end on the shipped sample files: the report's numbers equal pass@k computed
+by hand from the scores, an interrupted run resumes to the report an uninterrupted run writes,
+the pass@k plot is drawn, and malformed input is a one-line error."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import matplotlib.image
+import pytest
+
+from fade import pass_at_k
+from fade.cli import main
+from fade.verifiers.evaluate import PASSK_DPI, PASSK_SIZE_IN, curve_ks
+
+SAMPLES = Path(__file__).resolve().parents[1] / "examples" / "samples"
+MATH = SAMPLES / "math_aime.jsonl"
+LCB = SAMPLES / "code_lcb.jsonl"
+LCB_PROBLEMS = SAMPLES / "code_lcb_problems.jsonl"
+TACO = SAMPLES / "code_taco.jsonl"
+CODE_FLAGS = ["--time-limit", "1", "--memory-mb", "256"]
+
+
+def _eval(capsys, *argv) -> tuple[int, str, str]:
+    code = main(["eval", *map(str, argv), "--no-progress"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _report(out: Path) -> dict:
+    return json.loads((out / "report.json").read_text())
+
+
+def _scores(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
+
+
+def _by_hand(scores: list[dict], ks) -> dict[str, float | None]:
+    counts = defaultdict(lambda: [0, 0])
+    for rec in scores:
+        counts[json.dumps(rec["problem_id"])][0] += 1
+        counts[json.dumps(rec["problem_id"])][1] += rec["score"] > 0
+    out = {}
+    for k in ks:
+        vals = [pass_at_k(n, c, k) for n, c in counts.values() if n >= k]
+        out[f"pass@{k}"] = sum(vals) / len(vals) if vals else None
+    return out
+
+
+def _comparable(report: dict) -> dict:
+    return {k: v for k, v in report.items() if k not in ("label",)}
+
+
+# -- math ----------------------------------------------------------------------------------------
+
+
+def test_math_report_equals_pass_at_k_by_hand(capsys, tmp_path):
+    out = tmp_path / "math"
+    code, stdout, err = _eval(capsys, MATH, "--verifier", "math", "--k", "1,2,4,100", "--out", out, "--workers", "2")
+    assert code == 0, err
+    report = _report(out)
+    scores = _scores(out)
+    assert len(scores) == report["num_samples"] == 20 and report["num_problems"] == 5
+    assert report["pass@k"] == pytest.approx(_by_hand(scores, (1, 2, 4)) | {"pass@100": None})
+    assert report["pass@k"]["pass@100"] is None and report["problems_at_k"] == {"1": 5, "2": 5, "4": 5, "100": 0}
+    # The sample file's design: 2, 2, 3, 2 and 0 of 4 samples right.
+    rows = [json.loads(line) for line in (out / "problems.jsonl").read_text().splitlines()]
+    assert [r["correct"] for r in rows] == [2, 2, 3, 2, 0]
+    assert report["pass@k"]["pass@1"] == pytest.approx(9 / 20)
+    assert [r["distinct_correct"] for r in rows] == [1, 1, 1, 1, 0]  # one value per problem, however written
+    assert report["reasons"] == {"correct": 9, "empty": 1, "malformed": 1, "no_answer": 2, "wrong": 7}
+    assert "pass@100 (0 problems)" in stdout and "n/a" in stdout
+    image = matplotlib.image.imread(out / "passk.png")
+    assert image.shape[:2] == (round(PASSK_SIZE_IN[1] * PASSK_DPI), round(PASSK_SIZE_IN[0] * PASSK_DPI))
+
+
+def test_resume_after_a_limit_equals_an_uninterrupted_run(capsys, tmp_path):
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    flags = ["--verifier", "math", "--k", "1,2,4", "--workers", "2", "--label", "run"]
+    assert _eval(capsys, MATH, *flags, "--out", whole)[0] == 0
+    code, stdout, _ = _eval(capsys, MATH, *flags, "--out", parts, "--limit", "7")
+    assert code == 0 and "13 of 20 remain" in stdout
+    assert len(_scores(parts)) == 7 and not (parts / "report.json").exists()
+    assert _eval(capsys, MATH, *flags, "--out", parts, "--limit", "5")[0] == 0
+    assert _eval(capsys, MATH, *flags, "--out", parts)[0] == 0
+    scores = _scores(parts)
+    assert len(scores) == 20 and len({(json.dumps(r["problem_id"]), r["sample"]) for r in scores}) == 20
+    assert _report(parts) == _report(whole)
+    assert (parts / "problems.jsonl").read_text() == (whole / "problems.jsonl").read_text()
+    # A rerun of a finished folder scores nothing and rewrites the same report.
+    before = (parts / "scores.jsonl").read_text()
+    assert _eval(capsys, MATH, *flags, "--out", parts)[0] == 0
+    assert (parts / "scores.jsonl").read_text() == before and _report(parts) == _report(whole)
+
+
+# -- code ----------------------------------------------------------------------------------------
+
+
+def test_livecodebench_samples_with_a_problems_file(capsys, tmp_path):
+    out = tmp_path / "lcb"
+    code, stdout, err = _eval(capsys, LCB, "--problems", LCB_PROBLEMS, "--verifier", "code", "--k", "1,2,4",
+                              "--out", out, *CODE_FLAGS)
+    assert code == 0, err
+    report, scores = _report(out), _scores(out)
+    assert report["pass@k"] == pytest.approx(_by_hand(scores, (1, 2, 4)))
+    rows = {r["problem_id"]: r for r in map(json.loads, (out / "problems.jsonl").read_text().splitlines())}
+    assert rows["lcb-sum"]["correct"] == 3 and rows["lcb-sum"]["distinct_correct"] == 2  # a reformatted copy is not new
+    assert rows["lcb-two-sum"]["correct"] == 2 and rows["lcb-two-sum"]["distinct_correct"] == 2
+    assert rows["lcb-sum"]["reasons"] == {"correct": 3, "time_limit": 1, "wrong_answer": 1}
+    assert rows["lcb-max-count"]["reasons"] == {"compile_error": 1, "correct": 1, "runtime_error": 1, "wrong_answer": 1}
+    assert set(report["sandbox"]["modes"]) <= {"namespaces", "user-namespaces", "none"}
+    assert "sandbox" in stdout
+
+
+def test_taco_and_codecontests_samples_and_comparison_plot(capsys, tmp_path):
+    first, second = tmp_path / "lcb", tmp_path / "taco"
+    assert _eval(capsys, LCB, "--problems", LCB_PROBLEMS, "--verifier", "code", "--k", "1,4", "--out", first, *CODE_FLAGS)[0] == 0
+    code, _, err = _eval(capsys, TACO, "--verifier", "code", "--k", "1,3", "--out", second, "--compare", first, *CODE_FLAGS)
+    assert code == 0, err
+    report = _report(second)
+    rows = {r["problem_id"]: r for r in map(json.loads, (second / "problems.jsonl").read_text().splitlines())}
+    assert {k: r["correct"] for k, r in rows.items()} == {"taco-reverse": 2, "taco-add": 2, "cc-div3": 1}
+    assert report["pass@k"]["pass@1"] == pytest.approx(5 / 9)
+    assert report["curve"]["k"] == curve_ks(3) == [1, 2, 3]
+    assert matplotlib.image.imread(second / "passk.png").shape[0] > 0
+
+
+def test_resume_after_a_kill_equals_an_uninterrupted_run(capsys, tmp_path):
+    # A larger file (the LiveCodeBench samples three times, with their slow ones) so the run lasts
+    # long enough to be killed partway.
+    problems = [json.loads(line) for line in LCB_PROBLEMS.read_text().splitlines()]
+    samples = [json.loads(line) for line in LCB.read_text().splitlines()]
+    lines = []
+    for copy in range(3):
+        for s in samples:
+            lines.append({**s, "question_id": f"{s['question_id']}-{copy}"})
+    big = tmp_path / "big.jsonl"
+    big.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    big_problems = tmp_path / "big_problems.jsonl"
+    big_problems.write_text("".join(json.dumps({**p, "question_id": f"{p['question_id']}-{c}"}) + "\n"
+                                    for c in range(3) for p in problems))
+    flags = ["--problems", big_problems, "--verifier", "code", "--k", "1,2,4", "--workers", "1", "--label", "run", *CODE_FLAGS]
+    killed, whole = tmp_path / "killed", tmp_path / "whole"
+
+    command = [sys.executable, "-m", "fade", "eval", str(big), *map(str, flags), "--out", str(killed), "--no-progress"]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    scores = killed / "scores.jsonl"
+    while time.monotonic() < deadline and proc.poll() is None:
+        if scores.exists() and len(scores.read_text().splitlines()) >= 8:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run finished before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    proc.stderr.close()
+    partial = len(scores.read_text().splitlines())
+    assert 8 <= partial < len(lines)
+    with scores.open("a") as f:
+        f.write('{"problem_id": "lcb-sum-0", "sample": 9, "sco')  # a write torn by the kill
+
+    assert _eval(capsys, big, *flags, "--out", killed)[0] == 0
+    assert _eval(capsys, big, *flags, "--out", whole)[0] == 0
+    final = _scores(killed)
+    assert len(final) == len(lines) and len({(r["problem_id"], r["sample"]) for r in final}) == len(lines)
+    assert _comparable(_report(killed)) == _comparable(_report(whole))
+    assert (killed / "problems.jsonl").read_text() == (whole / "problems.jsonl").read_text()
+
+
+# -- mistakes ----------------------------------------------------------------------------------
+
+
+def _assert_error(capsys, argv, *needles) -> str:
+    code, _, err = _eval(capsys, *argv)
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fade: error: ") and "Traceback" not in err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def _write(path: Path, rows) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def test_bad_input_is_a_one_line_error(capsys, tmp_path):
+    out = tmp_path / "out"
+    math = ["--verifier", "math", "--out", out]
+    _assert_error(capsys, [tmp_path / "missing.jsonl", *math], "no such file")
+    _assert_error(capsys, [_write(tmp_path / "a.jsonl", ["{not json"]), *math], "a.jsonl:1", "not valid JSON")
+    _assert_error(capsys, [_write(tmp_path / "b.jsonl", [{"completion": "x", "answer": "1"}]), *math], "b.jsonl:1", "problem id")
+    _assert_error(capsys, [_write(tmp_path / "c.jsonl", [{"id": 1, "answer": "1"}]), *math], "c.jsonl:1", "'completion'")
+    _assert_error(capsys, [_write(tmp_path / "d.jsonl", [{"id": 1, "completion": "x"}]), *math], "d.jsonl:1", "gold answer")
+    _assert_error(capsys, [_write(tmp_path / "e.jsonl", [{"id": 1, "completion": "x", "answer": "1"},
+                                                          {"id": 1, "completion": "y", "answer": "2"}]), *math],
+                  "e.jsonl:2", "different reference")
+    _assert_error(capsys, [_write(tmp_path / "f.jsonl", [{"id": 1, "completion": "x", "tests": []}]), "--verifier", "code",
+                           "--out", out], "f.jsonl:1", "no test cases")
+    _assert_error(capsys, [_write(tmp_path / "g.jsonl", [{"id": 9, "completion": "x"}]), "--problems",
+                           _write(tmp_path / "p.jsonl", [{"id": 1, "answer": "1"}]), *math], "g.jsonl:1", "not in --problems")
+    _assert_error(capsys, [MATH, *math, "--k", "1,zero"], "--k", "'zero'")
+    _assert_error(capsys, [MATH, *math, "--k", "0"], ">= 1")
+    _assert_error(capsys, [MATH, *math, "--compare", tmp_path], "--compare", "report.json")
+    _assert_error(capsys, [MATH, "--verifier", "maths", "--out", out], "invalid choice")
+
+
+def test_resume_refuses_other_settings_or_changed_samples(capsys, tmp_path):
+    out = tmp_path / "out"
+    samples = _write(tmp_path / "s.jsonl", [{"id": 1, "completion": "print(1)", "tests": [{"input": "", "output": "1"}]},
+                                            {"id": 1, "completion": "print(2)", "tests": [{"input": "", "output": "1"}]}])
+    assert _eval(capsys, samples, "--verifier", "code", "--out", out, "--limit", "1", *CODE_FLAGS)[0] == 0
+    _assert_error(capsys, [samples, "--verifier", "code", "--out", out, "--time-limit", "2"], "other settings")
+    _assert_error(capsys, [samples, "--verifier", "math", "--out", out], "other settings")
+    _write(samples, [{"id": 1, "completion": "print(3)", "tests": [{"input": "", "output": "1"}]}])
+    _assert_error(capsys, [samples, "--verifier", "code", "--out", out, *CODE_FLAGS], "different completion", "samples file changed")

@@ -1,0 +1,179 @@
+"""The math reward: equivalent forms accepted, wrong ones rejected, garbage handled with a reason,
+a hard per-call timeout from any thread, and the same verifier behind TRL, verl and the testbed."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+pytest.importorskip("math_verify")
+
+from fade.verifiers import rewards  # noqa: E402
+from fade.verifiers.math_answer import MathVerifier  # noqa: E402
+from fade.verifiers.result import REASONS  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    with MathVerifier(timeout=2.0, workers=2) as v:
+        yield v
+
+
+@pytest.mark.parametrize("completion, gold", [
+    ("We get $2^{10} = 1024$, so the remainder is $\\boxed{024}$.", "24"),  # AIME: leading zeros
+    ("The answer is \\boxed{33}.", "033"),
+    ("so the final answer is 33.", "33"),  # no box
+    ("\\boxed{\\frac12}", "\\frac{1}{2}"),
+    ("\\boxed{0.5}", "\\frac{1}{2}"),
+    ("\\boxed{\\dfrac{2}{4}}", "$\\frac{1}{2}$"),
+    ("$\\boxed{\\frac{\\sqrt{2}}{2}}$", "\\frac{1}{\\sqrt{2}}"),
+    ("\\boxed{2^{1/2}}", "\\sqrt{2}"),
+    ("\\boxed{x^2+2x+1}", "(x+1)^2"),
+    ("The answer is \\boxed{11}", "\\boxed{11}"),  # a boxed gold
+    ("First I thought 34, but the answer is \\boxed{33}.", "33"),  # the box wins over earlier numbers
+    ("\\boxed{(1, 2)}", "(1,2)"),
+])
+def test_equivalent_forms_are_accepted(verifier, completion, gold):
+    result = verifier.score(completion, gold)
+    assert result.reason == "correct", result
+    assert result.score == 1.0 and result.canonical
+
+
+@pytest.mark.parametrize("completion, gold", [
+    ("\\boxed{34}", "33"),
+    ("\\boxed{1024}", "24"),
+    ("\\boxed{\\frac{1}{3}}", "\\frac{1}{2}"),
+    ("\\boxed{0.25}", "\\frac{1}{3}"),
+    ("\\boxed{x^2+1}", "(x+1)^2"),
+    ("\\boxed{\\sqrt{3}}", "\\sqrt{2}"),
+    ("The answer is 33, no wait, \\boxed{34}", "33"),  # the box is the answer
+])
+def test_wrong_answers_are_rejected(verifier, completion, gold):
+    result = verifier.score(completion, gold)
+    assert result.reason == "wrong", result
+    assert result.score == 0.0 and result.canonical is None
+    assert result.details["extracted"]
+
+
+@pytest.mark.parametrize("completion, reasons", [
+    ("", {"empty"}),
+    ("   \n\t ", {"empty"}),
+    ("I have no idea.", {"no_answer"}),
+    ("}{\\boxed", {"no_answer"}),
+    ("\\boxed{}", {"no_answer"}),
+    ("\\boxed{\\frac{}{}}", {"malformed", "no_answer"}),
+    ("\x00\x01\x02 \ud800 \\boxed{\\left(}", {"no_answer", "malformed"}),
+    ("blah " * 20000 + "\\boxed{33}", {"correct"}),  # long: the end is kept
+    ("{" * 5000 + "\\boxed{33", {"no_answer", "malformed"}),
+])
+def test_garbage_is_handled(verifier, completion, reasons):
+    result = verifier.score(completion, "33")
+    assert result.reason in reasons, result
+    assert result.reason in REASONS
+    assert result.score == (1.0 if result.reason == "correct" else 0.0)
+
+
+def test_non_text_inputs(verifier):
+    assert verifier.score(None, "33").reason == "no_answer"
+    assert verifier.score("\\boxed{33}", 33).reason == "correct"  # an integer gold
+    assert verifier.score("\\boxed{33}", "").reason == "bad_reference"
+    assert verifier.score("\\boxed{33}", None).reason == "bad_reference"
+    bad = verifier.score("\\boxed{33}", "\\boxed{")
+    assert bad.reason == "bad_reference" and "gold" in bad.details["error"]
+
+
+def test_timeout_stops_even_c_level_hangs(verifier):
+    # Comparing a power tower never returns from sympy's C-level integer arithmetic: only killing
+    # the worker stops it, and the verifier carries on with a fresh one.
+    start = time.monotonic()
+    result = verifier.score("\\boxed{9^{9^{9^{9}}}}", "33")
+    assert result.reason == "timeout" and result.score == 0.0
+    assert time.monotonic() - start < verifier.timeout + 3
+    assert verifier.score("\\boxed{33}", "33").reason == "correct"
+
+
+def test_works_from_threads_and_in_parallel(verifier):
+    pairs = [("\\boxed{%d}" % i, str(i if i % 3 else i + 1)) for i in range(12)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        got = list(pool.map(lambda p: verifier.score(*p).reason, pairs))
+    assert got == ["wrong" if i % 3 == 0 else "correct" for i in range(12)]
+    assert [r.reason for r in verifier.score_many([c for c, _ in pairs], [g for _, g in pairs])] == got
+    assert threading.current_thread() is threading.main_thread()
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="timeout"):
+        MathVerifier(timeout=0)
+    with pytest.raises(ValueError, match="workers"):
+        MathVerifier(workers=0)
+    with pytest.raises(ValueError, match="as many"):
+        MathVerifier().score_many(["a"], [])
+
+
+# -- adapters --------------------------------------------------------------------------------------
+
+
+def test_trl_reward_signature(verifier):
+    logged = {}
+    completions = ["\\boxed{33}", [{"role": "assistant", "content": "so \\boxed{34}"}], "\\boxed{1}", "anything"]
+    reward = rewards.make_math_reward(verifier)
+    assert reward.__name__ == "math_reward"
+    scores = reward(prompts=["p"] * 4, completions=completions, answer=["33", "33", None, "2"],
+                    trainer_state=None, log_extra=lambda col, values: logged.setdefault(col, values), log_metric=print)
+    assert scores == [1.0, 0.0, None, 0.0]
+    assert logged["math_reason"] == ["correct", "wrong", "not_applicable", "no_answer"]
+    with pytest.raises(ValueError, match="one per completion"):
+        reward(prompts=["p"], completions=["x"], answer=["1", "2"])
+
+
+def test_verl_reward_signature(monkeypatch, verifier):
+    monkeypatch.setattr(rewards, "default_math_verifier", lambda: verifier)
+    result = rewards.compute_score("aime", "\\boxed{033}", "33", extra_info={"index": 0})
+    assert result == {"score": 1.0, "acc": 1.0, "reason": "correct"}
+    assert rewards.compute_score("math", "\\boxed{[1, 2]}", "[1, 2]")["score"] == 1.0  # an interval, not tests
+    assert rewards.compute_math_score("x", "\\boxed{2}", "3")["reason"] == "wrong"
+    # The module also loads the way verl loads a custom reward file (verl.utils.import_utils.load_module):
+    # by its path, as a module outside the package.
+    spec = importlib.util.spec_from_file_location("custom_module_fade_rewards", rewards.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.compute_score("aime", "\\boxed{7}", "7")["reason"] == "correct"
+
+
+def test_testbed_file_task_scores_with_math_verify(tmp_path):
+    pytest.importorskip("transformers")
+    from fade.testbed.trainer import TrainConfig, _load_task
+
+    data = tmp_path / "aime.jsonl"
+    rows = [{"prompt": f"Problem {i}?", "answer": a, "split": "train"} for i, a in enumerate(["33", "\\frac{1}{2}"])]
+    rows.append({"prompt": "Problem int?", "answer": 24, "split": "test"})
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    task = _load_task(TrainConfig(out=str(tmp_path / "run"), data=str(data), verifier="math"))
+    train = {p.answer: p for p in task.problems("train")}
+    assert task.verify(train["33"], "The answer is \\boxed{033}").score == 1.0
+    assert task.verify(train["\\frac{1}{2}"], "\\boxed{0.5}").reason == "correct"
+    verdict = task.verify(train["33"], "\\boxed{34}")
+    assert (verdict.score, verdict.reason, verdict.canonical) == (0.0, "wrong", None)
+    (test_problem,) = task.problems("test")
+    assert task.verify(test_problem, "\\boxed{24}").canonical == "24"
+
+
+def test_testbed_file_task_scores_code(tmp_path):
+    pytest.importorskip("transformers")
+    from fade.testbed.datasets import FileTask
+
+    data = tmp_path / "code.jsonl"
+    tests = json.dumps({"inputs": ["2\n"], "outputs": ["4\n"]})
+    data.write_text(json.dumps({"prompt": "Square n.", "input_output": tests, "split": "train"}) + "\n")
+    task = FileTask(data, verifier="code")
+    (problem,) = task.problems("train")
+    assert task.verify(problem, "```python\nn = int(input())\nprint(n * n)\n```").reason == "correct"
+    assert task.verify(problem, "print(5)").reason == "wrong_answer"
+    with pytest.raises(ValueError, match="the tests"):
+        data.write_text(json.dumps({"prompt": "Square n."}) + "\n")
+        FileTask(data, verifier="code")

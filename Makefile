@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 EXTRAS ?= testbed,trl,verl,math,test
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo clean-demo test install bench bench-trainer base clean
+.PHONY: demo clean-demo test install bench bench-trainer bench-peers base sweep-quick results clean
 
 $(VENV)/.installed-$(EXTRAS): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -38,6 +38,17 @@ bench: install
 
 bench-trainer: install
 	$(PY) benchmarks/trainer.py
+
+bench-peers: install
+	$(PY) benchmarks/peers.py
+
+# The paper's claims on the testbed (docs/results/README.md): quick is about 10 minutes on
+# 2 cores, the full sweep about 3 hours; both resume where they stopped.
+sweep-quick: install
+	$(VENV)/bin/fade sweep --preset quick --out docs/results/quick
+
+results: install
+	$(VENV)/bin/fade sweep --preset full --out docs/results
 
 # Regenerate the shipped base policies from their seeds (a few minutes each).
 base: install

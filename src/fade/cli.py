@@ -600,11 +600,109 @@ def _run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- fade sweep (experiments) ------------------------------------------------------------------
+
+
+def _add_sweep(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="test the paper's claims on the testbed: a grid of runs in parallel, resumable, and a report",
+        description=(
+            "Train a preset's grid of estimators x seeds x tasks with the testbed trainer in parallel worker "
+            "processes (one torch thread each), skip the runs already finished, resume interrupted ones, and "
+            "write DIR/README.md (tables, verdicts per claim, the command that regenerates it), its PNGs and "
+            "DIR/results.json. Runs live in DIR/runs/<task>/<estimator>/seed<k>/. --estimators, --seeds, "
+            "--tasks and --steps turn a preset into a custom sweep with the preset's trainer settings. Exit "
+            "status 1 when a run failed (the others are kept and reported)."
+        ),
+        epilog=SPEC_HELP,
+    )
+    p.add_argument("--preset", default="quick", metavar="NAME",
+                   help="quick (about 10 minutes on 2 cores) or full (every claim, a few hours) (default: quick)")
+    p.add_argument("--out", required=True, metavar="DIR", help="the sweep's folder; rerunning into it resumes")
+    p.add_argument("--workers", type=int, default=2, metavar="N", help="runs trained at once, one core each (default: 2)")
+    p.add_argument("--dry-run", action="store_true", help="list the runs, their state and estimated CPU minutes; train nothing")
+    p.add_argument("--estimators", default=None, metavar="SPEC[,SPEC...]", help="train these estimators on every task instead")
+    p.add_argument("--seeds", default=None, metavar="S[,S...]", help="these seeds instead of the preset's")
+    p.add_argument("--tasks", default=None, metavar="TASK[,TASK...]", help="only these tasks (arithmetic, countdown)")
+    p.add_argument("--steps", type=int, default=None, metavar="N", help="training steps of every run instead")
+    p.add_argument("--keep-checkpoints", action="store_true",
+                   help="keep each finished run's checkpoint.pt (optimizer state; needed only to train it further)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar; one line per finished run")
+    p.set_defaults(func=_run_sweep)
+
+
+def _sweep_command(args: argparse.Namespace) -> str:
+    """The ``fade sweep`` command line that regenerates this sweep's report, as it was typed."""
+    import shlex
+
+    parts = ["fade", "sweep", "--preset", args.preset, "--out", args.out]
+    for flag, value in (("--estimators", args.estimators), ("--seeds", args.seeds), ("--tasks", args.tasks), ("--steps", args.steps)):
+        if value is not None:
+            parts += [flag, str(value)]
+    if args.workers != 2:
+        parts += ["--workers", str(args.workers)]
+    return " ".join(shlex.quote(part) for part in parts)
+
+
+def _run_sweep(args: argparse.Namespace) -> int:
+    _testbed()
+    from .experiments import presets, sweep
+
+    def items(text: str | None) -> list[str] | None:
+        return None if text is None else [item.strip() for item in text.split(",") if item.strip()]
+
+    seeds = items(args.seeds)
+    if seeds is not None:
+        bad = [s for s in seeds if not s.isdigit()]
+        if bad:
+            raise ValueError(f"--seeds {args.seeds!r}: {bad[0]!r} is not a non-negative integer; expected e.g. 0,1,2")
+    if args.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    preset = presets.get_preset(args.preset).with_overrides(
+        estimators=items(args.estimators), seeds=None if seeds is None else [int(s) for s in seeds],
+        tasks=items(args.tasks), steps=args.steps,
+    )
+    preset.check()
+    console = _console()
+    if args.dry_run:
+        from rich.table import Table
+
+        rows = sweep.plan_rows(preset, args.out)
+        table = Table(title=f"fade sweep --preset {args.preset}: {len(rows)} runs into {args.out}")
+        for col in ("run", "steps", "evaluations", "est. CPU min", "state"):
+            table.add_column(col, justify="left" if col in ("run", "state") else "right", no_wrap=col == "run")
+        for row in rows:
+            run = row["run"]
+            table.add_row(row["key"], str(run.steps), f"{run.num_evals} x {run.eval_prompts}x{run.eval_samples}",
+                          f"{row['seconds'] / 60:.1f}", row["state"])
+        console.print(table)
+        console.print(sweep.dry_run_summary(rows, args.workers))
+        return 0
+    try:
+        outcome = sweep.run_sweep(
+            preset, args.out, workers=args.workers, keep_checkpoints=args.keep_checkpoints,
+            progress=not args.no_progress, command=_sweep_command(args), log=print if args.no_progress else None,
+        )
+    except KeyboardInterrupt:
+        print(f"fade: interrupted; finished runs and checkpoints in {args.out} are intact: rerun the same command to resume",
+              file=sys.stderr)
+        return 130
+    console.print(
+        f"{len(outcome.finished)} runs trained, {len(outcome.skipped)} already finished, {len(outcome.failed)} failed"
+        + (f"; FADE's parameters chosen on {preset.tuning.task}: {outcome.choice}" if preset.tuning and outcome.choice else "")
+    )
+    console.print(f"wrote {outcome.readme}")
+    for key, message in sorted(outcome.failed.items()):
+        print(f"fade: run {key} failed: {message}", file=sys.stderr)
+    return 1 if outcome.failed else 0
+
+
 # -- entry point -------------------------------------------------------------------------------
 
 #: Subcommands in the order ``fade --help`` lists them.
 COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
-    _add_atlas, _add_decompose, _add_pretrain, _add_train, _add_eval,
+    _add_atlas, _add_decompose, _add_pretrain, _add_train, _add_eval, _add_sweep,
 )
 
 

@@ -1,0 +1,14 @@
+"""Experiments on the testbed: the paper's claims tested at small scale by one resumable sweep.
+
+:mod:`.presets` holds the design as data (which estimators play which role, the ``quick`` and
+``full`` presets, the cost model); :mod:`.sweep` runs a preset's grid in parallel worker
+processes and skips what is finished; :mod:`.claims` turns finished runs into numbers, mean and
+spread over seeds, and verdicts; :mod:`.figures` and :mod:`.results_report` write the report
+(``README.md``, PNGs, ``results.json``). ``fade sweep`` is the command line over all of it. The
+package sits above the testbed and imports it, never the reverse; it needs the testbed extra.
+"""
+
+from .presets import PRESETS, Preset, RunSpec, TaskPlan, Tuning, get_preset
+from .sweep import SweepOutcome, run_sweep
+
+__all__ = ["PRESETS", "Preset", "RunSpec", "SweepOutcome", "TaskPlan", "Tuning", "get_preset", "run_sweep"]

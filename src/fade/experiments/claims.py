@@ -1,0 +1,757 @@
+"""The paper's claims measured on a sweep's runs: per-run numbers, mean and spread over seeds, and
+a verdict computed from them by one stated rule.
+
+:func:`summarise` reads one finished run (``metrics.jsonl``, ``eval.jsonl``, ``done.json``) into a
+:class:`RunSummary` of the numbers the claims use: the entropy drop rate over the first third of
+the run, the final entropy and rank-1 share of the output head's update, the mean effective
+sample fraction, the peak pass@1 and its step, the final pass@k for every k, pass@1 gains per
+difficulty bucket, and the per-block terms of the first-order entropy check. :func:`evaluate`
+groups runs by task and estimator identity, takes mean and standard deviation over seeds
+(:class:`Stat`), and answers each claim with tables and verdict lines.
+
+The verdict rule (:func:`compare`): a claim that X exceeds Y is *supported* when X's seed mean is
+above Y's and the intervals mean +- std over seeds do not overlap; *not supported* when the
+opposite ordering holds with non-overlapping intervals; *inconclusive (spread overlaps)*
+otherwise. Fewer than :data:`MIN_SEEDS` seeds on either side gives *inconclusive (fewer than 3
+seeds)*. A claim made of several comparisons is supported when all are, not supported when any
+comparison contradicts it, and inconclusive otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fade.testbed.report import _best_eval_index, _column, load_run
+
+from .presets import (
+    ABLATIONS,
+    BALANCED,
+    FADE,
+    FAILURE_BIASED,
+    H_STAR_LEVELS,
+    POWER_LEVELS,
+    STATIC_BASELINES,
+    SUCCESS_BIASED,
+    Preset,
+    RunSpec,
+    Tuning,
+    canonical_spec,
+    identity,
+)
+
+__all__ = [
+    "FEW_SEEDS",
+    "MIN_SEEDS",
+    "NOT_MEASURED",
+    "NOT_SUPPORTED",
+    "OVERLAP",
+    "SUPPORTED",
+    "ClaimSection",
+    "RunSummary",
+    "Stat",
+    "Verdict",
+    "choose_tuned",
+    "combine",
+    "compare",
+    "early_steps",
+    "evaluate",
+    "summarise",
+]
+
+DONE_FILE = "done.json"
+
+SUPPORTED = "supported"
+NOT_SUPPORTED = "not supported"
+OVERLAP = "inconclusive (spread overlaps)"
+FEW_SEEDS = "inconclusive (fewer than 3 seeds)"
+NOT_MEASURED = "not measured"
+#: Seeds needed on each side of a comparison before it gets a verdict.
+MIN_SEEDS = 3
+#: Steps per block in the first-order entropy check: long enough to average the batch-to-batch
+#: noise of the entropy, short enough to leave many blocks per run.
+ENTROPY_BLOCK = 10
+
+_BUCKET = re.compile(r"^pass@1/d(\d+)$")
+_PASS = re.compile(r"^pass@(\d+)$")
+
+
+def early_steps(steps: int) -> int:
+    """The window of the entropy drop rate: the first third of the run (at least 2 steps)."""
+    return max(2, math.ceil(steps / 3))
+
+
+# -- one run ------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunSummary:
+    """The numbers of one finished run that the claims use, with the curves the figures draw."""
+
+    run: RunSpec
+    identity: tuple
+    directory: Path
+    steps: np.ndarray
+    curves: dict[str, np.ndarray]
+    eval_steps: np.ndarray
+    pass1: np.ndarray
+    base: dict[str, float]
+    final: dict[str, float]
+    scalars: dict[str, float]
+    timing: dict[str, float]
+
+    @property
+    def seed(self) -> int:
+        return self.run.seed
+
+    @property
+    def task(self) -> str:
+        return self.run.task
+
+    def passk(self, record: dict[str, float]) -> dict[int, float]:
+        return {int(m.group(1)): v for key, v in record.items() if (m := _PASS.match(key)) and math.isfinite(v)}
+
+    def buckets(self) -> list[int]:
+        return sorted(int(m.group(1)) for key in self.final if (m := _BUCKET.match(key)))
+
+
+def _finite_mean(values: np.ndarray) -> float:
+    values = values[np.isfinite(values)]
+    return float(values.mean()) if values.size else math.nan
+
+
+def ols_slope(x: np.ndarray, y: np.ndarray) -> float:
+    """Least-squares slope of y on x over the finite pairs (nan with fewer than 2)."""
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    if x.size < 2 or np.ptp(x) == 0:
+        return math.nan
+    xc = x - x.mean()
+    return float((xc * (y - y.mean())).sum() / (xc * xc).sum())
+
+
+def entropy_blocks(steps: np.ndarray, entropy: np.ndarray, m_s: np.ndarray, m_f: np.ndarray, block: int = ENTROPY_BLOCK):
+    """(predicted, observed) entropy changes between consecutive blocks of ``block`` steps.
+
+    First order, the update at step t moves the entropy by eta [(m_S - m_F) H - Cov(A, log pi)]
+    (FADE.md section 1). Observed: the mean entropy of block j + 1 minus that of block j, which
+    spans the updates from the centre of block j to the centre of block j + 1. Predicted: the
+    sum of (m_S - m_F) H over those same updates; the covariance term is not logged, so it is
+    left out, and eta (Adam's effective step is not the learning rate) is left to the fit.
+    """
+    g = (m_s - m_f) * entropy
+    n = len(steps)
+    count = n // block
+    predicted, observed = [], []
+    for j in range(count - 1):
+        this, nxt = slice(j * block, (j + 1) * block), slice((j + 1) * block, (j + 2) * block)
+        lo, hi = j * block + block // 2, (j + 1) * block + block // 2
+        obs = _finite_mean(entropy[nxt]) - _finite_mean(entropy[this])
+        pred = float(np.nansum(g[lo:hi]))
+        if math.isfinite(obs) and math.isfinite(pred):
+            predicted.append(pred)
+            observed.append(obs)
+    return np.array(predicted), np.array(observed)
+
+
+def _numbers(record: dict[str, Any]) -> dict[str, float]:
+    return {k: float(v) for k, v in record.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def summarise(run: RunSpec, out: str | Path) -> RunSummary:
+    """Read the finished run ``run`` of the sweep in ``out`` into a :class:`RunSummary`."""
+    directory = run.directory(out)
+    loaded = load_run(directory)
+    metrics = loaded.metrics
+    if not metrics:
+        raise ValueError(f"{directory}: metrics.jsonl has no complete record")
+    steps = _column(metrics, "step")
+    keys = ("entropy", "rank1_share", "sign_balance", "difficulty", "effective_sample_fraction",
+            "positive_mass", "negative_mass", "reward_mean", "alpha", "delta", "step_seconds")
+    curves = {k: _column(metrics, k) for k in keys}
+    evals = loaded.evals
+    eval_steps = _column(evals, "step") if evals else np.array([])
+    pass1 = _column(evals, "pass@1") if evals else np.array([])
+    base = _numbers(evals[0]) if evals else {}
+    final = _numbers(evals[-1]) if evals else {}
+
+    n = len(steps)
+    early = steps <= early_steps(run.steps)
+    entropy = curves["entropy"]
+    scalars: dict[str, float] = {
+        "entropy_first": _finite_mean(entropy[: min(5, n)]),
+        "entropy_final": _finite_mean(entropy[-max(1, n // 10):]),
+        "entropy_drop_rate": -ols_slope(steps[early], entropy[early]),
+        "rank1_final": _finite_mean(curves["rank1_share"][-1:]),
+        "esf_mean": _finite_mean(curves["effective_sample_fraction"]),
+        "difficulty_mean": _finite_mean(curves["difficulty"]),
+        "sign_balance_mean": _finite_mean(curves["sign_balance"]),
+        "alpha_mean": _finite_mean(curves["alpha"]),
+        "delta_mean": _finite_mean(curves["delta"]),
+    }
+    best = _best_eval_index(pass1) if pass1.size else None
+    scalars["peak_pass1"] = float(pass1[best]) if best is not None else math.nan
+    scalars["peak_step"] = float(eval_steps[best]) if best is not None else math.nan
+    scalars["base_pass1"] = base.get("pass@1", math.nan)
+    scalars["final_pass1"] = final.get("pass@1", math.nan)
+    ks = sorted(int(m.group(1)) for key in final if (m := _PASS.match(key)))
+    for k in ks:
+        scalars[f"pass@{k}"] = final[f"pass@{k}"]
+    scalars["passk_mean"] = float(np.mean([final[f"pass@{k}"] for k in ks])) if ks else math.nan
+    for key in final:
+        if m := _BUCKET.match(key):
+            scalars[f"gain/d{m.group(1)}"] = final[key] - base.get(key, math.nan)
+    early_g = (curves["positive_mass"] - curves["negative_mass"]) * entropy
+    scalars["entropy_predicted_early"] = float(np.nansum(early_g[early][:-1])) if early.sum() > 1 else math.nan
+    span = float(steps[early][-1] - steps[early][0]) if early.any() else math.nan
+    scalars["entropy_observed_early"] = -scalars["entropy_drop_rate"] * span
+
+    timing: dict[str, float] = {"train_seconds": float(np.nansum(curves["step_seconds"]))}
+    done_path = directory / DONE_FILE
+    if done_path.is_file():
+        done = json.loads(done_path.read_text())
+        for key in ("cpu_seconds", "wall_seconds"):
+            if isinstance(done.get(key), (int, float)):
+                timing[key] = float(done[key])
+        timing["resumed"] = float(bool(done.get("resumed")))
+    return RunSummary(
+        run=run, identity=identity(run.estimator), directory=directory, steps=steps, curves=curves,
+        eval_steps=eval_steps, pass1=pass1, base=base, final=final, scalars=scalars, timing=timing,
+    )
+
+
+# -- statistics and verdicts --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Mean and sample standard deviation over seeds of the finite values given."""
+
+    values: tuple[float, ...]
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> Stat:
+        return cls(tuple(float(v) for v in values if v is not None and math.isfinite(float(v))))
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.values)) if self.values else math.nan
+
+    @property
+    def std(self) -> float:
+        return float(np.std(self.values, ddof=1)) if self.n >= 2 else math.nan
+
+    def text(self, digits: int = 3, scale: float = 1.0) -> str:
+        if not self.values:
+            return "—"
+        mean = self.mean * scale
+        if self.n < 2:
+            return f"{mean:.{digits}f}"
+        return f"{mean:.{digits}f} ± {self.std * scale:.{digits}f}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One claim's outcome (one of the module's verdict strings) and the numbers behind it."""
+
+    outcome: str
+    detail: str
+
+
+def _band(x: Stat | float) -> tuple[float, float]:
+    if isinstance(x, Stat):
+        spread = x.std if x.n >= 2 else 0.0
+        return x.mean - spread, x.mean + spread
+    return float(x), float(x)
+
+
+def _describe(x: Stat | float, digits: int) -> str:
+    return x.text(digits) + f" (n={x.n})" if isinstance(x, Stat) else f"{x:.{digits}g}"
+
+
+def compare(a: Stat, b: Stat | float, *, greater: bool, digits: int = 3) -> Verdict:
+    """Verdict on "a > b" (``greater``) or "a < b" by the module's rule; ``b`` may be a constant."""
+    detail = f"{_describe(a, digits)} vs {_describe(b, digits)}"
+    n_b = b.n if isinstance(b, Stat) else a.n
+    if a.n == 0 or n_b == 0:
+        return Verdict(NOT_MEASURED, detail)
+    if min(a.n, n_b) < MIN_SEEDS:
+        return Verdict(FEW_SEEDS, detail)
+    (lo_a, hi_a), (lo_b, hi_b) = _band(a), _band(b)
+    holds, opposite = (lo_a > hi_b, hi_a < lo_b) if greater else (hi_a < lo_b, lo_a > hi_b)
+    if holds:
+        return Verdict(SUPPORTED, detail)
+    if opposite:
+        return Verdict(NOT_SUPPORTED, detail)
+    return Verdict(OVERLAP, detail)
+
+
+def combine(verdicts: Sequence[Verdict]) -> str:
+    """The outcome of a claim made of several comparisons (see the module docstring)."""
+    outcomes = [v.outcome for v in verdicts if v.outcome != NOT_MEASURED]
+    if not outcomes:
+        return NOT_MEASURED
+    if NOT_SUPPORTED in outcomes:
+        return NOT_SUPPORTED
+    if all(o == SUPPORTED for o in outcomes):
+        return SUPPORTED
+    if FEW_SEEDS in outcomes:
+        return FEW_SEEDS
+    return OVERLAP
+
+
+def pearson(x: np.ndarray, y: np.ndarray) -> float:
+    """Pearson correlation of the finite pairs (nan with fewer than 3 or a constant side)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+# -- report structures --------------------------------------------------------------------------
+
+
+@dataclass
+class Table:
+    """A markdown table: a header row and rows of cells (already formatted)."""
+
+    header: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    caption: str = ""
+
+
+@dataclass
+class VerdictLine:
+    statement: str
+    outcome: str
+    detail: str
+    parts: list[tuple[str, Verdict]] = field(default_factory=list)
+
+
+@dataclass
+class ClaimSection:
+    """One claim on one task: tables, verdict lines, notes, and the figures that illustrate it."""
+
+    key: str
+    title: str
+    task: str
+    tables: list[Table] = field(default_factory=list)
+    verdicts: list[VerdictLine] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def _line(statement: str, parts: Sequence[tuple[str, Verdict]]) -> VerdictLine:
+    outcome = combine([v for _, v in parts])
+    if len(parts) == 1:
+        return VerdictLine(statement, outcome, parts[0][1].detail, list(parts))
+    detail = "; ".join(f"{name}: {v.outcome}, {v.detail}" for name, v in parts)
+    return VerdictLine(statement, outcome, detail, list(parts))
+
+
+# -- grouping -----------------------------------------------------------------------------------
+
+
+class Runs:
+    """The summaries of one task's runs, found by estimator spec (by identity) and seed."""
+
+    def __init__(self, summaries: Sequence[RunSummary]):
+        self.by_identity: dict[tuple, list[RunSummary]] = defaultdict(list)
+        self.spec_of: dict[tuple, str] = {}
+        for s in summaries:
+            self.by_identity[s.identity].append(s)
+            self.spec_of.setdefault(s.identity, s.run.estimator)
+
+    def of(self, spec: str) -> list[RunSummary]:
+        return sorted(self.by_identity.get(identity(spec), []), key=lambda s: s.seed)
+
+    def has(self, spec: str) -> bool:
+        return bool(self.of(spec))
+
+    def stat(self, spec: str, key: str) -> Stat:
+        return Stat.of(s.scalars.get(key, math.nan) for s in self.of(spec))
+
+    def by_seed(self, spec: str) -> dict[int, RunSummary]:
+        return {s.seed: s for s in self.of(spec)}
+
+    def present(self, specs: Iterable[str]) -> list[str]:
+        return [spec for spec in specs if self.has(spec)]
+
+
+def fade_spec(preset: Preset | None, task: str, choice: str | None) -> str:
+    """The FADE configuration that represents FADE on ``task``: the tuned choice where there is
+    one (on the tuning task and on tasks that take it without retuning), else the defaults."""
+    if preset is not None and preset.tuning is not None and choice is not None:
+        tuned_tasks = {preset.tuning.task} | {plan.task for plan in preset.plans if plan.tuned}
+        if task in tuned_tasks:
+            return choice
+    return FADE
+
+
+def choose_tuned(tuning: Tuning, summaries: Sequence[RunSummary]) -> tuple[str | None, list[dict[str, Any]]]:
+    """The candidate with the highest seed-mean score on the tuning task, and every candidate's row.
+
+    Candidates without a finished run are listed with n = 0 and cannot be chosen.
+    """
+    runs = Runs([s for s in summaries if s.task == tuning.task])
+    rows = []
+    best, best_score = None, -math.inf
+    for candidate in tuning.candidates:
+        score = runs.stat(candidate, tuning.score)
+        rows.append({"candidate": canonical_spec(candidate), "score": score, "peak_pass1": runs.stat(candidate, "peak_pass1")})
+        if score.n and score.mean > best_score:
+            best, best_score = canonical_spec(candidate), score.mean
+    return best, rows
+
+
+# -- the claims ---------------------------------------------------------------------------------
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    return "—" if not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+def _sign_axis(task: str, runs: Runs, steps: int) -> ClaimSection | None:
+    success, balanced, failure = runs.present(SUCCESS_BIASED), runs.present(BALANCED), runs.present(FAILURE_BIASED)
+    if not balanced or not (success or failure):
+        return None
+    n_early = early_steps(steps)
+    section = ClaimSection("sign", "Sign axis: entropy collapse and the rank-1 funnel", task)
+    table = Table(
+        ["estimator", "role", "sign_balance", f"entropy drop / step, first {n_early} steps (x1e-3)",
+         "entropy first → final", "final rank1_share", "peak pass@1"],
+        caption="mean ± std over seeds; sign_balance and the rates are per-run means over steps",
+    )
+    for role, specs in (("success-biased", success), ("balanced", balanced), ("failure-biased", failure)):
+        for spec in specs:
+            table.rows.append([
+                spec, role, runs.stat(spec, "sign_balance_mean").text(),
+                runs.stat(spec, "entropy_drop_rate").text(2, scale=1e3),
+                f"{runs.stat(spec, 'entropy_first').text(2)} → {runs.stat(spec, 'entropy_final').text(2)}",
+                runs.stat(spec, "rank1_final").text(), runs.stat(spec, "peak_pass1").text(),
+            ])
+    section.tables.append(table)
+    drop = lambda s: runs.stat(s, "entropy_drop_rate")  # noqa: E731
+    if success:
+        parts = [(f"{s} vs {b}", compare(drop(s), drop(b), greater=True, digits=4)) for s in success for b in balanced]
+        section.verdicts.append(_line(
+            f"Success-biased weights ({', '.join(success)}) collapse entropy faster than balanced ones "
+            f"({', '.join(balanced)}): larger entropy drop per step over the first {n_early} steps", parts))
+    if failure:
+        parts = [(f"{f} vs {b}", compare(drop(f), drop(b), greater=False, digits=4)) for f in failure for b in balanced]
+        section.verdicts.append(_line(
+            f"Failure-biased weights ({', '.join(failure)}) hold entropy: smaller entropy drop per step than "
+            f"balanced ones over the first {n_early} steps", parts))
+        rank = lambda s: runs.stat(s, "rank1_final")  # noqa: E731
+        parts = [(f"{f} vs {b}", compare(rank(f), rank(b), greater=True)) for f in failure for b in balanced]
+        section.verdicts.append(_line(
+            "Failure-biased weights drive the head update's rank-1 share up: higher final rank1_share than balanced ones",
+            parts))
+    return section
+
+
+def _entropy_check(task: str, summaries: Sequence[RunSummary], steps: int) -> ClaimSection | None:
+    usable = [s for s in summaries if np.isfinite(s.curves["entropy"]).sum() >= 2 * ENTROPY_BLOCK]
+    if len(usable) < 2:
+        return None
+    section = ClaimSection("entropy_check", "First-order entropy formula: dH ~ eta [(m_S - m_F) H - Cov(A, log pi)]", task)
+    by_seed: dict[int, list[RunSummary]] = defaultdict(list)
+    for s in usable:
+        by_seed[s.seed].append(s)
+    block_r, run_r, points = [], [], []
+    for seed, group in sorted(by_seed.items()):
+        pred, obs = [], []
+        for s in group:
+            p, o = entropy_blocks(s.steps, s.curves["entropy"], s.curves["positive_mass"], s.curves["negative_mass"])
+            pred.extend(p)
+            obs.extend(o)
+            points.extend((s.run.estimator, seed, a, b) for a, b in zip(p, o))
+        block_r.append(pearson(np.array(pred), np.array(obs)))
+        run_r.append(pearson(
+            np.array([s.scalars["entropy_predicted_early"] for s in group]),
+            np.array([s.scalars["entropy_observed_early"] for s in group]),
+        ))
+    pred_all = np.array([p[2] for p in points])
+    obs_all = np.array([p[3] for p in points])
+    eta = float((pred_all * obs_all).sum() / (pred_all**2).sum()) if points and (pred_all**2).sum() > 0 else math.nan
+    section.data["points"] = points
+    section.data["eta"] = eta
+    section.data["block_r"] = Stat.of(block_r)
+    table = Table(["level", "pairs per seed", "Pearson r per seed", "r: mean ± std over seeds"])
+    table.rows.append([
+        f"blocks of {ENTROPY_BLOCK} steps, all runs of a seed pooled",
+        f"{len(points) / max(len(by_seed), 1):.0f}", ", ".join(_fmt(r, 2) for r in block_r), Stat.of(block_r).text(2)])
+    table.rows.append([
+        f"runs: first {early_steps(steps)} steps, one pair per run",
+        f"{len(usable) / max(len(by_seed), 1):.0f}", ", ".join(_fmt(r, 2) for r in run_r), Stat.of(run_r).text(2)])
+    section.tables.append(table)
+    section.notes.append(
+        "What the check uses: per step, the logged positive_mass (m_S) and negative_mass (m_F) of the batch's "
+        "advantages and the policy's mean token entropy H before the update. Predicted change over a span: the sum "
+        "of (m_S - m_F) H over its updates. Observed: the change of the block-mean entropy. Cov(A, log pi) is not "
+        "logged by the trainer, so the second term is left out, and eta is fitted (Adam's step is not the "
+        f"learning rate): least-squares eta through the origin = {eta:.3g}. The correlation is scale-free."
+    )
+    centred = [s for s in usable if np.nanmax(np.abs(s.curves["positive_mass"] - s.curves["negative_mass"])) < 1e-9]
+    if centred:
+        rates = Stat.of(s.scalars["entropy_drop_rate"] for s in centred)
+        section.notes.append(
+            f"Centred estimators give m_S = m_F in every batch, so the first term predicts no change for them; their "
+            f"entropy still falls by {rates.text(2, scale=1e3)} x1e-3 per step over the first {early_steps(steps)} "
+            f"steps ({len(centred)} runs): that is what the omitted covariance term does on its own."
+        )
+    if not Stat.of(block_r).n and not Stat.of(run_r).n:
+        section.notes.append(f"Too few steps or runs for a correlation (blocks of {ENTROPY_BLOCK} steps, >= 3 pairs per seed).")
+        return section
+    blocks = compare(Stat.of(block_r), 0.0, greater=True, digits=2)
+    section.verdicts.append(_line(
+        "The first-order term (m_S - m_F) H predicts the observed entropy change (positive correlation, block level)",
+        [("blocks", blocks)]))
+    section.verdicts.append(_line(
+        "The first-order term predicts which runs lose entropy early (positive correlation across runs)",
+        [("runs", compare(Stat.of(run_r), 0.0, greater=True, digits=2))]))
+    if compare(Stat.of(block_r), 0.0, greater=False).outcome == SUPPORTED:
+        section.notes.append(
+            "The observed change correlates *negatively* with (m_S - m_F) H beyond the spread over seeds: the "
+            "mass-imbalance term acts with the sign of the prose claim (more success mass, lower entropy), the "
+            "opposite of the formula as written here (FADE.md section 1, which warns its formulas are second hand)."
+        )
+    return section
+
+
+def _difficulty_axis(task: str, runs: Runs) -> ClaimSection | None:
+    levels = [(alpha, spec) for alpha, spec in POWER_LEVELS if runs.has(spec)]
+    if len(levels) < 2:
+        return None
+    section = ClaimSection("difficulty", "Difficulty axis: Power(alpha), effective sample size and where the gains land", task)
+    buckets = sorted({b for _, spec in levels for s in runs.of(spec) for b in s.buckets()})
+    table = Table(
+        ["alpha", "runs of", "effective_sample_fraction", "difficulty (mass-weighted solve rate)", "peak pass@1",
+         *[f"pass@1 gain d{b}" for b in buckets]],
+        caption="gains: final minus base pass@1 per difficulty bucket (d1 easiest); alpha = 1 is dr_grpo exactly",
+    )
+    for alpha, spec in levels:
+        table.rows.append([
+            str(alpha), spec, runs.stat(spec, "esf_mean").text(), runs.stat(spec, "difficulty_mean").text(),
+            runs.stat(spec, "peak_pass1").text(), *[runs.stat(spec, f"gain/d{b}").text() for b in buckets],
+        ])
+    section.tables.append(table)
+    esf = lambda s: runs.stat(s, "esf_mean")  # noqa: E731
+    parts = [(f"alpha={a2} vs alpha={a1}", compare(esf(s2), esf(s1), greater=False))
+             for (a1, s1), (a2, s2) in zip(levels, levels[1:])]
+    section.verdicts.append(_line("The effective sample fraction falls as alpha grows", parts))
+    if buckets:
+        hard = buckets[-1]
+        (a_lo, s_lo), (a_hi, s_hi) = levels[0], levels[-1]
+        section.verdicts.append(_line(
+            f"Harder focus moves the gains to hard prompts: the hardest bucket (d{hard}) gains more under "
+            f"alpha={a_hi} than under alpha={a_lo}",
+            [(f"d{hard}", compare(runs.stat(s_hi, f"gain/d{hard}"), runs.stat(s_lo, f"gain/d{hard}"), greater=True))]))
+        for alpha, spec in levels:
+            gains = {b: runs.stat(spec, f"gain/d{b}").mean for b in buckets}
+            finite = {b: g for b, g in gains.items() if math.isfinite(g)}
+            if finite:
+                top = max(finite, key=finite.get)
+                section.notes.append(f"alpha={alpha}: the largest mean gain is in d{top} ({finite[top]:+.3f}).")
+    return section
+
+
+def _fade_vs_baselines(task: str, runs: Runs, fade: str, tuned_here: bool = False) -> ClaimSection | None:
+    baselines = runs.present(STATIC_BASELINES)
+    if not baselines or not runs.has(fade):
+        return None
+    section = ClaimSection("fade_vs_baselines", f"FADE ({fade}) against the static baselines", task)
+    peak = {spec: runs.stat(spec, "peak_pass1") for spec in [*baselines, fade]}
+    best = max(baselines, key=lambda spec: peak[spec].mean if peak[spec].n else -math.inf)
+    best_runs = runs.by_seed(best)
+
+    def reach(spec: str) -> tuple[dict[int, float], dict[int, float]]:
+        """Per seed: the first eval step at which ``spec`` reaches the best baseline's peak, and
+        that step over the step of the best baseline's own peak (inf where never reached)."""
+        steps_to, ratios = {}, {}
+        for seed, s in runs.by_seed(spec).items():
+            if seed not in best_runs:
+                continue
+            target = best_runs[seed].scalars["peak_pass1"]
+            hit = np.flatnonzero(s.pass1 >= target - 1e-12)
+            step = float(s.eval_steps[hit[0]]) if hit.size else math.inf
+            steps_to[seed] = step
+            own = best_runs[seed].scalars["peak_step"]
+            ratios[seed] = step / own if own > 0 else math.nan
+        return steps_to, ratios
+
+    ks = sorted({k for spec in [*baselines, fade] for s in runs.of(spec) for k in s.passk(s.final)})
+    table = Table(
+        ["estimator", "peak pass@1", "step of peak", f"step to reach {best}'s peak (reached)", "ratio to " + best,
+         "final pass@1", "pass@k mean (k=1..64)", "final entropy"],
+        caption=(f"best static baseline by seed-mean peak pass@1: {best}. The target on each seed is {best}'s peak "
+                 "pass@1 on that seed; ratio = step to reach it / step of that peak."),
+    )
+    for spec in [fade, *baselines]:
+        steps_to, ratios = reach(spec)
+        reached = [v for v in steps_to.values() if math.isfinite(v)]
+        table.rows.append([
+            f"**{spec}**" if spec == fade else spec, peak[spec].text(), runs.stat(spec, "peak_step").text(0),
+            f"{Stat.of(reached).text(0)} ({len(reached)}/{len(steps_to)})",
+            Stat.of([r for r in ratios.values() if math.isfinite(r)]).text(2),
+            runs.stat(spec, "final_pass1").text(), runs.stat(spec, "passk_mean").text(), runs.stat(spec, "entropy_final").text(2),
+        ])
+    section.tables.append(table)
+    passk = Table(["estimator", *[f"pass@{k}" for k in ks]], caption="final evaluation, mean ± std over seeds")
+    for spec in [fade, *baselines]:
+        passk.rows.append([f"**{spec}**" if spec == fade else spec, *[runs.stat(spec, f"pass@{k}").text() for k in ks]])
+    section.tables.append(passk)
+    section.data.update(best=best, fade=fade, baselines=baselines)
+    if tuned_here:
+        section.notes.append(
+            f"FADE's configuration ({fade}) was chosen on these same {task} runs, which favours it here; the task "
+            "that takes the choice without retuning is the unbiased check.")
+
+    section.verdicts.append(_line(
+        f"FADE's peak pass@1 is higher than the best static baseline's ({best})",
+        [("peak", compare(peak[fade], peak[best], greater=True))]))
+    steps_to, ratios = reach(fade)
+    n = len(ratios)
+    unreached = sum(1 for v in steps_to.values() if not math.isfinite(v))
+    ratio_stat = Stat.of(ratios.values())
+    if n == 0:
+        earlier = Verdict(NOT_MEASURED, "no seed with both runs")
+    elif unreached * 2 > n:
+        earlier = Verdict(NOT_SUPPORTED, f"FADE never reached {best}'s peak in {unreached} of {n} seeds")
+    elif n < MIN_SEEDS:
+        earlier = Verdict(FEW_SEEDS, f"ratio {ratio_stat.text(2)} (n={n}), unreached in {unreached} of {n} seeds")
+    elif unreached:
+        earlier = Verdict(OVERLAP, f"ratio {ratio_stat.text(2)} where reached; unreached in {unreached} of {n} seeds")
+    elif ratio_stat.n < n:
+        earlier = Verdict(OVERLAP, f"{best} peaked at the base model (step 0) on some seed: no ratio there")
+    else:
+        earlier = compare(ratio_stat, 1.0, greater=False, digits=2)
+    section.verdicts.append(_line(
+        "FADE reaches the best static baseline's peak pass@1 earlier (step ratio < 1)", [("ratio", earlier)]))
+    parts = []
+    for k in ks:
+        key = f"pass@{k}"
+        best_k = max(baselines, key=lambda spec: runs.stat(spec, key).mean if runs.stat(spec, key).n else -math.inf)
+        parts.append((f"k={k} vs {best_k}", compare(runs.stat(fade, key), runs.stat(best_k, key), greater=True)))
+    if parts:
+        section.verdicts.append(_line(
+            "FADE has the best accuracy-diversity trade-off: the highest final pass@k at every k (against the best "
+            "static baseline at each k)", parts))
+    return section
+
+
+def _ablations(task: str, runs: Runs) -> ClaimSection | None:
+    variants = runs.present(ABLATIONS)
+    levels = [(h, spec) for h, spec in H_STAR_LEVELS if runs.has(spec)]
+    if not runs.has(FADE) or not (variants or len(levels) > 1):
+        return None
+    section = ClaimSection("ablations", "Ablations of FADE and H* sensitivity", task)
+    columns = ("peak_pass1", "pass@16", "pass@64", "passk_mean", "entropy_final", "rank1_final", "alpha_mean", "delta_mean")
+    header = ["variant", "peak pass@1", "final pass@16", "final pass@64", "pass@k mean", "final entropy",
+              "final rank1_share", "mean alpha", "mean delta"]
+    table = Table(header, caption="fade: both knobs adaptive; fade_alpha: delta fixed at 1; fade_delta: alpha fixed at 1; "
+                  "fade_entropy_only: both from entropy; fade_decay: fixed log-decay schedule")
+    for spec in [FADE, *variants]:
+        table.rows.append([spec, *[runs.stat(spec, c).text(2 if c in ("alpha_mean", "delta_mean") else 3) for c in columns]])
+    section.tables.append(table)
+    stat = runs.stat
+    if "fade_alpha" in variants:
+        section.verdicts.append(_line(
+            "Without delta (fade_alpha) entropy collapses: lower final entropy than FADE",
+            [("entropy", compare(stat("fade_alpha", "entropy_final"), stat(FADE, "entropy_final"), greater=False))]))
+    if "fade_delta" in variants:
+        section.verdicts.append(_line(
+            "Without alpha (fade_delta) pass@k at large k drops: lower final pass@16 and pass@64 than FADE",
+            [(key, compare(stat("fade_delta", key), stat(FADE, key), greater=False)) for key in ("pass@16", "pass@64")]))
+    for variant in ("fade_entropy_only", "fade_decay"):
+        if variant in variants:
+            section.verdicts.append(_line(
+                f"{variant} is worse than the adaptive controller: lower peak pass@1 and lower pass@k mean than FADE",
+                [(key, compare(stat(variant, key), stat(FADE, key), greater=False)) for key in ("peak_pass1", "passk_mean")]))
+    if len(levels) > 1:
+        hs = Table(["h_star_ratio", "spec", "peak pass@1", "pass@k mean", "final entropy", "final rank1_share", "mean delta"])
+        for h, spec in levels:
+            keys = ("peak_pass1", "passk_mean", "entropy_final", "rank1_final", "delta_mean")
+            hs.rows.append([f"{h:g}", spec, *[stat(spec, c).text() for c in keys]])
+        section.tables.append(hs)
+        middle = [spec for h, spec in levels if h == 0.5]
+        if middle:
+            parts = [(f"0.5 vs {h:g}", compare(stat(middle[0], "passk_mean"), stat(spec, "passk_mean"), greater=True))
+                     for h, spec in levels if spec != middle[0]]
+            section.verdicts.append(_line("H* = half the initial entropy works best (highest pass@k mean)", parts))
+    return section
+
+
+def _defaults(preset: Preset | None, summaries: Sequence[RunSummary], by_task: dict[str, Runs]) -> list[ClaimSection]:
+    if preset is None or preset.tuning is None:
+        return []
+    tuning = preset.tuning
+    chosen, rows = choose_tuned(tuning, summaries)
+    section = ClaimSection("defaults", f"FADE's defaults: chosen on {tuning.task}, confirmed without retuning", tuning.task)
+    table = Table(["candidate", f"{tuning.score} (selection score)", "peak pass@1", "chosen"],
+                  caption=f"rule: the highest seed-mean {tuning.score} on {tuning.task}; ties to the earlier candidate")
+    for row in rows:
+        chosen_mark = "**yes**" if row["candidate"] == chosen else ""
+        table.rows.append([row["candidate"], row["score"].text(), row["peak_pass1"].text(), chosen_mark])
+    section.tables.append(table)
+    section.data["choice"] = chosen
+    sections = [section]
+    if chosen is None:
+        section.notes.append("No candidate finished: nothing was chosen.")
+        return sections
+    for plan in preset.plans:
+        if not plan.tuned or plan.task not in by_task:
+            continue
+        runs = by_task[plan.task]
+        confirm = ClaimSection("confirm", f"FADE with the {tuning.task} defaults ({chosen}) on {plan.task}", plan.task)
+        specs = runs.present([*STATIC_BASELINES, chosen])
+        if not runs.has(chosen) or len(specs) < 2:
+            confirm.notes.append(f"No finished run of {chosen} with baselines on {plan.task}.")
+            sections.append(confirm)
+            continue
+        rank = Table(["by", "FADE's rank", "first", "FADE", "first's value"])
+        for key, label in (("peak_pass1", "peak pass@1"), ("passk_mean", "pass@k mean")):
+            order = sorted(specs, key=lambda s: -runs.stat(s, key).mean if runs.stat(s, key).n else math.inf)
+            rank.rows.append([label, f"{order.index(chosen) + 1} of {len(order)}", order[0],
+                              runs.stat(chosen, key).text(), runs.stat(order[0], key).text()])
+        confirm.tables.append(rank)
+        baselines = runs.present(STATIC_BASELINES)
+        best = max(baselines, key=lambda s: runs.stat(s, "passk_mean").mean if runs.stat(s, "passk_mean").n else -math.inf)
+        confirm.verdicts.append(_line(
+            f"The defaults chosen on {tuning.task} carry over: FADE's pass@k mean on {plan.task} beats the best static "
+            f"baseline's ({best})",
+            [("pass@k mean", compare(runs.stat(chosen, "passk_mean"), runs.stat(best, "passk_mean"), greater=True))]))
+        sections.append(confirm)
+    return sections
+
+
+def evaluate(summaries: Sequence[RunSummary], preset: Preset | None = None, choice: str | None = None) -> list[ClaimSection]:
+    """Every claim the runs can answer, per task, in the report's order."""
+    tasks = list(dict.fromkeys(s.task for s in summaries))
+    by_task = {t: Runs([s for s in summaries if s.task == t]) for t in tasks}
+    steps_of = {t: max(s.run.steps for s in summaries if s.task == t) for t in tasks}
+    builders: list[Callable[[str], ClaimSection | None]] = [
+        lambda t: _sign_axis(t, by_task[t], steps_of[t]),
+        lambda t: _entropy_check(t, [s for s in summaries if s.task == t], steps_of[t]),
+        lambda t: _difficulty_axis(t, by_task[t]),
+        lambda t: _fade_vs_baselines(t, by_task[t], fade_spec(preset, t, choice),
+                                     tuned_here=bool(preset and preset.tuning and preset.tuning.task == t and choice)),
+        lambda t: _ablations(t, by_task[t]),
+    ]
+    sections = [section for build in builders for t in tasks if (section := build(t)) is not None]
+    sections.extend(_defaults(preset, summaries, by_task))
+    return sections

@@ -1,0 +1,296 @@
+"""The sweep report's figures: small PNGs that show every run of a task side by side.
+
+- :func:`draw_atlas`: the gradient-mass atlas of every estimator the sweep trained (through
+  :func:`fade.plots.draw_atlas`), with FADE's family drawn at the two ends of its schedule.
+- :func:`draw_plane_paths`: each run as a path over the sign-balance / difficulty plane, one small
+  panel per estimator, one line per seed (start circled, end starred).
+- :func:`draw_pass1`: pass@1 against step, one panel per claim group, each run a thin line with
+  its peak starred, the seed mean thick.
+- :func:`draw_passk`: the final pass@k curves, k = 1..64, seed mean with a +- std band.
+- :func:`draw_entropy_rank1`: training entropy and the head update's rank-1 share against step.
+- :func:`draw_entropy_check`: predicted against observed entropy change (the first-order check).
+- :func:`draw_bucket_gains`: pass@1 gain per difficulty bucket for each Power(alpha).
+
+Figures are drawn at the testbed report's dpi with fixed panel sizes; smoothing, the plotting
+backend and the axis styling come from :mod:`fade.testbed.report`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from fade.testbed.report import REPORT_DPI, _finish_axes, _moving_average, _panel_grid, _pyplot, _window
+
+from .claims import RunSummary
+from .presets import parse_spec
+
+__all__ = [
+    "colours",
+    "draw_atlas",
+    "draw_bucket_gains",
+    "draw_entropy_check",
+    "draw_entropy_rank1",
+    "draw_pass1",
+    "draw_passk",
+    "draw_plane_paths",
+]
+
+Groups = Sequence[tuple[str, Sequence[str]]]
+RunsBySpec = dict[str, list[RunSummary]]
+
+#: FADE's schedule runs between these two ends (FADE.md section 3: early hard focus with balanced
+#: sign, late medium focus with failure-biased sign); the atlas draws the family there.
+FADE_ENDS = (
+    ("fade early: alpha=3, delta=1", {"alpha": 3.0, "delta": 1.0}),
+    ("fade late: alpha=1, delta=0.3", {"alpha": 1.0, "delta": 0.3}),
+)
+
+
+def colours(specs: Sequence[str]) -> dict[str, tuple]:
+    """One colour per estimator spec, the same in every figure of a report."""
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10" if len(specs) <= 10 else "tab20"]
+    return {spec: cmap(i % cmap.N) for i, spec in enumerate(specs)}
+
+
+def _save(fig, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=REPORT_DPI)
+    return path
+
+
+def draw_atlas(specs: Sequence[str], group_size: int, path: str | Path) -> Path:
+    """The atlas of ``specs`` at G = ``group_size``. Stateful estimators (FADE and its ablations)
+    change their profile as they train, so the family is drawn once, at the two ends of its
+    schedule; estimators that need a baseline response's reward (remax) are left out."""
+    import fade
+    from fade.plots import draw_atlas as draw
+    from fade.registry import spec as registry_spec
+
+    entries = []
+    stateful = False
+    for text in specs:
+        name, params = parse_spec(text)
+        entry = registry_spec(name)
+        if entry.cls is not None:
+            stateful = True
+            continue
+        if "baseline_rewards" in entry.needs:
+            continue
+        entries.append((text, fade.mass_profile(name, group_size, lengths=1.0, **params)))
+    if stateful:
+        entries.extend((label, fade.mass_profile("fade", group_size, **params)) for label, params in FADE_ENDS)
+    if not entries:
+        raise ValueError(f"no estimator among {list(specs)} has a fixed mass profile to draw")
+    return draw(entries, Path(path))
+
+
+def _stack(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """Rows of equal length (the shortest) for a mean over seeds."""
+    n = min(len(a) for a in arrays)
+    return np.vstack([a[:n] for a in arrays])
+
+
+def _mean_curve(runs: Sequence[RunSummary], key: str, window: int) -> tuple[np.ndarray, np.ndarray]:
+    steps = _stack([r.steps for r in runs])[0]
+    values = _stack([r.curves[key] for r in runs])
+    with np.errstate(all="ignore"):
+        mean = np.nanmean(values, axis=0)
+    keep = np.isfinite(mean)
+    return steps[keep], _moving_average(mean[keep], window) if keep.sum() > 2 else mean[keep]
+
+
+def _panels(plt, count: int, columns: int, size: tuple[float, float]):
+    """A figure of ``count`` panels of ``size`` inches in ``columns`` columns under a title band."""
+    rows = max(1, math.ceil(count / columns))
+    top, bottom, hspace = 0.75, 0.45, 0.75  # inches: the title band, step labels, a panel's title
+    height = rows * size[1] + top + bottom + (rows - 1) * hspace
+    fig = plt.figure(figsize=(columns * size[0], height), dpi=REPORT_DPI)
+    axes = _panel_grid(fig, rows, columns, top=top, bottom=bottom, hspace=hspace, left=0.6, right=0.25, wspace=0.6).ravel()
+    for ax in axes[count:]:
+        ax.set_axis_off()
+    return fig, axes
+
+
+def _title(fig, text: str) -> None:
+    fig.suptitle(text, fontsize=10, y=1 - 0.25 / fig.get_size_inches()[1])
+
+
+def draw_plane_paths(runs_by_spec: RunsBySpec, path: str | Path, *, title: str) -> Path:
+    """Each run as a smoothed path over the sign/difficulty plane, one panel per estimator."""
+    plt = _pyplot()
+    specs = [s for s, runs in runs_by_spec.items() if runs]
+    palette = plt.get_cmap("viridis")
+    fig, axes = _panels(plt, len(specs), min(4, max(len(specs), 1)), (3.0, 2.7))
+    try:
+        for ax, spec in zip(axes, specs):
+            runs = runs_by_spec[spec]
+            ax.axhline(0.5, color="0.4", ls="--", lw=0.8)
+            ax.axvline(0.5, color="0.75", ls=":", lw=0.8)
+            for i, run in enumerate(runs):
+                x, y = run.curves["difficulty"], run.curves["sign_balance"]
+                keep = np.isfinite(x) & np.isfinite(y)
+                if not keep.any():
+                    continue
+                window = _window(None, int(keep.sum()))
+                x, y = _moving_average(x[keep], window), _moving_average(y[keep], window)
+                colour = palette(0.15 + 0.7 * i / max(len(runs) - 1, 1))
+                ax.plot(x, y, color=colour, lw=1.3, label=f"seed {run.seed}")
+                ax.plot([x[0]], [y[0]], "o", ms=5, mfc="white", mec=colour, mew=1.2)
+                ax.plot([x[-1]], [y[-1]], "*", ms=9, color=colour, mec="black", mew=0.4)
+            ax.set_xlim(0, 1)
+            ax.set_ylim(-0.06, 1.06)
+            ax.set_xlabel("difficulty (low = hard focus)", fontsize=7, labelpad=1)
+            ax.set_ylabel("sign_balance", fontsize=7, labelpad=1)
+            _finish_axes(ax, spec, legend=len(runs) > 1)
+        _title(fig, f"{title}: each run's path (circle: start, star: end)")
+        return _save(fig, Path(path))
+    finally:
+        plt.close(fig)
+
+
+def draw_pass1(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: str | Path, *, title: str) -> Path:
+    """pass@1 against step per claim group: runs thin with their peak starred, seed mean thick."""
+    plt = _pyplot()
+    fig, axes = _panels(plt, len(groups), max(1, min(2, len(groups))), (5.5, 3.4))
+    try:
+        for ax, (group, specs) in zip(axes, groups):
+            for spec in specs:
+                runs = [r for r in runs_by_spec.get(spec, []) if r.pass1.size]
+                if not runs:
+                    continue
+                colour = palette[spec]
+                for run in runs:
+                    ax.plot(run.eval_steps, run.pass1, color=colour, lw=0.7, alpha=0.45)
+                    best = int(np.nanargmax(run.pass1)) if np.isfinite(run.pass1).any() else None
+                    if best is not None:
+                        ax.plot([run.eval_steps[best]], [run.pass1[best]], "*", ms=8, color=colour, mec="black", mew=0.4)
+                steps = _stack([r.eval_steps for r in runs])[0]
+                ax.plot(steps, _stack([r.pass1 for r in runs]).mean(axis=0), color=colour, lw=2.0, label=spec)
+            ax.set_xlabel("step", fontsize=7)
+            _finish_axes(ax, group, legend=True)
+        _title(fig, f"{title}: pass@1 vs step (thin: runs, star: each run's peak; thick: seed mean)")
+        return _save(fig, Path(path))
+    finally:
+        plt.close(fig)
+
+
+def draw_passk(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: str | Path, *, title: str) -> Path:
+    """The final pass@k over k (log2 axis) per claim group: seed mean, +- std band."""
+    plt = _pyplot()
+    fig, axes = _panels(plt, len(groups), max(1, min(2, len(groups))), (5.5, 3.4))
+    try:
+        for ax, (group, specs) in zip(axes, groups):
+            all_ks: set[int] = set()
+            for spec in specs:
+                runs = [r for r in runs_by_spec.get(spec, []) if r.final]
+                if not runs:
+                    continue
+                ks = sorted(set.intersection(*(set(r.passk(r.final)) for r in runs)))
+                if not ks:
+                    continue
+                values = np.array([[r.passk(r.final)[k] for k in ks] for r in runs])
+                mean = values.mean(axis=0)
+                ax.plot(ks, mean, "o-", ms=3, color=palette[spec], lw=1.5, label=spec)
+                if len(runs) > 1:
+                    std = values.std(axis=0, ddof=1)
+                    ax.fill_between(ks, mean - std, mean + std, color=palette[spec], alpha=0.12, lw=0)
+                all_ks.update(ks)
+            if all_ks:
+                ax.set_xscale("log", base=2)
+                ks = sorted(all_ks)
+                ax.set_xticks(ks, [str(k) for k in ks])
+            ax.set_xlabel("k (log2)", fontsize=7)
+            _finish_axes(ax, group, legend=True)
+        _title(fig, f"{title}: final pass@k vs k (seed mean, band: ± std)")
+        return _save(fig, Path(path))
+    finally:
+        plt.close(fig)
+
+
+def draw_entropy_rank1(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: str | Path, *, title: str) -> Path:
+    """Training entropy (left) and rank-1 share of the head's update (right) per claim group."""
+    plt = _pyplot()
+    fig, axes = _panels(plt, 2 * len(groups), 2, (5.0, 2.8))
+    try:
+        for row, (group, specs) in enumerate(groups):
+            entropy_ax, rank_ax = axes[2 * row], axes[2 * row + 1]
+            for spec in specs:
+                runs = runs_by_spec.get(spec, [])
+                if not runs:
+                    continue
+                window = _window(None, min(len(r.steps) for r in runs))
+                for ax, key in ((entropy_ax, "entropy"), (rank_ax, "rank1_share")):
+                    steps, mean = _mean_curve(runs, key, window)
+                    ax.plot(steps, mean, color=palette[spec], lw=1.4, label=spec)
+            for ax, what in ((entropy_ax, "mean token entropy"), (rank_ax, "rank1_share of the head's update")):
+                ax.set_xlabel("step", fontsize=7)
+                _finish_axes(ax, f"{group}: {what}", legend=ax is entropy_ax)
+        _title(fig, f"{title}: entropy and rank-1 share vs step (seed mean, smoothed)")
+        return _save(fig, Path(path))
+    finally:
+        plt.close(fig)
+
+
+def draw_entropy_check(points: Sequence[tuple[str, int, float, float]], eta: float, palette: dict, path: str | Path,
+                       *, title: str) -> Path:
+    """Observed block-to-block entropy change against the first-order prediction, per estimator."""
+    plt = _pyplot()
+    fig = plt.figure(figsize=(6.5, 5.0), dpi=REPORT_DPI)
+    try:
+        ax = fig.add_axes((0.12, 0.1, 0.58, 0.78))
+        specs = list(dict.fromkeys(p[0] for p in points))
+        for spec in specs:
+            xs = [p[2] for p in points if p[0] == spec]
+            ys = [p[3] for p in points if p[0] == spec]
+            ax.scatter(xs, ys, s=9, alpha=0.6, color=palette.get(spec, "0.3"), label=spec, lw=0)
+        if math.isfinite(eta) and points:
+            lo, hi = min(p[2] for p in points), max(p[2] for p in points)
+            ax.plot([lo, hi], [eta * lo, eta * hi], color="black", lw=1, ls="--", label=f"fit: eta = {eta:.3g}")
+        ax.axhline(0, color="0.6", lw=0.6)
+        ax.axvline(0, color="0.6", lw=0.6)
+        ax.set_xlabel("predicted: sum of (m_S - m_F) H over the span", fontsize=8)
+        ax.set_ylabel("observed change of block-mean entropy", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.25)
+        ax.legend(fontsize=6.5, frameon=False, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        ax.set_title(f"{title}: first-order entropy check", fontsize=9)
+        return _save(fig, Path(path))
+    finally:
+        plt.close(fig)
+
+
+def draw_bucket_gains(levels: Sequence[tuple[str, list[RunSummary]]], path: str | Path, *, title: str) -> Path:
+    """Bars of the pass@1 gain (final - base) per difficulty bucket, one bar per level, +- std."""
+    plt = _pyplot()
+    fig = plt.figure(figsize=(6.5, 3.6), dpi=REPORT_DPI)
+    try:
+        ax = fig.add_axes((0.1, 0.15, 0.62, 0.72))
+        buckets = sorted({b for _, runs in levels for r in runs for b in r.buckets()})
+        width = 0.8 / max(len(levels), 1)
+        cmap = plt.get_cmap("plasma")
+        for i, (label, runs) in enumerate(levels):
+            gains = np.array([[r.scalars.get(f"gain/d{b}", math.nan) for b in buckets] for r in runs])
+            with warnings.catch_warnings():  # a bucket no run evaluated is a gap, not an error
+                warnings.simplefilter("ignore", RuntimeWarning)
+                mean = np.nanmean(gains, axis=0)
+                std = np.nanstd(gains, axis=0, ddof=1) if len(runs) > 1 else None
+            x = np.arange(len(buckets)) + (i - (len(levels) - 1) / 2) * width
+            ax.bar(x, mean, width, yerr=std, color=cmap(0.15 + 0.7 * i / max(len(levels) - 1, 1)), label=label, capsize=2)
+        ax.axhline(0, color="0.4", lw=0.8)
+        ax.set_xticks(range(len(buckets)), [f"d{b}" for b in buckets])
+        ax.set_xlabel("difficulty bucket (d1 easiest)", fontsize=8)
+        ax.set_ylabel("pass@1 gain, final - base", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.25, axis="y")
+        ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        ax.set_title(f"{title}: where the gains land", fontsize=9)
+        return _save(fig, Path(path))
+    finally:
+        plt.close(fig)

@@ -1,0 +1,397 @@
+"""The sweep's published report: ``README.md`` with the claims' tables and verdicts, the PNGs next
+to it, and ``results.json`` with every number behind them.
+
+:func:`write_report` takes the finished runs' summaries and the claim sections of
+:mod:`fade.experiments.claims` and writes, into the sweep's output folder: ``README.md`` headed by
+the exact command that regenerates it; ``atlas.png`` (the gradient-mass atlas of every estimator
+trained); per task ``<task>-pass1.png``, ``<task>-passk.png``, ``<task>-entropy-rank1.png``,
+``<task>-plane.png``, ``<task>-entropy-check.png``, ``<task>-buckets.png`` and
+``<task>-fade-family-seed<k>.png`` (the testbed's :func:`~fade.testbed.report.compare_runs` on
+FADE and its ablations) where the runs exist; and ``results.json``. A hand-written
+``ANALYSIS.md`` in the same folder, if present, is included verbatim, so an analysis survives
+regeneration.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+import platform
+import warnings
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fade.atomic import write_json_atomic
+from fade.testbed.report import compare_runs
+
+from . import figures
+from .claims import (
+    FEW_SEEDS,
+    MIN_SEEDS,
+    NOT_MEASURED,
+    NOT_SUPPORTED,
+    OVERLAP,
+    SUPPORTED,
+    ClaimSection,
+    RunSummary,
+    Stat,
+    Table,
+    early_steps,
+    fade_spec,
+)
+from .presets import (
+    ABLATIONS,
+    BALANCED,
+    FADE,
+    FAILURE_BIASED,
+    H_STAR_LEVELS,
+    POWER_LEVELS,
+    STATIC_BASELINES,
+    SUCCESS_BIASED,
+    Preset,
+    RunSpec,
+    estimate_seconds,
+    identity,
+)
+
+__all__ = ["README", "RESULTS_JSON", "ANALYSIS", "write_report"]
+
+README, RESULTS_JSON, ANALYSIS = "README.md", "results.json", "ANALYSIS.md"
+
+_EXPLAIN = {
+    OVERLAP: "the seed means differ by less than the spread over seeds: at this scale the effect, if there is one, "
+             "is inside seed-to-seed variation",
+    NOT_SUPPORTED: "the measured ordering is the opposite of the claim, beyond the spread over seeds (or the "
+                   "target was not reached on most seeds)",
+    FEW_SEEDS: f"fewer than {MIN_SEEDS} seeds were run, so no verdict is given",
+}
+
+
+def _md_table(table: Table) -> list[str]:
+    lines = ["| " + " | ".join(table.header) + " |", "|" + "|".join("---" for _ in table.header) + "|"]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in table.rows]
+    if table.caption:
+        lines += ["", f"<sub>{table.caption}</sub>"]
+    return lines
+
+
+def _machine() -> str:
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:  # Linux names the CPU here; elsewhere the platform string stays
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    import torch
+
+    return f"{platform.system()} {platform.machine()}, {model}, {os.cpu_count()} logical CPUs; torch {torch.__version__}"
+
+
+def _role_groups(present: Sequence[str], fade: str) -> list[tuple[str, list[str]]]:
+    """The claim groups the figures are organised by, each with the present specs it covers; specs
+    in no group go to a last "other estimators" group."""
+    by_identity = {identity(spec): spec for spec in present}
+
+    def pick(specs) -> list[str]:
+        return list(dict.fromkeys(by_identity[i] for i in map(identity, specs) if i in by_identity))
+
+    groups = [
+        ("sign axis", pick([*SUCCESS_BIASED, *BALANCED, *FAILURE_BIASED])),
+        ("difficulty axis: Power(alpha)", pick([spec for _, spec in POWER_LEVELS])),
+        ("FADE vs static baselines", pick([fade, *STATIC_BASELINES])),
+        ("FADE ablations and H*", pick([FADE, *ABLATIONS, *(spec for _, spec in H_STAR_LEVELS)])),
+    ]
+    covered = {spec for _, specs in groups for spec in specs}
+    groups.append(("other estimators", [spec for spec in present if spec not in covered]))
+    kept: list[tuple[str, list[str]]] = []
+    for i, (title, specs) in enumerate(groups):
+        elsewhere = {spec for j, (_, other) in enumerate(groups) if j != i for spec in other}
+        # A group of one estimator that another group already shows adds nothing.
+        if specs and not (len(specs) == 1 and specs[0] in elsewhere):
+            kept.append((title, specs))
+    return kept or [("estimators", list(present))]
+
+
+def _figures(out: Path, task: str, summaries: list[RunSummary], sections: list[ClaimSection], fade: str,
+             palette: dict) -> list[tuple[str, str]]:
+    """Draw the task's figures; returns (file name, caption) of each."""
+    runs_by_spec: dict[str, list[RunSummary]] = defaultdict(list)
+    for s in sorted(summaries, key=lambda s: s.seed):
+        runs_by_spec[s.run.estimator].append(s)
+    present = list(runs_by_spec)
+    groups = _role_groups(present, fade)
+    drawn: list[tuple[str, str]] = []
+
+    def draw(name: str, caption: str, fn) -> None:
+        try:
+            fn(out / name)
+        except (ValueError, RuntimeError) as exc:  # a figure that cannot be drawn must not lose the report
+            warnings.warn(f"{name}: not drawn ({exc})", RuntimeWarning, stacklevel=2)
+            return
+        drawn.append((name, caption))
+
+    if any(s.pass1.size for s in summaries):
+        draw(f"{task}-pass1.png", "pass@1 against step; each run's peak starred",
+             lambda p: figures.draw_pass1(groups, runs_by_spec, palette, p, title=task))
+        draw(f"{task}-passk.png", "final pass@k for k = 1..64",
+             lambda p: figures.draw_passk(groups, runs_by_spec, palette, p, title=task))
+    draw(f"{task}-entropy-rank1.png", "training entropy and rank-1 share of the head's update against step",
+         lambda p: figures.draw_entropy_rank1(groups, runs_by_spec, palette, p, title=task))
+    draw(f"{task}-plane.png", "each run's path over the sign-balance / difficulty plane",
+         lambda p: figures.draw_plane_paths(runs_by_spec, p, title=task))
+    for section in sections:
+        if section.key == "entropy_check" and section.data.get("points"):
+            draw(f"{task}-entropy-check.png", "first-order entropy check: predicted against observed change",
+                 lambda p, s=section: figures.draw_entropy_check(s.data["points"], s.data["eta"], palette, p, title=task))
+    levels = [(f"alpha={a} ({spec})", runs_by_spec.get(spec, [])) for a, spec in POWER_LEVELS]
+    levels = [(label, runs) for label, runs in levels if runs]
+    if len(levels) > 1 and any(r.buckets() for _, runs in levels for r in runs):
+        draw(f"{task}-buckets.png", "pass@1 gain per difficulty bucket under Power(alpha)",
+             lambda p: figures.draw_bucket_gains(levels, p, title=task))
+    family = [spec for spec in present if identity(spec)[0].startswith("fade")]
+    if len(family) > 1:
+        seed = min(s.seed for spec in family for s in runs_by_spec[spec])
+        dirs = [s.directory for spec in family for s in runs_by_spec[spec] if s.seed == seed]
+        draw(f"{task}-fade-family-seed{seed}.png", f"FADE and its variants on seed {seed} (fade.testbed.report.compare_runs)",
+             lambda p: compare_runs(dirs, p))
+    return drawn
+
+
+def _timing_table(runs: Sequence[RunSpec], summaries: Sequence[RunSummary]) -> Table:
+    table = Table(["task", "runs finished", "CPU min per run: mean (min–max)", "wall s per training step",
+                   "estimated CPU min per run", "CPU hours, all runs"],
+                  caption="CPU time is the worker process's own (one torch thread); resumed runs count their last session only")
+    for task in dict.fromkeys(r.task for r in sorted(runs, key=lambda r: r.task != runs[0].task)):
+        done = [s for s in summaries if s.task == task]
+        cpu = [s.timing["cpu_seconds"] / 60 for s in done if "cpu_seconds" in s.timing]
+        per_step = [float(s.timing["train_seconds"]) / max(len(s.steps), 1) for s in done]
+        estimate = Stat.of(estimate_seconds(r) / 60 for r in runs if r.task == task)
+        table.rows.append([
+            task, f"{len(done)} of {sum(1 for r in runs if r.task == task)}",
+            f"{Stat.of(cpu).mean:.1f} ({min(cpu):.1f}–{max(cpu):.1f})" if cpu else "—",
+            f"{Stat.of(per_step).mean:.2f}" if per_step else "—", f"{estimate.mean:.1f}",
+            f"{sum(cpu) / 60:.2f}" if cpu else "—",
+        ])
+    return table
+
+
+def _settings_table(preset: Preset) -> Table:
+    table = Table(["task", "steps", "prompts x G per step", "eval every", "eval prompts x samples", "estimators", "seeds"])
+    for plan in preset.plans:
+        estimators = ", ".join(plan.estimators) + (f"; tuned: {', '.join(plan.tuned)}" if plan.tuned else "")
+        table.rows.append([plan.task, str(plan.steps), f"{plan.prompts_per_step} x {plan.group_size}", str(plan.eval_every),
+                           f"{plan.eval_prompts} x {plan.eval_samples}", estimators, ", ".join(map(str, preset.seeds))])
+    return table
+
+
+def _context(task: str, summaries: Sequence[RunSummary]) -> list[str]:
+    """Measured facts about the scale of the runs on ``task``, for reading verdicts that fail."""
+    runs = [s for s in summaries if s.task == task]
+    if not runs:
+        return []
+    steps = max(s.run.steps for s in runs)
+    facts = [f"{len(runs)} runs of {steps} steps at {runs[0].run.prompts_per_step} prompts x G = {runs[0].run.group_size}; "
+             f"pass@1 measured every {runs[0].run.eval_every} steps on {runs[0].run.eval_prompts} prompts x "
+             f"{runs[0].run.eval_samples} samples, so a peak's step is known to within {runs[0].run.eval_every} steps"]
+    base = Stat.of(s.scalars["base_pass1"] for s in runs)
+    peaks = Stat.of(s.scalars["peak_pass1"] for s in runs)
+    if base.n:
+        facts.append(f"base pass@1 {base.mean:.3f}; peak pass@1 over all runs {min(peaks.values):.3f}–{max(peaks.values):.3f}")
+    balanced = {identity(b) for b in BALANCED}
+    ratios = Stat.of(s.scalars["entropy_final"] / s.scalars["entropy_first"] for s in runs if s.identity in balanced)
+    if ratios.n:
+        facts.append(f"entropy of balanced runs (grpo, dr_grpo) at the end / at the start: {ratios.text(2)}")
+    rank = Stat.of(s.scalars["rank1_final"] for s in runs)
+    if rank.n:
+        facts.append(f"final rank1_share over all runs {min(rank.values):.3f}–{max(rank.values):.3f} "
+                     "(the paper reports > 0.8 for every method at 500 steps, 0.96 for a failure-biased run)")
+    return facts
+
+
+def write_report(
+    out: str | Path,
+    *,
+    preset: Preset,
+    runs: Sequence[RunSpec],
+    summaries: Sequence[RunSummary],
+    sections: Sequence[ClaimSection],
+    failures: dict[str, str],
+    command: str,
+    workers: int,
+    choice: str | None = None,
+) -> Path:
+    """Write README.md, the PNGs and results.json into ``out``; returns the README's path."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    summaries = list(summaries)
+    tasks = [t for t in preset.tasks if any(r.task == t for r in runs)]
+    all_specs = list(dict.fromkeys(s.run.estimator for s in summaries))
+    palette = figures.colours(all_specs)
+
+    lines = [f"# FADE's claims on the CPU testbed: preset `{preset.name}`", "", "Regenerate this report (finished runs are "
+             "skipped, interrupted ones resumed):", "", "```", command, "```", ""]
+    lines += [preset.description, ""]
+    lines += [f"{len(summaries)} of {len(runs)} runs finished"
+              + (f"; **{len(failures)} failed** (listed at the end)" if failures else "")
+              + f". Generated {_dt.date.today().isoformat()} by fade {_version()}.", ""]
+
+    lines += ["## Setup", "", f"- Machine: {_machine()}.",
+              f"- {workers} worker process(es), one torch thread each; runs are independent processes of the testbed "
+              "trainer (`fade train`), checkpointed and resumable.", ""]
+    lines += _md_table(_settings_table(preset)) + [""]
+    lines += ["CPU time per run, measured:", ""] + _md_table(_timing_table(runs, summaries)) + [""]
+    total_estimate = sum(estimate_seconds(r) for r in runs) / 60
+    lines += [f"The cost model estimated {total_estimate:.0f} CPU minutes for the whole sweep "
+              f"(`{command} --dry-run` prints the estimate per run).", ""]
+
+    lines += ["## How to read the verdicts", "",
+              f"Every number is a mean ± standard deviation over seeds (n = seeds with a finished run). A claim that X "
+              f"exceeds Y is **{SUPPORTED}** when X's seed mean is above Y's and the intervals mean ± std do not "
+              f"overlap, **{NOT_SUPPORTED}** when the opposite ordering holds with non-overlapping intervals, and "
+              f"**{OVERLAP}** otherwise; with fewer than {MIN_SEEDS} seeds a comparison is **{FEW_SEEDS}**. A claim made "
+              "of several comparisons is supported when all are, not supported when any contradicts it, and "
+              f"inconclusive otherwise. The entropy drop rate is the least-squares slope of the training entropy over "
+              f"the first third of the run (sign flipped); final entropy is the mean over the last tenth of the steps; "
+              "pass@k mean is the mean of the final pass@k over k = 1, 2, 4, ..., 64.", ""]
+
+    verdict_rows = [(s, v) for s in sections for v in s.verdicts]
+    if verdict_rows:
+        summary = Table(["task", "claim", "verdict"])
+        summary.rows = [[s.task, v.statement, f"**{v.outcome}**"] for s, v in verdict_rows]
+        lines += ["## Verdicts at a glance", ""] + _md_table(summary) + [""]
+    else:
+        lines += ["## Verdicts at a glance", "", "No claim could be measured: no finished run covers one.", ""]
+
+    atlas_specs = [spec for spec in all_specs if spec]
+    if atlas_specs:
+        group_size = summaries[0].run.group_size
+        try:
+            figures.draw_atlas(atlas_specs, group_size, out / "atlas.png")
+            lines += ["## Gradient-mass atlas of the estimators trained", "",
+                      f"m_S(p) and m_F(p) of every estimator at G = {group_size}, and where each sits on the "
+                      "sign/difficulty plane (FADE's family at the two ends of its schedule).", "",
+                      "![atlas](atlas.png)", ""]
+        except ValueError as exc:
+            warnings.warn(f"atlas.png: not drawn ({exc})", RuntimeWarning, stacklevel=2)
+
+    drawn: dict[str, list[tuple[str, str]]] = {}
+    for task in tasks:
+        task_summaries = [s for s in summaries if s.task == task]
+        if task_summaries:
+            drawn[task] = _figures(out, task, task_summaries, [s for s in sections if s.task == task],
+                                   fade_spec(preset, task, choice), palette)
+
+    for section in sections:
+        lines += [f"## {section.title} — {section.task}", ""]
+        for table in section.tables:
+            lines += _md_table(table) + [""]
+        for verdict in section.verdicts:
+            lines += [f"- **{verdict.outcome}** — {verdict.statement}. <sub>{verdict.detail}</sub>"]
+        if section.verdicts:
+            lines += [""]
+        for note in section.notes:
+            lines += [note, ""]
+        if section.key == "sign":
+            lines += [f"The runs' paths and entropy: `{section.task}-plane.png`, `{section.task}-entropy-rank1.png` (below).", ""]
+
+    for task, pictures in drawn.items():
+        if not pictures:
+            continue
+        lines += [f"## Figures — {task}", ""]
+        for name, caption in pictures:
+            lines += [f"**{caption}**", "", f"![{caption}]({name})", ""]
+
+    not_reproduced = [(s, v) for s, v in verdict_rows if v.outcome not in (SUPPORTED, NOT_MEASURED)]
+    lines += ["## Where the claims do not reproduce at this scale", ""]
+    if not verdict_rows:
+        lines += ["Nothing was measured.", ""]
+    elif not not_reproduced:
+        lines += ["Every claim measured here is supported by the rule above.", ""]
+    else:
+        for section, verdict in not_reproduced:
+            lines += [f"- {section.task}: {verdict.statement} — **{verdict.outcome}**: {_EXPLAIN[verdict.outcome]}. "
+                      f"<sub>{verdict.detail}</sub>"]
+        lines += ["", "Measured scale of these runs, against which to read them:", ""]
+        for task in tasks:
+            lines += [f"- {task}: {fact}." for fact in _context(task, summaries)]
+        lines += [""]
+    analysis = out / ANALYSIS
+    if analysis.is_file():
+        lines += ["## Analysis", "", f"<sub>Hand-written in {ANALYSIS}, kept when the report is regenerated.</sub>", "",
+                  analysis.read_text().strip(), ""]
+
+    if failures:
+        lines += ["## Failed runs", "", "Each keeps its checkpoint and its error in `error.txt`; rerun the command to retry.", ""]
+        lines += [f"- `{key}`: {message}" for key, message in sorted(failures.items())] + [""]
+
+    lines += ["## Every run", "", "<details><summary>per-run numbers</summary>", ""]
+    table = Table(["run", "CPU min", "peak pass@1 (step)", "final pass@1", "final pass@64", "entropy first → final",
+                   "final rank1_share"])
+    for s in summaries:
+        sc = s.scalars
+        cpu = s.timing.get("cpu_seconds", math.nan) / 60
+        table.rows.append([
+            f"`{s.run.key}`", "—" if not math.isfinite(cpu) else f"{cpu:.1f}",
+            f"{_num(sc['peak_pass1'])} ({_num(sc['peak_step'], 0)})", _num(sc["final_pass1"]), _num(sc.get("pass@64", math.nan)),
+            f"{_num(sc['entropy_first'], 2)} → {_num(sc['entropy_final'], 2)}", _num(sc["rank1_final"]),
+        ])
+    lines += _md_table(table) + ["", "</details>", ""]
+
+    readme = out / README
+    tmp = readme.with_suffix(".md.tmp")
+    tmp.write_text("\n".join(lines))
+    os.replace(tmp, readme)
+    write_json_atomic(out / RESULTS_JSON, _results_json(preset, runs, summaries, sections, failures, command, choice))
+    return readme
+
+
+def _num(x: float, digits: int = 3) -> str:
+    return "—" if not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+def _version() -> str:
+    import fade
+
+    return getattr(fade, "__version__", "unknown")
+
+
+def _clean(x: Any) -> Any:
+    """JSON-safe: non-finite floats become null, Stats become their values with mean and std."""
+    if isinstance(x, Stat):
+        return {"mean": _clean(x.mean), "std": _clean(x.std), "n": x.n, "values": list(x.values)}
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+def _results_json(preset: Preset, runs, summaries, sections, failures, command: str, choice: str | None) -> dict:
+    return _clean({
+        "preset": preset.name,
+        "command": command,
+        "early_steps": {r.task: early_steps(r.steps) for r in runs},
+        "tuned_choice": choice,
+        "runs": [
+            {"key": s.run.key, "task": s.task, "estimator": s.run.estimator, "seed": s.seed, "steps": s.run.steps,
+             "tuned_from": s.run.tuned_from, "scalars": s.scalars, "timing": s.timing}
+            for s in summaries
+        ],
+        "claims": [
+            {"key": s.key, "task": s.task, "title": s.title,
+             "verdicts": [{"statement": v.statement, "outcome": v.outcome, "detail": v.detail,
+                           "parts": [{"name": n, "outcome": p.outcome, "detail": p.detail} for n, p in v.parts]}
+                          for v in s.verdicts],
+             "tables": [{"header": t.header, "rows": t.rows, "caption": t.caption} for t in s.tables]}
+            for s in sections
+        ],
+        "failures": failures,
+    })

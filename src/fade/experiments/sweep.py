@@ -1,0 +1,544 @@
+"""Run a preset's grid of testbed training runs in parallel worker processes, resumably, and
+write the report.
+
+Each run trains in its own folder, ``OUT/runs/<task>/<label>/seed<k>/``, with the trainer's own
+files and checkpoints. A run is *finished* when ``done.json`` is there (written atomically after
+the trainer returns), the configuration it records equals the one planned, ``metrics.jsonl``
+reaches the planned last step and, when evaluation is on, ``eval.jsonl`` holds that step's
+evaluation. Before training, :func:`inspect_run` sorts every run into one of four states:
+
+- ``done``: finished as planned: skipped;
+- ``resume``: a checkpoint and a ``run.json`` with the planned configuration (or the same one
+  with fewer steps: the run is extended): the trainer resumes it, exactly;
+- ``new``: nothing usable there: it trains from the start;
+- ``conflict``: the folder holds a different run: that run fails with a message saying what
+  differs, and the others go on.
+
+Workers are ``spawn``-ed processes with one torch thread each, so N workers use N cores; with
+one worker the runs train in this process, one after another. A run that raises writes its
+traceback to ``error.txt`` and is reported as failed; the others keep going, and the sweep ends
+with a report and a non-zero status. FADE's tuned runs (see :class:`~.presets.Tuning`) are
+submitted as soon as the tuning candidates have all finished. One sweep at a time may write into a
+folder (``.sweep.lock`` holds its process id while it runs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fade.atomic import write_json_atomic
+
+from .presets import Preset, RunSpec, estimate_seconds, estimate_wall_seconds, format_minutes
+
+__all__ = [
+    "CONFLICT",
+    "DONE",
+    "DONE_FILE",
+    "ERROR_FILE",
+    "NEW",
+    "RESUME",
+    "SweepOutcome",
+    "execute_run",
+    "inspect_run",
+    "plan_rows",
+    "run_sweep",
+]
+
+DONE_FILE, ERROR_FILE, TUNING_FILE, LOCK_FILE = "done.json", "error.txt", "tuning.json", ".sweep.lock"
+DONE, RESUME, NEW, CONFLICT = "done", "resume", "new", "conflict"
+_CHECKPOINT = "checkpoint.pt"  # the trainer's checkpoint file name
+_NOT_COMPARED = ("out", "progress")  # where a run lives and whether it drew a bar do not change it
+_POLL_SECONDS = 2.0
+
+
+# -- one run's state ----------------------------------------------------------------------------
+
+
+def planned_config(run: RunSpec, out: str | Path) -> dict[str, Any]:
+    """The run's TrainConfig as the JSON its ``run.json`` would hold, less out and progress."""
+    from fade.testbed.trainer import TrainConfig
+
+    config = dataclasses.asdict(TrainConfig(**run.train_kwargs(out)))
+    return json.loads(json.dumps({k: v for k, v in config.items() if k not in _NOT_COMPARED}))
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _last_step(path: Path) -> int | None:
+    """The step of the last complete record of a JSON-lines log (None if there is none)."""
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError:
+        return None
+    for raw in reversed(lines):
+        try:
+            return int(json.loads(raw)["step"])
+        except (ValueError, KeyError, TypeError):
+            continue  # a torn last line from a kill
+    return None
+
+
+def _complete(directory: Path, run: RunSpec) -> bool:
+    if _last_step(directory / "metrics.jsonl") != run.steps:
+        return False
+    return run.num_evals == 0 or _last_step(directory / "eval.jsonl") == run.steps
+
+
+def _differences(saved: dict[str, Any], planned: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    keys = (set(saved) | set(planned)) - set(_NOT_COMPARED)
+    return {k: (saved.get(k), planned.get(k)) for k in sorted(keys) if saved.get(k) != planned.get(k)}
+
+
+def inspect_run(run: RunSpec, out: str | Path) -> tuple[str, str]:
+    """(state, why) of ``run`` in the sweep folder ``out``; see the module docstring for states."""
+    directory = run.directory(out)
+    planned = planned_config(run, out)
+    done = _read_json(directory / DONE_FILE)
+    if done is not None and done.get("config") == planned and _complete(directory, run):
+        return DONE, "finished"
+    saved = _read_json(directory / "run.json")
+    if (directory / _CHECKPOINT).is_file():
+        if saved is None:
+            return CONFLICT, f"{directory} has a checkpoint but no readable run.json: remove the folder to retrain it"
+        diff = _differences(saved, planned)
+        if not diff:
+            return RESUME, "interrupted: resuming from its checkpoint"
+        if set(diff) == {"steps"} and isinstance(saved.get("steps"), int) and saved["steps"] < run.steps:
+            return RESUME, f"extending from {saved['steps']} to {run.steps} steps"
+        return CONFLICT, _conflict_message(directory, diff)
+    if done is not None and done.get("config") != planned:
+        return CONFLICT, _conflict_message(directory, _differences(done.get("config") or {}, planned))
+    return NEW, "not started" if saved is None else "no checkpoint to resume from: starting over"
+
+
+def _conflict_message(directory: Path, diff: dict[str, tuple[Any, Any]]) -> str:
+    shown = ", ".join(f"{k} {a!r} there, {b!r} planned" for k, (a, b) in list(diff.items())[:4])
+    hint = ""
+    if set(diff) == {"steps"} and not (directory / _CHECKPOINT).is_file():
+        hint = " (a finished run keeps no checkpoint to extend from unless the sweep ran with --keep-checkpoints)"
+    return f"{directory} holds a different run ({shown}){hint}: remove that folder or choose another --out"
+
+
+# -- the worker ---------------------------------------------------------------------------------
+
+
+def _quiet_transformers() -> None:
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # per-file load/save bars from many workers are noise
+    hf_logging.set_verbosity_error()
+
+
+def _init_worker() -> None:
+    """A worker process: one thread for torch and its math libraries, so N workers use N cores."""
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[name] = "1"
+    import torch
+
+    torch.set_num_threads(1)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:  # only settable before the first parallel work; the intra-op setting is what counts
+        pass
+    _quiet_transformers()
+
+
+def execute_run(run: RunSpec, out: str, keep_checkpoints: bool = False) -> dict[str, Any]:
+    """Train (or resume, or skip) one run; returns {"key", "status", ...}; never raises an Exception.
+
+    status is "skipped" (already finished), "finished" (with cpu_seconds, wall_seconds, resumed)
+    or "failed" (with error; the traceback is in the run's error.txt).
+    """
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    directory = run.directory(out)
+    try:
+        state, why = inspect_run(run, out)
+        if state == DONE:
+            return {"key": run.key, "status": "skipped"}
+        if state == CONFLICT:
+            raise ValueError(why)
+        from fade.testbed import report
+        from fade.testbed.trainer import TrainConfig, train
+
+        (directory / ERROR_FILE).unlink(missing_ok=True)
+        train(TrainConfig(**run.train_kwargs(out)), resume=state == RESUME)
+        try:
+            report.plot_run(directory)  # the run's own figures, for looking into one run
+        except (ValueError, RuntimeError):
+            pass
+        if not _complete(directory, run):
+            raise RuntimeError(f"the trainer returned but {directory} does not reach step {run.steps} in its logs")
+        record = {
+            "key": run.key, "task": run.task, "estimator": run.estimator, "seed": run.seed, "steps": run.steps,
+            "tuned_from": run.tuned_from, "config": planned_config(run, out), "resumed": state == RESUME,
+            "cpu_seconds": round(time.process_time() - cpu0, 2), "wall_seconds": round(time.perf_counter() - wall0, 2),
+            "torch_threads": _torch_threads(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        write_json_atomic(directory / DONE_FILE, record)
+        if not keep_checkpoints:
+            # The final policy stays in policy/; the optimizer state is only needed to go on training.
+            (directory / _CHECKPOINT).unlink(missing_ok=True)
+        return {**record, "status": "finished"}
+    except Exception as exc:  # noqa: BLE001 - one run's failure must not take the sweep down
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / ERROR_FILE).write_text(traceback.format_exc())
+        except OSError:
+            pass
+        return {"key": run.key, "status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+# -- pools --------------------------------------------------------------------------------------
+
+
+class _ProcessPool:
+    """Runs in spawned worker processes (spawn: no forked torch or thread state)."""
+
+    def __init__(self, workers: int, out: str, keep_checkpoints: bool):
+        import multiprocessing
+
+        self._executor = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker)
+        self._futures: dict[Future, RunSpec] = {}
+        self._out, self._keep = out, keep_checkpoints
+
+    def submit(self, run: RunSpec) -> None:
+        self._futures[self._executor.submit(execute_run, run, self._out, self._keep)] = run
+
+    def pending(self) -> list[RunSpec]:
+        return list(self._futures.values())
+
+    def completed(self, timeout: float) -> list[tuple[RunSpec, dict[str, Any]]]:
+        if not self._futures:
+            return []
+        done, _ = wait(self._futures, timeout=timeout, return_when=FIRST_COMPLETED)
+        results = []
+        for future in done:
+            run = self._futures.pop(future)
+            try:
+                results.append((run, future.result()))
+            except Exception as exc:  # noqa: BLE001 - a worker that died (killed, out of memory)
+                error = f"worker process failed: {type(exc).__name__}: {exc}"
+                results.append((run, {"key": run.key, "status": "failed", "error": error}))
+        return results
+
+    def close(self, cancel: bool = False) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=cancel)
+
+
+class _InlinePool:
+    """Runs in this process, one at a time (one worker): no start-up cost, same results."""
+
+    def __init__(self, out: str, keep_checkpoints: bool):
+        import torch
+
+        self._queue: list[RunSpec] = []
+        self._out, self._keep = out, keep_checkpoints
+        self._threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # as in a worker, so measured CPU times compare
+        _quiet_transformers()
+
+    def submit(self, run: RunSpec) -> None:
+        self._queue.append(run)
+
+    def pending(self) -> list[RunSpec]:
+        return list(self._queue)
+
+    def completed(self, timeout: float) -> list[tuple[RunSpec, dict[str, Any]]]:
+        if not self._queue:
+            return []
+        run = self._queue.pop(0)
+        return [(run, execute_run(run, self._out, self._keep))]
+
+    def close(self, cancel: bool = False) -> None:
+        import torch
+
+        self._queue.clear()
+        torch.set_num_threads(self._threads)
+
+
+# -- the sweep ----------------------------------------------------------------------------------
+
+
+@dataclass
+class SweepOutcome:
+    """What a sweep did: runs by key, the tuned choice, and the report it wrote."""
+
+    runs: list[RunSpec] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    choice: str | None = None
+    readme: Path | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+def default_command(preset: Preset, out: str | Path) -> str:
+    return f"fade sweep --preset {preset.name.split()[0]} --out {out}"
+
+
+def _logged_steps(run: RunSpec, out: str | Path) -> int:
+    try:
+        with open(run.directory(out) / "metrics.jsonl", "rb") as f:
+            return min(sum(1 for _ in f), run.steps)
+    except OSError:
+        return 0
+
+
+def _tuning_candidates(preset: Preset) -> list[RunSpec]:
+    if preset.tuning is None:
+        return []
+    plan = preset.plan(preset.tuning.task)
+    return [plan.run(c, seed) for c in preset.tuning.candidates for seed in preset.seeds]
+
+
+def _choose(preset: Preset, out: Path) -> str | None:
+    """The tuned choice from the finished candidates, recorded in OUT/tuning.json."""
+    from .claims import choose_tuned, summarise
+
+    assert preset.tuning is not None
+    summaries = [summarise(r, out) for r in _tuning_candidates(preset) if inspect_run(r, out)[0] == DONE]
+    choice, rows = choose_tuned(preset.tuning, summaries)
+    write_json_atomic(out / TUNING_FILE, {
+        "task": preset.tuning.task, "score": preset.tuning.score, "choice": choice,
+        "candidates": [{"candidate": r["candidate"], "score_values": list(r["score"].values)} for r in rows],
+    })
+    return choice
+
+
+def plan_rows(preset: Preset, out: str | Path) -> list[dict[str, Any]]:
+    """Every run of the sweep with its state and estimated CPU seconds (tuned runs: "after tuning")."""
+    rows = []
+    for run in preset.runs():
+        state, why = inspect_run(run, out)
+        rows.append({"run": run, "key": run.key, "state": state, "why": why, "seconds": estimate_seconds(run)})
+    for plan, name, seed in preset.pending_tuned():
+        run = plan.run(name, seed, tuned_from=preset.tuning.task if preset.tuning else None)
+        rows.append({"run": run, "key": f"{plan.task}/{name} (parameters chosen on {run.tuned_from})/seed{seed}",
+                     "state": "after tuning", "why": "", "seconds": estimate_seconds(run)})
+    return rows
+
+
+def dry_run_summary(rows: Sequence[dict[str, Any]], workers: int) -> str:
+    todo = [r["seconds"] for r in rows if r["state"] != DONE]
+    total = [r["seconds"] for r in rows]
+    return (
+        f"{len(rows)} runs, {len(rows) - len(todo)} already finished. Estimated CPU time: {format_minutes(sum(total))} in all, "
+        f"{format_minutes(sum(todo))} still to run, about {format_minutes(estimate_wall_seconds(todo, workers))} of wall time "
+        f"on {workers} worker(s) with a core each to themselves."
+    )
+
+
+def run_sweep(
+    preset: Preset,
+    out: str | Path,
+    *,
+    workers: int = 2,
+    keep_checkpoints: bool = False,
+    progress: bool = True,
+    command: str | None = None,
+    log: Callable[[str], None] | None = None,
+) -> SweepOutcome:
+    """Run every unfinished run of ``preset`` into ``out``, then write ``out/README.md``.
+
+    ``command`` is the command line printed at the top of the report (default: the preset's
+    ``fade sweep`` command). ``log`` receives one line per run that finishes or fails (default:
+    printed above the progress bar, or nowhere without it). Workers are spawned, so a script that
+    calls this with ``workers > 1`` needs the usual ``if __name__ == "__main__":`` guard.
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    preset.check()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with _lock(out):
+        return _sweep(preset, out, workers, keep_checkpoints, progress, command or default_command(preset, out), log)
+
+
+@contextlib.contextmanager
+def _lock(out: Path) -> Iterator[None]:
+    """One sweep at a time per folder: two would train the same runs into the same files."""
+    path = out / LOCK_FILE
+    try:
+        other = int(path.read_text().strip())
+    except (OSError, ValueError):
+        other = None
+    if other is not None and other != os.getpid() and _alive(other):
+        raise ValueError(f"another fade sweep (process {other}) is running into {out}; wait for it or remove {path}")
+    path.write_text(f"{os.getpid()}\n")
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists but belongs to someone else
+        return True
+    return True
+
+
+def _sweep(preset: Preset, out: Path, workers: int, keep_checkpoints: bool, progress: bool, command: str,
+           log: Callable[[str], None] | None) -> SweepOutcome:
+    outcome = SweepOutcome()
+    first = preset.runs()
+    candidates = {r.key for r in _tuning_candidates(preset)}
+    tuned_waiting = preset.pending_tuned()
+    # Tuning candidates first, so the tuned runs can start early; then the longest runs first.
+    first.sort(key=lambda r: (r.key not in candidates, -estimate_seconds(r)))
+    outcome.runs = list(first)
+    states = {r.key: inspect_run(r, out)[0] for r in first}
+    todo = [r for r in first if states[r.key] != DONE]
+    outcome.skipped = [r.key for r in first if states[r.key] == DONE]
+    total_steps = sum(r.steps for r in first) + sum(plan.steps for plan, _, _ in tuned_waiting)
+
+    bar = _Bar(progress, len(first) + len(tuned_waiting), total_steps, log)
+    pool = _InlinePool(str(out), keep_checkpoints) if workers == 1 else _ProcessPool(workers, str(out), keep_checkpoints)
+    unsettled = {r.key for r in todo}
+    try:
+        with bar:
+            bar.advance_runs(len(outcome.skipped))
+            for run in todo:
+                pool.submit(run)
+
+            def maybe_submit_tuned() -> None:
+                nonlocal tuned_waiting
+                if not tuned_waiting or candidates & unsettled:
+                    return
+                outcome.choice = _choose(preset, out)
+                waiting, tuned_waiting = tuned_waiting, []
+                if outcome.choice is None:
+                    for plan, name, seed in waiting:
+                        key = f"{plan.task}/{name} (tuned)/seed{seed}"
+                        outcome.failed[key] = f"no tuning candidate on {preset.tuning.task} finished: nothing to choose from"
+                        bar.advance_runs(1)
+                    return
+                bar.say(f"tuned on {preset.tuning.task}: {outcome.choice}")
+                for run in preset.tuned_runs(outcome.choice):
+                    outcome.runs.append(run)
+                    if inspect_run(run, out)[0] == DONE:
+                        outcome.skipped.append(run.key)
+                        bar.advance_runs(1)
+                    else:
+                        unsettled.add(run.key)
+                        pool.submit(run)
+
+            maybe_submit_tuned()
+
+            def steps_logged() -> int:
+                return sum(r.steps if r.key not in unsettled and r.key not in outcome.failed else _logged_steps(r, out)
+                           for r in outcome.runs)
+
+            bar.steps(steps_logged())
+            while unsettled:
+                for run, result in pool.completed(_POLL_SECONDS):
+                    unsettled.discard(run.key)
+                    status = result.get("status")
+                    if status == "failed":
+                        outcome.failed[run.key] = result.get("error", "unknown error")
+                        bar.say(f"failed  {run.key}: {outcome.failed[run.key]}")
+                    elif status == "skipped":
+                        outcome.skipped.append(run.key)
+                    else:
+                        outcome.finished.append(run.key)
+                        bar.say(f"done    {run.key} in {result.get('cpu_seconds', 0) / 60:.1f} CPU min")
+                    bar.advance_runs(1)
+                maybe_submit_tuned()
+                bar.steps(steps_logged())
+    except BaseException:
+        pool.close(cancel=True)
+        raise
+    pool.close()
+    outcome.readme = write_sweep_report(preset, out, outcome, command, workers)
+    return outcome
+
+
+def write_sweep_report(preset: Preset, out: Path, outcome: SweepOutcome, command: str, workers: int) -> Path:
+    """Summarise every finished run and write the report (README.md, PNGs, results.json)."""
+    from .claims import evaluate, summarise
+    from .results_report import write_report
+
+    if preset.tuning is not None and outcome.choice is None and (out / TUNING_FILE).is_file():
+        outcome.choice = (_read_json(out / TUNING_FILE) or {}).get("choice")
+    summaries = []
+    order = {spec: i for i, spec in enumerate(spec for plan in preset.plans for spec in plan.estimators)}
+    tasks = {task: i for i, task in enumerate(preset.tasks)}
+    for run in sorted(outcome.runs, key=lambda r: (tasks.get(r.task, len(tasks)), order.get(r.estimator, len(order)), r.seed)):
+        if run.key in outcome.failed or inspect_run(run, out)[0] != DONE:
+            continue
+        try:
+            summaries.append(summarise(run, out))
+        except (ValueError, OSError) as exc:
+            outcome.failed[run.key] = f"could not read its logs: {exc}"
+    sections = evaluate(summaries, preset, outcome.choice)
+    return write_report(out, preset=preset, runs=outcome.runs, summaries=summaries, sections=sections,
+                        failures=outcome.failed, command=command, workers=workers, choice=outcome.choice)
+
+
+class _Bar:
+    """Two rich bars, runs and training steps (with the ETA), or nothing when progress is off."""
+
+    def __init__(self, enabled: bool, runs: int, steps: int, log: Callable[[str], None] | None):
+        self.enabled, self._log = enabled, log
+        self._progress = None
+        if enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+            # A long speed window: evaluations pause the steps for seconds at a time.
+            self._progress = Progress(
+                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                TextColumn("ETA"), TimeRemainingColumn(), speed_estimate_period=600,
+            )
+            self._runs = self._progress.add_task("runs ", total=runs)
+            self._steps = self._progress.add_task("steps", total=steps)
+
+    def __enter__(self) -> _Bar:
+        if self._progress is not None:
+            self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(*exc)
+
+    def advance_runs(self, n: int) -> None:
+        if self._progress is not None:
+            self._progress.update(self._runs, advance=n)
+
+    def steps(self, completed: int) -> None:
+        if self._progress is not None:
+            self._progress.update(self._steps, completed=completed)
+
+    def say(self, line: str) -> None:
+        if self._log is not None:
+            self._log(line)
+        elif self._progress is not None:
+            self._progress.console.print(line)

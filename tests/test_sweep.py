@@ -1,0 +1,252 @@
+"""``fade sweep`` on a tiny grid: runs train in worker processes, a rerun skips what is finished and
+resumes what is not, a failed run is reported without losing the others, verdicts come from the
+numbers, and the report has its tables, verdict lines and PNGs."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from fade.cli import main
+from fade.experiments import claims
+from fade.experiments.claims import (
+    FEW_SEEDS,
+    NOT_SUPPORTED,
+    OVERLAP,
+    SUPPORTED,
+    Stat,
+    combine,
+    compare,
+)
+from fade.experiments.presets import PRESETS, Preset, TaskPlan, Tuning, get_preset
+from fade.experiments.sweep import DONE, NEW, RESUME, inspect_run, run_sweep
+
+VERDICTS = (SUPPORTED, NOT_SUPPORTED, OVERLAP, FEW_SEEDS, claims.NOT_MEASURED)
+SMALL = dict(steps=3, eval_every=2, eval_prompts=4, eval_samples=4, prompts_per_step=4, group_size=4, checkpoint_every=1)
+
+
+def _tiny(**overrides) -> Preset:
+    """Two tasks; FADE's h_star_ratio tuned on arithmetic and carried to countdown without retuning."""
+    plans = (
+        TaskPlan(task="arithmetic", estimators=("grpo", "psr", "fade", "fade:h_star_ratio=0.3"), **SMALL),
+        TaskPlan(task="countdown", estimators=("grpo",), tuned=("fade",), **SMALL),
+    )
+    base = dict(name="tiny", description="A tiny sweep for the tests.", seeds=(0,), plans=plans,
+                tuning=Tuning(task="arithmetic", candidates=("fade", "fade:h_star_ratio=0.3")))
+    base.update(overrides)
+    return Preset(**base)
+
+
+def _one(estimator: str = "grpo", **small) -> Preset:
+    plan = TaskPlan(task="arithmetic", estimators=(estimator,), **{**SMALL, **small})
+    return Preset(name="one", description="One run.", seeds=(0,), plans=(plan,))
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """The tiny sweep run once with two worker processes."""
+    out = tmp_path_factory.mktemp("sweep")
+    outcome = run_sweep(_tiny(), out, workers=2, progress=False, command="fade sweep --preset tiny --out OUT")
+    return out, outcome
+
+
+def test_every_run_finishes_in_worker_processes(swept):
+    out, outcome = swept
+    assert outcome.ok, outcome.failed
+    assert outcome.choice in ("fade", "fade:h_star_ratio=0.3")
+    assert sorted(outcome.finished) == sorted(r.key for r in outcome.runs)
+    assert len(outcome.runs) == 6  # 4 on arithmetic, grpo and the tuned FADE on countdown
+    for run in outcome.runs:
+        done = json.loads((run.directory(out) / "done.json").read_text())
+        assert done["steps"] == 3 and done["cpu_seconds"] > 0
+        assert done["torch_threads"] == 1  # one thread per worker: N workers use N cores
+        assert not (run.directory(out) / "checkpoint.pt").exists()  # pruned once finished
+        assert inspect_run(run, out)[0] == DONE
+    tuned = [r for r in outcome.runs if r.tuned_from]
+    assert [r.key for r in tuned] == [f"countdown/{r.label}/seed0" for r in tuned]
+    assert json.loads((out / "tuning.json").read_text())["choice"] == outcome.choice
+    assert tuned[0].estimator == outcome.choice
+
+
+def test_report_has_command_tables_verdicts_and_pngs(swept):
+    out, _ = swept
+    text = (out / "README.md").read_text()
+    assert text.splitlines()[0].startswith("# ")
+    assert "fade sweep --preset tiny --out OUT" in text.split("## Setup")[0]  # the command heads the report
+    assert "CPU min per run" in text and "| arithmetic |" in text
+    assert "## Sign axis" in text and "## FADE (" in text and "## FADE's defaults" in text
+    verdict_lines = [line for line in text.splitlines() if line.startswith("- **")]
+    assert verdict_lines
+    for line in verdict_lines:
+        assert any(line.startswith(f"- **{v}**") for v in VERDICTS), line
+    assert FEW_SEEDS in text  # one seed: no verdict is claimed
+    pngs = ["atlas.png", *(f"{t}-{k}.png" for t in ("arithmetic", "countdown") for k in ("pass1", "passk", "entropy-rank1", "plane"))]
+    for name in pngs:
+        path = out / name
+        assert path.is_file() and 0 < path.stat().st_size < 400_000, name
+        assert f"]({name})" in text, name
+    results = json.loads((out / "results.json").read_text())
+    assert {r["key"] for r in results["runs"]} == {r for r in _keys(out)}
+    assert all(v["outcome"] in VERDICTS for c in results["claims"] for v in c["verdicts"])
+
+
+def _keys(out: Path) -> list[str]:
+    return ["/".join(p.parent.relative_to(out / "runs").parts) for p in (out / "runs").rglob("done.json")]
+
+
+def test_rerun_skips_finished_runs_without_training(swept):
+    out, first = swept
+    stamps = {p: p.stat().st_mtime_ns for p in (out / "runs").rglob("*.jsonl")}
+    again = run_sweep(_tiny(), out, workers=1, progress=False)
+    assert again.finished == [] and again.ok
+    assert sorted(again.skipped) == sorted(first.finished)
+    assert again.choice == first.choice
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+
+
+def test_interrupted_run_is_resumed_not_restarted(tmp_path):
+    short = run_sweep(_one(steps=2), tmp_path, workers=1, progress=False, keep_checkpoints=True)
+    run = short.runs[0]
+    metrics = run.directory(tmp_path) / "metrics.jsonl"
+    first_two = metrics.read_text().splitlines()
+    # The planned run is longer than what is there: as if killed at step 2 of 3.
+    planned = _one(steps=3)
+    assert inspect_run(planned.runs()[0], tmp_path)[0] == RESUME
+    resumed = run_sweep(planned, tmp_path, workers=1, progress=False)
+    assert resumed.finished == [run.key]
+    lines = metrics.read_text().splitlines()
+    assert lines[:2] == first_two and json.loads(lines[2])["step"] == 3
+    assert json.loads((run.directory(tmp_path) / "done.json").read_text())["resumed"] is True
+    # A lost done marker with no checkpoint left: the run is trained again from the start.
+    (run.directory(tmp_path) / "done.json").unlink()
+    assert inspect_run(planned.runs()[0], tmp_path)[0] == NEW
+
+
+def test_failed_run_is_reported_and_the_others_kept(tmp_path, capsys):
+    # psr's folder holds a different run: it fails with a clear message, grpo still trains.
+    blocked = tmp_path / "runs" / "arithmetic" / "psr" / "seed0"
+    blocked.mkdir(parents=True)
+    (blocked / "done.json").write_text(json.dumps({"config": {"steps": 99}}))
+    argv = ["sweep", "--preset", "quick", "--out", str(tmp_path), "--estimators", "grpo,psr", "--seeds", "0",
+            "--steps", "2", "--workers", "1", "--no-progress"]
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert "arithmetic/psr/seed0" in err and "holds a different run" in err
+    assert (tmp_path / "runs" / "arithmetic" / "grpo" / "seed0" / "done.json").is_file()
+    assert (blocked / "error.txt").is_file()
+    readme = (tmp_path / "README.md").read_text()
+    assert "## Failed runs" in readme and "arithmetic/psr/seed0" in readme
+    assert "--estimators grpo,psr --seeds 0 --steps 2 --workers 1" in readme
+
+
+def test_a_second_sweep_into_the_same_folder_is_refused(tmp_path):
+    import os
+
+    (tmp_path / ".sweep.lock").write_text(f"{os.getppid()}\n")  # a live process that is not this one
+    with pytest.raises(ValueError, match="another fade sweep"):
+        run_sweep(_one(), tmp_path, workers=1, progress=False)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_dry_run_lists_runs_and_estimates(tmp_path, capsys):
+    assert main(["sweep", "--preset", "full", "--out", str(tmp_path), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "84 runs" in out and "arithmetic/power-alpha=3/seed2" in out
+    assert "countdown/fade (parameters chosen on arithmetic)/seed0" in out
+    assert "wall time on 2 worker(s)" in out
+    assert not (tmp_path / "runs").exists()
+    assert main(["sweep", "--out", str(tmp_path), "--dry-run", "--estimators", "grpo,power:alpha=3", "--seeds", "4",
+                 "--steps", "7"]) == 0
+    out = capsys.readouterr().out
+    assert "2 runs" in out and "arithmetic/power-alpha=3/seed4" in out
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--preset", "nope"], "unknown preset 'nope'; known presets: quick, full"),
+        (["--estimators", "grpo,bogus"], "unknown estimator 'bogus'"),
+        (["--estimators", "power:beta=2"], "power has no parameter(s) ['beta']"),
+        (["--seeds", "0,x"], "'x' is not a non-negative integer"),
+        (["--tasks", "chess"], "unknown task(s) ['chess']"),
+        (["--workers", "0"], "--workers must be >= 1"),
+        (["--steps", "0"], "--steps must be a positive integer"),
+    ],
+)
+def test_bad_names_are_clear_errors(argv, needle, tmp_path, capsys):
+    assert main(["sweep", "--out", str(tmp_path), "--dry-run", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("fade: error:") and needle in err, err
+
+
+def test_presets_cover_the_claims_within_budget():
+    from fade.experiments.presets import estimate_seconds, estimate_wall_seconds
+
+    quick, full = get_preset("quick"), get_preset("full")
+    assert set(PRESETS) == {"quick", "full"}
+    for preset in (quick, full):
+        preset.check()
+    quick_wall = estimate_wall_seconds([estimate_seconds(r) for r in quick.runs()], 2)
+    assert quick_wall < 12 * 60  # "about 10 minutes"
+    runs = full.runs() + full.tuned_runs("fade")
+    assert 2 * 3600 < estimate_wall_seconds([estimate_seconds(r) for r in runs], 2) < 5 * 3600
+    assert all(len(full.seeds) >= 3 for _ in runs)
+    arithmetic = full.plan("arithmetic").estimators
+    for spec in ("psr", "asym_grpo:delta=2", "nsr", "asym_grpo:delta=0.5", "power:alpha=3", "fade_decay",
+                 "fade:h_star_ratio=0.7", "rloo", "maxrl", "w_reinforce", "passk:k=4"):
+        assert spec in arithmetic, spec
+    assert full.plan("countdown").tuned == ("fade",) and full.tuning.task == "arithmetic"
+
+
+# -- the verdict rule and claims computed from the numbers -----------------------------------------
+
+
+def test_compare_follows_the_stated_rule():
+    high, low = Stat.of([1.0, 1.1, 0.9]), Stat.of([0.0, 0.1, -0.1])
+    assert compare(high, low, greater=True).outcome == SUPPORTED
+    assert compare(low, high, greater=True).outcome == NOT_SUPPORTED
+    assert compare(low, high, greater=False).outcome == SUPPORTED
+    assert compare(Stat.of([1.0, 0.0, 2.0]), low, greater=True).outcome == OVERLAP
+    assert compare(Stat.of([1.0, 1.1]), low, greater=True).outcome == FEW_SEEDS
+    assert compare(high, 0.5, greater=True).outcome == SUPPORTED  # against a constant
+    assert compare(Stat.of([math.nan]), low, greater=True).outcome == claims.NOT_MEASURED
+    assert "1.000 ± 0.100 (n=3) vs 0.000 ± 0.100 (n=3)" in compare(high, low, greater=True).detail
+    verdict = lambda o: claims.Verdict(o, "")  # noqa: E731
+    assert combine([verdict(SUPPORTED), verdict(SUPPORTED)]) == SUPPORTED
+    assert combine([verdict(SUPPORTED), verdict(NOT_SUPPORTED)]) == NOT_SUPPORTED
+    assert combine([verdict(SUPPORTED), verdict(OVERLAP)]) == OVERLAP
+
+
+def _write_run(out: Path, run, entropy_slope: float, seed_noise: float, positive: float, negative: float) -> None:
+    directory = run.directory(out)
+    directory.mkdir(parents=True)
+    with open(directory / "metrics.jsonl", "w") as f:
+        for step in range(1, run.steps + 1):
+            f.write(json.dumps({
+                "step": step, "entropy": 1.0 - entropy_slope * step + seed_noise, "rank1_share": 0.5,
+                "positive_mass": positive, "negative_mass": negative, "sign_balance": positive / (positive + negative),
+                "difficulty": 0.5, "effective_sample_fraction": 0.5, "step_seconds": 0.1,
+            }) + "\n")
+    with open(directory / "eval.jsonl", "w") as f:
+        for step in (0, run.steps):
+            f.write(json.dumps({"step": step, "pass@1": 0.2 + step / 1000, "pass@2": 0.3 + step / 1000}) + "\n")
+
+
+@pytest.mark.parametrize("psr_slope, expected", [(0.01, SUPPORTED), (0.0005, NOT_SUPPORTED)])
+def test_sign_axis_verdict_is_computed_from_the_runs(tmp_path, psr_slope, expected):
+    """Logs written by hand: the verdict follows the entropy the runs logged, whichever way it goes."""
+    plan = TaskPlan(task="arithmetic", estimators=("grpo", "psr"), steps=30, eval_every=30, eval_prompts=4, eval_samples=2)
+    summaries = []
+    for seed in range(3):
+        for spec, slope, pos, neg in (("grpo", 0.002, 0.2, 0.2), ("psr", psr_slope, 0.4, 0.0)):
+            run = plan.run(spec, seed)
+            _write_run(tmp_path, run, slope, 0.01 * seed, pos, neg)
+            summaries.append(claims.summarise(run, tmp_path))
+    sections = claims.evaluate(summaries)
+    sign = next(s for s in sections if s.key == "sign")
+    assert sign.verdicts[0].outcome == expected
+    assert sign.tables[0].rows[0][0] == "psr"

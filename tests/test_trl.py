@@ -220,3 +220,55 @@ def test_two_processes_compute_the_same_advantages_and_keep_their_own_slice(tmp_
         rewards = torch.tensor(a["rewards"])
         expected = fade.estimator("fade", alpha=a["alpha"], delta=a["delta"])(rewards, G)
         assert torch.equal(torch.tensor(a["advantages"]), expected)
+
+
+def _example():
+    import importlib.util
+
+    path = Path(__file__).parents[1] / "examples" / "trl" / "fade_grpo_math.py"
+    spec = importlib.util.spec_from_file_location("fade_grpo_math", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_example_settings_validate_against_trl_and_fade():
+    example = _example()
+    checked = example.dry_run(example.parse_args([]))
+    assert checked["fade"] == {"advantage": "fade", "advantage_kwargs": {"h_star_ratio": 0.5}, "entropy": "previous"}
+    assert checked["grpo_config"]["num_generations"] == 8
+    checked = example.dry_run(example.parse_args(["--advantage", "passk", "--advantage-args", "k=4"]))
+    assert checked["fade"]["advantage_kwargs"] == {"k": 4}
+    with pytest.raises(ValueError, match="unknown estimator 'nope'"):
+        example.dry_run(example.parse_args(["--advantage", "nope"]))
+    with pytest.raises(ValueError, match="unknown parameter"):
+        example.dry_run(example.parse_args(["--advantage-args", "h_star_rate=0.5"]))
+
+
+def test_example_prepares_gsm8k_rows_that_the_math_reward_scores():
+    from datasets import Dataset
+
+    example = _example()
+    args = example.parse_args([])
+    raw = Dataset.from_list([
+        {"question": "Tom has 3 apples and buys 4 more. How many?", "answer": "3 + 4 = 7\n#### 7"},
+        {"question": "Half of 1,000?", "answer": "1000 / 2 = 500\n#### 500"},
+    ])
+    rows = example.prepare(raw, args)
+    assert rows[0]["answer"] == "7" and rows[1]["answer"] == "500"
+    assert rows[0]["prompt"][-1] == {"role": "user", "content": "Tom has 3 apples and buys 4 more. How many?"}
+    completions = [[{"role": "assistant", "content": "3 + 4 = 7, so \\boxed{7}"}],
+                   [{"role": "assistant", "content": "The answer is \\boxed{250}"}]]
+    scores = example.math_reward(prompts=rows["prompt"], completions=completions, answer=rows["answer"])
+    assert scores == [1.0, 0.0]
+
+
+def test_resuming_from_a_checkpoint_without_fade_state_starts_fresh(tmp_path, caplog):
+    trainer = make_trainer(tmp_path, advantage="grpo", steps=2, config={"save_strategy": "steps", "save_steps": 2})
+    trainer.train()
+    checkpoint = tmp_path / "trl" / "checkpoint-2"
+    (checkpoint / STATE_FILE).unlink()
+    switched = make_trainer(tmp_path, advantage="fade", steps=2)
+    with caplog.at_level("WARNING", logger="fade.integrations.trl"):
+        switched.train(resume_from_checkpoint=str(checkpoint))
+    assert "starts from its initial state" in caplog.text

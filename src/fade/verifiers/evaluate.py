@@ -30,7 +30,6 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -41,6 +40,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from fade.atomic import atomic_write
 from fade.passk import pass_at_k
 
 from .code_exec import CodeVerifier
@@ -242,18 +242,8 @@ def _load_scores(path: Path) -> dict[tuple[str, int], dict]:
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    data = text.encode("utf-8")
+    atomic_write(path, lambda f: f.write(data))
 
 
 def _check_settings(out: Path, settings: dict[str, Any]) -> None:

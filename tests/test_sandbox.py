@@ -294,10 +294,18 @@ def test_opening_a_network_connection(verifier, isolation):
         assert result.details["network_isolated"] is True
         with pytest.raises(socket.timeout):
             server.accept()  # nothing reached the evaluator's side
-    result = verifier.score("import socket\nsocket.create_connection(('1.1.1.1', 53), timeout=1)", SUM_TESTS)
-    assert result.reason == "sandbox_violation"
-    result = verifier.score("import socket\nsocket.getaddrinfo('example.com', 80)", SUM_TESTS)
-    assert result.reason == "sandbox_violation"
+    # No route leaves the sandbox: its namespace has no interface but a loopback that is down.
+    # (Checked from inside rather than by dialling an outside address: tests send nothing
+    # beyond this machine even if isolation were broken.)
+    program = (
+        "import fcntl, socket, struct\n"
+        "names = sorted(name for _, name in socket.if_nameindex())\n"
+        "s = socket.socket()\n"
+        "flags = struct.unpack('H', fcntl.ioctl(s.fileno(), 0x8913, struct.pack('256s', b'lo'))[16:18])[0]\n"
+        "print('SAFE' if names == ['lo'] and not flags & 1 else 'OPEN %s %s' % (names, flags))"
+    )
+    result = verifier.score(program, ECHO_TESTS)
+    assert result.reason == "correct", result.details
     _assert_evaluator_fine(verifier)
 
 

@@ -250,3 +250,13 @@ def test_sign_axis_verdict_is_computed_from_the_runs(tmp_path, psr_slope, expect
     sign = next(s for s in sections if s.key == "sign")
     assert sign.verdicts[0].outcome == expected
     assert sign.tables[0].rows[0][0] == "psr"
+
+
+def test_a_setting_added_to_the_trainer_later_keeps_finished_runs_finished():
+    from fade.experiments.sweep import _differences
+
+    planned = {"estimator": "grpo", "steps": 3, "max_new_tokens": None, "out": "a"}
+    recorded_before_the_option = {"estimator": "grpo", "steps": 3, "out": "b"}
+    assert _differences(recorded_before_the_option, planned) == {}
+    assert _differences(recorded_before_the_option, {**planned, "max_new_tokens": 5}) == {"max_new_tokens": (None, 5)}
+    assert _differences({**recorded_before_the_option, "steps": 2}, planned) == {"steps": (2, 3)}

@@ -124,6 +124,7 @@ def test_refuses_to_overwrite_a_run_and_to_resume_nothing(tiny_model, tmp_path):
         ("loss_agg", "sum", "loss_agg"),
         ("kl_coef", float("nan"), "kl_coef"),
         ("minibatches", 1000, "minibatches"),
+        ("max_new_tokens", 0, "max_new_tokens"),
     ],
 )
 def test_bad_config_is_a_clear_error(field, value, match, tiny_model, tmp_path):
@@ -152,6 +153,14 @@ def test_data_file_with_named_verifier(tiny_model, tmp_path):
     assert [r["step"] for r in _records(out / "eval.jsonl")] == [0, 2]
     with pytest.raises(ValueError, match="verifier"):
         train(_config(tmp_path / "e", tiny_model, data=str(data), verifier="telepathy"))
+
+
+def test_max_new_tokens_caps_every_completion(tiny_model, tmp_path):
+    config = _config(tmp_path / "m", tiny_model, max_new_tokens=1)
+    out = train(config)
+    rows = config.prompts_per_step * config.group_size
+    records = _records(out / "metrics.jsonl")
+    assert records and all(0 < r["completion_tokens"] <= rows for r in records)
 
 
 def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):

@@ -456,6 +456,8 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", default=None, metavar="DIR", help="a local transformers causal LM (default: the task's base policy)")
     p.add_argument("--data", default=None, metavar="FILE.jsonl", help="prompt/answer JSON lines in place of --task")
     p.add_argument("--verifier", default=None, metavar="NAME", help="how --data answers are checked (exact, numeric, ...)")
+    p.add_argument("--max-new-tokens", type=int, default=None, metavar="N",
+                   help="completion length cap (default: the task's longest answer; 4x it, at least 16, with --model)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (default: auto)")
     p.add_argument("--prompts-per-step", type=int, default=32)
     p.add_argument("--group-size", type=int, default=8, metavar="G")
@@ -477,7 +479,8 @@ def _run_train(args: argparse.Namespace) -> int:
     config = trainer.TrainConfig(
         out=args.out, task=args.task, estimator=args.estimator,
         estimator_args=parse_params(args.estimator_args, where=args.estimator_args), steps=args.steps,
-        seed=args.seed, model=args.model, data=args.data, verifier=args.verifier, device=args.device,
+        seed=args.seed, model=args.model, data=args.data, verifier=args.verifier, max_new_tokens=args.max_new_tokens,
+        device=args.device,
         prompts_per_step=args.prompts_per_step, group_size=args.group_size, lr=args.lr, epochs=args.epochs,
         minibatches=args.minibatches, clip_eps=args.clip_eps, loss_agg=args.loss_agg, kl_coef=args.kl_coef,
         eval_every=args.eval_every, eval_prompts=args.eval_prompts, checkpoint_every=args.checkpoint_every,

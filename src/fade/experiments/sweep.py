@@ -100,9 +100,19 @@ def _complete(directory: Path, run: RunSpec) -> bool:
     return run.num_evals == 0 or _last_step(directory / "eval.jsonl") == run.steps
 
 
+def _config_defaults() -> dict[str, Any]:
+    from fade.testbed.trainer import TrainConfig
+
+    return {f.name: f.default for f in dataclasses.fields(TrainConfig) if f.default is not dataclasses.MISSING}
+
+
 def _differences(saved: dict[str, Any], planned: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    # A setting added to the trainer after a run was recorded reads as its default there, so
+    # finished runs stay finished when the trainer gains an option.
+    defaults = _config_defaults()
     keys = (set(saved) | set(planned)) - set(_NOT_COMPARED)
-    return {k: (saved.get(k), planned.get(k)) for k in sorted(keys) if saved.get(k) != planned.get(k)}
+    pairs = {k: (saved.get(k, defaults.get(k)), planned.get(k, defaults.get(k))) for k in sorted(keys)}
+    return {k: (a, b) for k, (a, b) in pairs.items() if a != b}
 
 
 def inspect_run(run: RunSpec, out: str | Path) -> tuple[str, str]:
@@ -110,7 +120,7 @@ def inspect_run(run: RunSpec, out: str | Path) -> tuple[str, str]:
     directory = run.directory(out)
     planned = planned_config(run, out)
     done = _read_json(directory / DONE_FILE)
-    if done is not None and done.get("config") == planned and _complete(directory, run):
+    if done is not None and not _differences(done.get("config") or {}, planned) and _complete(directory, run):
         return DONE, "finished"
     saved = _read_json(directory / "run.json")
     if (directory / _CHECKPOINT).is_file():
@@ -122,7 +132,7 @@ def inspect_run(run: RunSpec, out: str | Path) -> tuple[str, str]:
         if set(diff) == {"steps"} and isinstance(saved.get("steps"), int) and saved["steps"] < run.steps:
             return RESUME, f"extending from {saved['steps']} to {run.steps} steps"
         return CONFLICT, _conflict_message(directory, diff)
-    if done is not None and done.get("config") != planned:
+    if done is not None and _differences(done.get("config") or {}, planned):
         return CONFLICT, _conflict_message(directory, _differences(done.get("config") or {}, planned))
     return NEW, "not started" if saved is None else "no checkpoint to resume from: starting over"
 

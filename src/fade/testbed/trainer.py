@@ -74,6 +74,7 @@ class TrainConfig:
     model: str | None = None  # None: the task's shipped base policy
     data: str | None = None  # prompt/answer JSONL in place of a built-in task
     verifier: str | None = None  # the verifier for --data
+    max_new_tokens: int | None = None  # None: the task's longest answer (+ eos); 4x it, at least 16, for --model
     device: str = "auto"
     prompts_per_step: int = 32
     group_size: int = 8
@@ -98,6 +99,10 @@ class TrainConfig:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{key} must be a positive integer, got {value!r}")
+        if self.max_new_tokens is not None and (
+            isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1
+        ):
+            raise ValueError(f"max_new_tokens must be a positive integer (or None for the task's default), got {self.max_new_tokens!r}")
         for key in ("eval_every", "eval_prompts"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -197,7 +202,10 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
         raise ValueError(f"{model_dir} holds no tokenizer: the trainer needs one to encode prompts and decode answers")
     eos_id = tokenizer.eos_token_id
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos_id
-    max_new = task.max_answer_chars + 1 if config.model is None else max(task.max_answer_chars * 4, 16)
+    if config.max_new_tokens is not None:
+        max_new = config.max_new_tokens
+    else:
+        max_new = task.max_answer_chars + 1 if config.model is None else max(task.max_answer_chars * 4, 16)
     est = fade.estimator(config.estimator, **config.estimator_args)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, betas=(0.9, 0.99))
     ref_model = copy.deepcopy(model).eval().requires_grad_(False) if config.kl_coef > 0 else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from fade.experiments.claims import (
     compare,
 )
 from fade.experiments.presets import PRESETS, Preset, TaskPlan, Tuning, get_preset
-from fade.experiments.sweep import DONE, NEW, RESUME, inspect_run, run_sweep
+from fade.experiments.sweep import DONE, NEW, RESUME, inspect_run, report_sweep, run_sweep
 
 VERDICTS = (SUPPORTED, NOT_SUPPORTED, OVERLAP, FEW_SEEDS, claims.NOT_MEASURED)
 SMALL = dict(steps=3, eval_every=2, eval_prompts=4, eval_samples=4, prompts_per_step=4, group_size=4, checkpoint_every=1)
@@ -260,3 +261,33 @@ def test_a_setting_added_to_the_trainer_later_keeps_finished_runs_finished():
     assert _differences(recorded_before_the_option, planned) == {}
     assert _differences(recorded_before_the_option, {**planned, "max_new_tokens": 5}) == {"max_new_tokens": (None, 5)}
     assert _differences({**recorded_before_the_option, "steps": 2}, planned) == {"steps": (2, 3)}
+
+
+def _without_date(text: str) -> str:
+    return re.sub(r"Generated \d{4}-\d{2}-\d{2}", "Generated DATE", text)
+
+
+def test_report_only_rebuilds_the_report_from_finished_runs(swept):
+    out, first = swept
+    before = (out / "README.md").read_text()
+    stamps = {p: p.stat().st_mtime_ns for p in (out / "runs").rglob("*.jsonl")}
+    outcome = report_sweep(_tiny(), out, workers=2, command="fade sweep --preset tiny --out OUT")
+    assert sorted(outcome.skipped) == sorted(first.finished)
+    assert _without_date((out / "README.md").read_text()) == _without_date(before)
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps  # nothing retrained
+    with pytest.raises(ValueError, match="holds no sweep"):
+        report_sweep(_tiny(), out / "nowhere")
+
+
+def test_an_interrupted_sweep_reports_what_finished(tmp_path):
+    def interrupt_after_first_run(line: str) -> None:
+        if line.startswith("done"):
+            raise KeyboardInterrupt
+
+    preset = _tiny(plans=(TaskPlan(task="arithmetic", estimators=("grpo", "psr"), **SMALL),), tuning=None)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(preset, tmp_path, workers=1, progress=False, log=interrupt_after_first_run)
+    text = (tmp_path / "README.md").read_text()
+    assert "1 of 2 runs finished" in text
+    states = sorted(inspect_run(r, tmp_path)[0] for r in preset.runs())
+    assert states == [DONE, NEW]

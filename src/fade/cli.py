@@ -625,6 +625,8 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="the sweep's folder; rerunning into it resumes")
     p.add_argument("--workers", type=int, default=2, metavar="N", help="runs trained at once, one core each (default: 2)")
     p.add_argument("--dry-run", action="store_true", help="list the runs, their state and estimated CPU minutes; train nothing")
+    p.add_argument("--report-only", action="store_true",
+                   help="write the report from the runs finished so far; train nothing (safe beside a running sweep)")
     p.add_argument("--estimators", default=None, metavar="SPEC[,SPEC...]", help="train these estimators on every task instead")
     p.add_argument("--seeds", default=None, metavar="S[,S...]", help="these seeds instead of the preset's")
     p.add_argument("--tasks", default=None, metavar="TASK[,TASK...]", help="only these tasks (arithmetic, countdown)")
@@ -668,6 +670,10 @@ def _run_sweep(args: argparse.Namespace) -> int:
     )
     preset.check()
     console = _console()
+    if args.report_only:
+        outcome = sweep.report_sweep(preset, args.out, workers=args.workers, command=_sweep_command(args))
+        console.print(f"{len(outcome.skipped)} of {len(outcome.runs)} runs finished; wrote {outcome.readme}")
+        return 0
     if args.dry_run:
         from rich.table import Table
 

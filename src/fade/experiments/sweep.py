@@ -485,9 +485,32 @@ def _sweep(preset: Preset, out: Path, workers: int, keep_checkpoints: bool, prog
                 bar.steps(steps_logged())
     except BaseException:
         pool.close(cancel=True)
+        # An interrupted sweep still reports the runs that finished, so a long sweep stopped at
+        # any point leaves a report of what it measured; the rest resumes on the next call.
+        with contextlib.suppress(Exception):
+            outcome.readme = write_sweep_report(preset, out, outcome, command, workers)
         raise
     pool.close()
     outcome.readme = write_sweep_report(preset, out, outcome, command, workers)
+    return outcome
+
+
+def report_sweep(preset: Preset, out: str | Path, *, workers: int = 2, command: str | None = None) -> SweepOutcome:
+    """Write the report of ``preset``'s runs finished so far in ``out``; train nothing.
+
+    Safe while a sweep is running into the same folder: it only reads the finished runs' logs.
+    """
+    preset.check()
+    out = Path(out)
+    if not out.is_dir():
+        raise ValueError(f"{out} holds no sweep: expected the folder a `fade sweep` wrote")
+    outcome = SweepOutcome(runs=preset.runs())
+    if preset.tuning is not None and (out / TUNING_FILE).is_file():
+        outcome.choice = (_read_json(out / TUNING_FILE) or {}).get("choice")
+        if outcome.choice:
+            outcome.runs += preset.tuned_runs(outcome.choice)
+    outcome.skipped = [r.key for r in outcome.runs if inspect_run(r, out)[0] == DONE]
+    outcome.readme = write_sweep_report(preset, out, outcome, command or default_command(preset, out), workers)
     return outcome
 
 

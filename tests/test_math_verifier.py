@@ -161,6 +161,12 @@ def test_testbed_file_task_scores_with_math_verify(tmp_path):
     assert (verdict.score, verdict.reason, verdict.canonical) == (0.0, "wrong", None)
     (test_problem,) = task.problems("test")
     assert task.verify(test_problem, "\\boxed{24}").canonical == "24"
+    # The trainer and evaluation judge whole batches in parallel: the same verdicts, in order.
+    problems = [train["33"], train["\\frac{1}{2}"], train["33"], test_problem]
+    texts = ["\\boxed{033}", "\\boxed{0.5}", "\\boxed{34}", "no answer here"]
+    assert task.verify_many(problems, texts) == [task.verify(p, t) for p, t in zip(problems, texts)]
+    with pytest.raises(ValueError, match="as many of each"):
+        task.verify_many(problems, texts[:2])
 
 
 def test_testbed_file_task_scores_code(tmp_path):
@@ -174,6 +180,8 @@ def test_testbed_file_task_scores_code(tmp_path):
     (problem,) = task.problems("train")
     assert task.verify(problem, "```python\nn = int(input())\nprint(n * n)\n```").reason == "correct"
     assert task.verify(problem, "print(5)").reason == "wrong_answer"
+    texts = ["```python\nn = int(input())\nprint(n * n)\n```", "print(5)", "raise ValueError(2)"]
+    assert [v.reason for v in task.verify_many([problem] * 3, texts)] == ["correct", "wrong_answer", "runtime_error"]
     with pytest.raises(ValueError, match="the tests"):
         data.write_text(json.dumps({"prompt": "Square n."}) + "\n")
         FileTask(data, verifier="code")

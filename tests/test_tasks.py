@@ -492,3 +492,13 @@ def test_sft_answers_are_correct_distinct_solutions_drawn_at_random():
     assert varied > 20
     p = sum_problem(37, 485)
     assert ARITHMETIC.sft_answer(p, rng) == "522"
+
+
+@pytest.mark.parametrize("name", ["arithmetic", "countdown"])
+def test_verify_many_is_verify_in_order(name):
+    task = get_task(name)
+    problems = task.problems("test", n=6, seed=3)
+    texts = [p.answer for p in problems[:3]] + ["", "1+", "999"]
+    assert task.verify_many(problems, texts) == [task.verify(p, t) for p, t in zip(problems, texts)]
+    with pytest.raises(ValueError, match="as many of each"):
+        task.verify_many(problems, texts[:5])

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .tasks import TEST_FRACTION, Problem, Verdict
 
-__all__ = ["VERIFIERS", "FileTask", "register_verifier"]
+__all__ = ["BATCH_VERIFIERS", "VERIFIERS", "FileTask", "register_verifier"]
 
 
 def _exact(answer: str, completion: str) -> Verdict:
@@ -63,8 +63,24 @@ def _code(answer: str, completion: str) -> Verdict:
     return Verdict(result.score, result.reason, result.canonical)
 
 
+def _math_many(answers: list[str], completions: list[str]) -> list[Verdict]:
+    from fade.verifiers.math_answer import default_math_verifier
+
+    return [Verdict(r.score, r.reason, r.canonical) for r in default_math_verifier().score_many(completions, answers)]
+
+
+def _code_many(answers: list[str], completions: list[str]) -> list[Verdict]:
+    from fade.verifiers.code_exec import default_code_verifier
+
+    return [Verdict(r.score, r.reason, r.canonical) for r in default_code_verifier().score_many(completions, answers)]
+
+
 #: verifier name -> f(reference answer, completion) -> Verdict
 VERIFIERS: dict[str, Callable[[str, str], Verdict]] = {"exact": _exact, "numeric": _numeric, "math": _math, "code": _code}
+
+#: verifier name -> f(reference answers, completions) -> Verdicts, judged in parallel, for the
+#: verifiers whose single calls are slow (a parser process, a sandboxed program).
+BATCH_VERIFIERS: dict[str, Callable[[list[str], list[str]], list[Verdict]]] = {"math": _math_many, "code": _code_many}
 
 # Fields that hold a programming problem's tests (fade.verifiers.testcases.TEST_FIELDS, and the
 # function name of call-based tests), listed here so that reading a file imports nothing.
@@ -74,9 +90,17 @@ _TEST_FIELDS = ("tests", "public_test_cases", "private_test_cases", "public_test
 CODE_ANSWER_CHARS = 2048
 
 
-def register_verifier(name: str, fn: Callable[[str, str], Verdict]) -> None:
-    """Make ``fn`` available as ``--verifier name``."""
+def register_verifier(
+    name: str,
+    fn: Callable[[str, str], Verdict],
+    batch: Callable[[list[str], list[str]], list[Verdict]] | None = None,
+) -> None:
+    """Make ``fn`` available as ``--verifier name``; ``batch`` (answers, completions) -> verdicts
+    judges many at once where that is faster, and must agree with ``fn``."""
     VERIFIERS[name] = fn
+    BATCH_VERIFIERS.pop(name, None)
+    if batch is not None:
+        BATCH_VERIFIERS[name] = batch
 
 
 class FileTask:
@@ -90,6 +114,7 @@ class FileTask:
             raise ValueError(f"--data {self.path}: no such file")
         self.name = self.path.stem
         self._verify = VERIFIERS[verifier]
+        self._verify_many = BATCH_VERIFIERS.get(verifier)
         self._splits: dict[str, list[Problem]] = {"train": [], "test": []}
         for number, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
@@ -143,6 +168,14 @@ class FileTask:
 
     def verify(self, problem: Problem, completion: str) -> Verdict:
         return self._verify(problem.answer, completion)
+
+    def verify_many(self, problems: list[Problem], completions: list[str]) -> list[Verdict]:
+        """Judge each pair, in order; in parallel for the math and code verifiers."""
+        if len(problems) != len(completions):
+            raise ValueError(f"got {len(problems)} problems and {len(completions)} completions: expected as many of each")
+        if self._verify_many is None:
+            return [self.verify(p, c) for p, c in zip(problems, completions)]
+        return self._verify_many([p.answer for p in problems], list(completions))
 
     def sft_answer(self, problem: Problem, rng: random.Random) -> str:
         return problem.answer

@@ -81,8 +81,8 @@ def evaluate(
         chunk = problems[start : start + per_chunk]
         prompts = [encode_prompt(tokenizer, p.prompt) for p in chunk]
         g_ids, g_mask = greedy(model, prompts, max_new_tokens=max_new_tokens, eos_id=eos_id, pad_id=pad_id)
-        for problem, text in zip(chunk, decode_completions(tokenizer, g_ids, g_mask, eos_id)):
-            greedy_correct += task.verify(problem, text).score == 1.0
+        greedy_texts = decode_completions(tokenizer, g_ids, g_mask, eos_id)
+        greedy_correct += sum(v.score == 1.0 for v in task.verify_many(list(chunk), greedy_texts))
         rollouts = sample(
             model,
             prompts,
@@ -95,8 +95,9 @@ def evaluate(
         texts = decode_completions(tokenizer, rollouts.completion_ids, rollouts.completion_mask, eos_id)
         entropy_sum += float(rollouts.entropy.sum())
         token_count += int(rollouts.completion_mask.sum())
-        for i, problem in enumerate(chunk):
-            verdicts = [task.verify(problem, t) for t in texts[i * samples : (i + 1) * samples]]
+        every = task.verify_many([p for p in chunk for _ in range(samples)], texts)
+        for i in range(len(chunk)):
+            verdicts = every[i * samples : (i + 1) * samples]
             correct.append(sum(v.score == 1.0 for v in verdicts))
             distinct.append(len({v.canonical for v in verdicts if v.score == 1.0}))
     model.train(was_training)

@@ -147,6 +147,13 @@ class Task(ABC):
     def verify(self, problem: Problem, completion: str) -> Verdict:
         """Judge ``completion``, the text generated after the prompt up to the end token."""
 
+    def verify_many(self, problems: list[Problem], completions: list[str]) -> list[Verdict]:
+        """Judge each ``(problem, completion)`` pair, in order. Verifiers that run programs or
+        call out to a parser override this to judge in parallel; the verdicts are the same."""
+        if len(problems) != len(completions):
+            raise ValueError(f"got {len(problems)} problems and {len(completions)} completions: expected as many of each")
+        return [self.verify(p, c) for p, c in zip(problems, completions)]
+
     @abstractmethod
     def sft_answer(self, problem: Problem, rng: random.Random) -> str:
         """An answer to train on in supervised pretraining."""

@@ -265,7 +265,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
         if "baseline_rewards" in wants:
             ids, mask = greedy(model, prompts, max_new_tokens=max_new, eos_id=eos_id, pad_id=pad_id)
             texts = decode_completions(tokenizer, ids, mask, eos_id)
-            per_prompt = torch.tensor([task.verify(p, t).score for p, t in zip(problems, texts)], dtype=torch.float32)
+            per_prompt = torch.tensor([v.score for v in task.verify_many(problems, texts)], dtype=torch.float32)
             inputs["baseline_rewards"] = per_prompt[rollouts.prompt_index.cpu()]
         return inputs
 
@@ -289,7 +289,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             # 2. verify
             texts = decode_completions(tokenizer, rollouts.completion_ids, rollouts.completion_mask, eos_id)
             owner = rollouts.prompt_index.tolist()
-            rewards = torch.tensor([task.verify(problems[i], t).score for i, t in zip(owner, texts)], dtype=torch.float32)
+            rewards = torch.tensor([v.score for v in task.verify_many([problems[i] for i in owner], texts)], dtype=torch.float32)
             difficulty = torch.tensor([problems[i].difficulty for i in owner])
             # 3. old log-probs and the policy's entropy on this batch
             p_ids, p_mask = rollouts.prompt_ids, rollouts.prompt_mask

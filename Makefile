@@ -22,7 +22,9 @@ DEMO_STEPS ?= 500
 # FADE on the arithmetic task from the shipped base policy (about 7 minutes on 2 CPU cores),
 # then the estimators' gradient-mass atlas. A rerun continues the finished run instead of
 # starting over; `make clean-demo` removes it.
-demo: install
+# The demo needs the testbed only: the engines' extras (verl pulls Ray) are for `make test`.
+demo:
+	$(MAKE) install EXTRAS=testbed
 	$(VENV)/bin/fade atlas --group-size 16 --out $(DEMO_OUT)/atlas.png
 	$(VENV)/bin/fade train --task arithmetic --estimator fade --steps $(DEMO_STEPS) --eval-every 250 \
 		--seed 0 --out $(DEMO_OUT)/fade-arithmetic $(if $(wildcard $(DEMO_OUT)/fade-arithmetic/checkpoint.pt),--resume,)

@@ -291,3 +291,25 @@ def test_an_interrupted_sweep_reports_what_finished(tmp_path):
     assert "1 of 2 runs finished" in text
     states = sorted(inspect_run(r, tmp_path)[0] for r in preset.runs())
     assert states == [DONE, NEW]
+
+
+@pytest.mark.parametrize("better, chosen", [(0.0, "fade"), (0.05, "fade:h_star_ratio=0.3")])
+def test_tuning_keeps_the_defaults_unless_a_candidate_scores_higher(tmp_path, better, chosen):
+    """Bit-identical runs (an entropy target never reached) tie, and the tie keeps the defaults."""
+    plan = TaskPlan(task="arithmetic", estimators=("fade:h_star_ratio=0.3", "fade"), steps=30, eval_every=30,
+                    eval_prompts=4, eval_samples=2)
+    tuning = Tuning(task="arithmetic", candidates=("fade:h_star_ratio=0.3", "fade"))
+    summaries = []
+    for seed in range(3):
+        for spec in ("fade:h_star_ratio=0.3", "fade"):
+            run = plan.run(spec, seed)
+            _write_run(tmp_path, run, 0.002, 0.01 * seed, 0.2, 0.2)
+            if spec != "fade" and better:
+                path = run.directory(tmp_path) / "eval.jsonl"
+                rows = [json.loads(line) for line in path.read_text().splitlines()]
+                rows[-1] = {k: (v + better if k.startswith("pass@") else v) for k, v in rows[-1].items()}
+                path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+            summaries.append(claims.summarise(run, tmp_path))
+    choice, rows = claims.choose_tuned(tuning, summaries)
+    assert choice == chosen
+    assert len(rows) == 2

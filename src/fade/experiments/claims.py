@@ -46,6 +46,7 @@ from .presets import (
     Tuning,
     canonical_spec,
     identity,
+    parse_spec,
 )
 
 __all__ = [
@@ -405,16 +406,20 @@ def fade_spec(preset: Preset | None, task: str, choice: str | None) -> str:
 def choose_tuned(tuning: Tuning, summaries: Sequence[RunSummary]) -> tuple[str | None, list[dict[str, Any]]]:
     """The candidate with the highest seed-mean score on the tuning task, and every candidate's row.
 
-    Candidates without a finished run are listed with n = 0 and cannot be chosen.
+    Candidates without a finished run are listed with n = 0 and cannot be chosen. A tie goes to
+    the candidate with the fewest parameters set (the estimator's defaults): when a knob changes
+    nothing in these runs (an entropy target the entropy never reaches gives bit-identical runs),
+    the defaults are kept rather than reported as tuned.
     """
     runs = Runs([s for s in summaries if s.task == tuning.task])
     rows = []
-    best, best_score = None, -math.inf
+    best, best_key = None, (-math.inf, -math.inf)
     for candidate in tuning.candidates:
         score = runs.stat(candidate, tuning.score)
         rows.append({"candidate": canonical_spec(candidate), "score": score, "peak_pass1": runs.stat(candidate, "peak_pass1")})
-        if score.n and score.mean > best_score:
-            best, best_score = canonical_spec(candidate), score.mean
+        key = (score.mean, -len(parse_spec(candidate)[1]))
+        if score.n and key > best_key:
+            best, best_key = canonical_spec(candidate), key
     return best, rows
 
 

@@ -16,9 +16,9 @@ from fade.testbed.report import (
     COMPARE_PIXEL_SIZE,
     PLANE_PIXEL_SIZE,
     _compare_labels,
-    _moving_average,
     compare_runs,
     load_run,
+    moving_average,
     passk_pixel_size,
     plot_run,
     read_jsonl,
@@ -205,12 +205,12 @@ def test_load_run_reads_config_and_rejects_a_bad_one(tmp_path):
 
 def test_moving_average_is_a_centred_window_shrinking_at_the_ends():
     values = np.array([1.0, 2.0, 3.0, 4.0, 10.0])
-    np.testing.assert_allclose(_moving_average(values, 3), [1.5, 2.0, 3.0, 17 / 3, 7.0])
+    np.testing.assert_allclose(moving_average(values, 3), [1.5, 2.0, 3.0, 17 / 3, 7.0])
     # Even windows lean one point into the past: point i averages values[i-2 : i+2].
-    np.testing.assert_allclose(_moving_average(values, 4), [1.5, 2.0, 2.5, 19 / 4, 17 / 3])
+    np.testing.assert_allclose(moving_average(values, 4), [1.5, 2.0, 2.5, 19 / 4, 17 / 3])
     # A constant stays exactly constant over a long run (no cumulative-sum rounding).
-    assert (_moving_average(np.full(10_000, 0.6), 200) == 0.6).all()
-    np.testing.assert_array_equal(_moving_average(values, 1), values)
+    assert (moving_average(np.full(10_000, 0.6), 200) == 0.6).all()
+    np.testing.assert_array_equal(moving_average(values, 1), values)
 
 
 # -- plot_run -----------------------------------------------------------------------------------

@@ -269,10 +269,13 @@ def _without_date(text: str) -> str:
 
 def test_report_only_rebuilds_the_report_from_finished_runs(swept):
     out, first = swept
-    before = (out / "README.md").read_text()
     stamps = {p: p.stat().st_mtime_ns for p in (out / "runs").rglob("*.jsonl")}
     outcome = report_sweep(_tiny(), out, workers=2, command="fade sweep --preset tiny --out OUT")
     assert sorted(outcome.skipped) == sorted(first.finished)
+    before = (out / "README.md").read_text()
+    assert f"{len(first.finished)} of {len(first.finished)} runs finished" in before
+    (out / "README.md").unlink()
+    report_sweep(_tiny(), out, workers=2, command="fade sweep --preset tiny --out OUT")
     assert _without_date((out / "README.md").read_text()) == _without_date(before)
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps  # nothing retrained
     with pytest.raises(ValueError, match="holds no sweep"):

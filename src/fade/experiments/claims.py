@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from fade.testbed.report import _best_eval_index, _column, load_run
+from fade.testbed.report import load_run, metric_column, peak_eval_index
 
 from .presets import (
     ABLATIONS,
@@ -174,13 +174,13 @@ def summarise(run: RunSpec, out: str | Path) -> RunSummary:
     metrics = loaded.metrics
     if not metrics:
         raise ValueError(f"{directory}: metrics.jsonl has no complete record")
-    steps = _column(metrics, "step")
+    steps = metric_column(metrics, "step")
     keys = ("entropy", "rank1_share", "sign_balance", "difficulty", "effective_sample_fraction",
             "positive_mass", "negative_mass", "reward_mean", "alpha", "delta", "step_seconds")
-    curves = {k: _column(metrics, k) for k in keys}
+    curves = {k: metric_column(metrics, k) for k in keys}
     evals = loaded.evals
-    eval_steps = _column(evals, "step") if evals else np.array([])
-    pass1 = _column(evals, "pass@1") if evals else np.array([])
+    eval_steps = metric_column(evals, "step") if evals else np.array([])
+    pass1 = metric_column(evals, "pass@1") if evals else np.array([])
     base = _numbers(evals[0]) if evals else {}
     final = _numbers(evals[-1]) if evals else {}
 
@@ -198,7 +198,7 @@ def summarise(run: RunSpec, out: str | Path) -> RunSummary:
         "alpha_mean": _finite_mean(curves["alpha"]),
         "delta_mean": _finite_mean(curves["delta"]),
     }
-    best = _best_eval_index(pass1) if pass1.size else None
+    best = peak_eval_index(pass1) if pass1.size else None
     scalars["peak_pass1"] = float(pass1[best]) if best is not None else math.nan
     scalars["peak_step"] = float(eval_steps[best]) if best is not None else math.nan
     scalars["base_pass1"] = base.get("pass@1", math.nan)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fade.testbed.report import REPORT_DPI, _finish_axes, _moving_average, _panel_grid, _pyplot, _window
+from fade.testbed.report import REPORT_DPI, finish_axes, headless_pyplot, moving_average, panel_grid, smoothing_window
 
 from .claims import RunSummary
 from .presets import parse_spec
@@ -103,7 +103,7 @@ def _mean_curve(runs: Sequence[RunSummary], key: str, window: int) -> tuple[np.n
     with np.errstate(all="ignore"):
         mean = np.nanmean(values, axis=0)
     keep = np.isfinite(mean)
-    return steps[keep], _moving_average(mean[keep], window) if keep.sum() > 2 else mean[keep]
+    return steps[keep], moving_average(mean[keep], window) if keep.sum() > 2 else mean[keep]
 
 
 def _panels(plt, count: int, columns: int, size: tuple[float, float]):
@@ -112,7 +112,7 @@ def _panels(plt, count: int, columns: int, size: tuple[float, float]):
     top, bottom, hspace = 0.75, 0.45, 0.75  # inches: the title band, step labels, a panel's title
     height = rows * size[1] + top + bottom + (rows - 1) * hspace
     fig = plt.figure(figsize=(columns * size[0], height), dpi=REPORT_DPI)
-    axes = _panel_grid(fig, rows, columns, top=top, bottom=bottom, hspace=hspace, left=0.6, right=0.25, wspace=0.6).ravel()
+    axes = panel_grid(fig, rows, columns, top=top, bottom=bottom, hspace=hspace, left=0.6, right=0.25, wspace=0.6).ravel()
     for ax in axes[count:]:
         ax.set_axis_off()
     return fig, axes
@@ -124,7 +124,7 @@ def _title(fig, text: str) -> None:
 
 def draw_plane_paths(runs_by_spec: RunsBySpec, path: str | Path, *, title: str) -> Path:
     """Each run as a smoothed path over the sign/difficulty plane, one panel per estimator."""
-    plt = _pyplot()
+    plt = headless_pyplot()
     specs = [s for s, runs in runs_by_spec.items() if runs]
     palette = plt.get_cmap("viridis")
     fig, axes = _panels(plt, len(specs), min(4, max(len(specs), 1)), (3.0, 2.7))
@@ -138,8 +138,8 @@ def draw_plane_paths(runs_by_spec: RunsBySpec, path: str | Path, *, title: str) 
                 keep = np.isfinite(x) & np.isfinite(y)
                 if not keep.any():
                     continue
-                window = _window(None, int(keep.sum()))
-                x, y = _moving_average(x[keep], window), _moving_average(y[keep], window)
+                window = smoothing_window(None, int(keep.sum()))
+                x, y = moving_average(x[keep], window), moving_average(y[keep], window)
                 colour = palette(0.15 + 0.7 * i / max(len(runs) - 1, 1))
                 ax.plot(x, y, color=colour, lw=1.3, label=f"seed {run.seed}")
                 ax.plot([x[0]], [y[0]], "o", ms=5, mfc="white", mec=colour, mew=1.2)
@@ -148,7 +148,7 @@ def draw_plane_paths(runs_by_spec: RunsBySpec, path: str | Path, *, title: str) 
             ax.set_ylim(-0.06, 1.06)
             ax.set_xlabel("difficulty (low = hard focus)", fontsize=7, labelpad=1)
             ax.set_ylabel("sign_balance", fontsize=7, labelpad=1)
-            _finish_axes(ax, spec, legend=len(runs) > 1)
+            finish_axes(ax, spec, legend=len(runs) > 1)
         _title(fig, f"{title}: each run's path (circle: start, star: end)")
         return _save(fig, Path(path))
     finally:
@@ -157,7 +157,7 @@ def draw_plane_paths(runs_by_spec: RunsBySpec, path: str | Path, *, title: str) 
 
 def draw_pass1(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: str | Path, *, title: str) -> Path:
     """pass@1 against step per claim group: runs thin with their peak starred, seed mean thick."""
-    plt = _pyplot()
+    plt = headless_pyplot()
     fig, axes = _panels(plt, len(groups), max(1, min(2, len(groups))), (5.5, 3.4))
     try:
         for ax, (group, specs) in zip(axes, groups):
@@ -174,7 +174,7 @@ def draw_pass1(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: st
                 steps = _stack([r.eval_steps for r in runs])[0]
                 ax.plot(steps, _stack([r.pass1 for r in runs]).mean(axis=0), color=colour, lw=2.0, label=spec)
             ax.set_xlabel("step", fontsize=7)
-            _finish_axes(ax, group, legend=True)
+            finish_axes(ax, group, legend=True)
         _title(fig, f"{title}: pass@1 vs step (thin: runs, star: each run's peak; thick: seed mean)")
         return _save(fig, Path(path))
     finally:
@@ -183,7 +183,7 @@ def draw_pass1(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: st
 
 def draw_passk(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: str | Path, *, title: str) -> Path:
     """The final pass@k over k (log2 axis) per claim group: seed mean, +- std band."""
-    plt = _pyplot()
+    plt = headless_pyplot()
     fig, axes = _panels(plt, len(groups), max(1, min(2, len(groups))), (5.5, 3.4))
     try:
         for ax, (group, specs) in zip(axes, groups):
@@ -207,7 +207,7 @@ def draw_passk(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: st
                 ks = sorted(all_ks)
                 ax.set_xticks(ks, [str(k) for k in ks])
             ax.set_xlabel("k (log2)", fontsize=7)
-            _finish_axes(ax, group, legend=True)
+            finish_axes(ax, group, legend=True)
         _title(fig, f"{title}: final pass@k vs k (seed mean, band: ± std)")
         return _save(fig, Path(path))
     finally:
@@ -216,7 +216,7 @@ def draw_passk(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: st
 
 def draw_entropy_rank1(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: str | Path, *, title: str) -> Path:
     """Training entropy (left) and rank-1 share of the head's update (right) per claim group."""
-    plt = _pyplot()
+    plt = headless_pyplot()
     fig, axes = _panels(plt, 2 * len(groups), 2, (5.0, 2.8))
     try:
         for row, (group, specs) in enumerate(groups):
@@ -225,13 +225,13 @@ def draw_entropy_rank1(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, 
                 runs = runs_by_spec.get(spec, [])
                 if not runs:
                     continue
-                window = _window(None, min(len(r.steps) for r in runs))
+                window = smoothing_window(None, min(len(r.steps) for r in runs))
                 for ax, key in ((entropy_ax, "entropy"), (rank_ax, "rank1_share")):
                     steps, mean = _mean_curve(runs, key, window)
                     ax.plot(steps, mean, color=palette[spec], lw=1.4, label=spec)
             for ax, what in ((entropy_ax, "mean token entropy"), (rank_ax, "rank1_share of the head's update")):
                 ax.set_xlabel("step", fontsize=7)
-                _finish_axes(ax, f"{group}: {what}", legend=ax is entropy_ax)
+                finish_axes(ax, f"{group}: {what}", legend=ax is entropy_ax)
         _title(fig, f"{title}: entropy and rank-1 share vs step (seed mean, smoothed)")
         return _save(fig, Path(path))
     finally:
@@ -241,7 +241,7 @@ def draw_entropy_rank1(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, 
 def draw_entropy_check(points: Sequence[tuple[str, int, float, float]], eta: float, palette: dict, path: str | Path,
                        *, title: str) -> Path:
     """Observed block-to-block entropy change against the first-order prediction, per estimator."""
-    plt = _pyplot()
+    plt = headless_pyplot()
     fig = plt.figure(figsize=(6.5, 5.0), dpi=REPORT_DPI)
     try:
         ax = fig.add_axes((0.12, 0.1, 0.58, 0.78))
@@ -268,7 +268,7 @@ def draw_entropy_check(points: Sequence[tuple[str, int, float, float]], eta: flo
 
 def draw_bucket_gains(levels: Sequence[tuple[str, list[RunSummary]]], path: str | Path, *, title: str) -> Path:
     """Bars of the pass@1 gain (final - base) per difficulty bucket, one bar per level, +- std."""
-    plt = _pyplot()
+    plt = headless_pyplot()
     fig = plt.figure(figsize=(6.5, 3.6), dpi=REPORT_DPI)
     try:
         ax = fig.add_axes((0.1, 0.15, 0.62, 0.72))

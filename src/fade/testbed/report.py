@@ -41,6 +41,13 @@ from rich.table import Table
 from ..plots import NEGATIVE_COLOUR, POSITIVE_COLOUR
 
 __all__ = [
+    "finish_axes",
+    "headless_pyplot",
+    "metric_column",
+    "moving_average",
+    "panel_grid",
+    "peak_eval_index",
+    "smoothing_window",
     "COMPARE_PIXEL_SIZE",
     "METRICS_FILE",
     "EVAL_FILE",
@@ -207,7 +214,8 @@ def _as_float(value: Any) -> float:
     return math.nan
 
 
-def _column(records: Sequence[dict], key: str) -> np.ndarray:
+def metric_column(records: Sequence[dict], key: str) -> np.ndarray:
+    """One logged metric over ``records`` as floats, NaN where a record lacks it or holds a non-number."""
     values = [r.get(key) for r in records]
     try:
         # numpy reads None as NaN; this is the path every well-formed log takes, and it is an
@@ -228,7 +236,7 @@ def _columns(records: Sequence[dict]) -> dict[str, np.ndarray]:
         keys.update(dict.fromkeys(record))
     columns = {}
     for key in keys:
-        values = _column(records, key)
+        values = metric_column(records, key)
         if np.isfinite(values).any():
             columns[key] = values
     return columns
@@ -252,7 +260,7 @@ def _first_finite(values: np.ndarray | None) -> float:
     return float(values[finite[0]]) if finite.size else math.nan
 
 
-def _moving_average(values: np.ndarray, window: int) -> np.ndarray:
+def moving_average(values: np.ndarray, window: int) -> np.ndarray:
     """Centred moving average over ``window`` values, the window shrinking at both ends.
 
     Point i averages values[i - window // 2 : i + (window - 1) // 2 + 1] (clipped to the array),
@@ -271,7 +279,8 @@ def _moving_average(values: np.ndarray, window: int) -> np.ndarray:
     return origin + (sums[hi] - sums[lo]) / (hi - lo)
 
 
-def _window(smooth: int | None, num_steps: int) -> int:
+def smoothing_window(smooth: int | None, num_steps: int) -> int:
+    """The moving-average window for ``smooth`` (None: a fixed fraction of the run's steps)."""
     if smooth is None:
         return max(1, num_steps // _AUTO_SMOOTH_DIVISOR)
     if isinstance(smooth, bool) or not isinstance(smooth, int) or smooth < 1:
@@ -336,7 +345,8 @@ def _compare_labels(runs: Sequence[Run], label_key: str | None) -> list[str]:
 # -- drawing helpers ----------------------------------------------------------------------------
 
 
-def _pyplot():
+def headless_pyplot():
+    """matplotlib's pyplot on the Agg backend, which draws without a display."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -370,12 +380,12 @@ def _trace(
         if raw:
             (line,) = ax.plot(x, y, color=color, lw=0.6, alpha=0.25, ls=ls)
             color = line.get_color()
-        y = _moving_average(y, window)
+        y = moving_average(y, window)
     ax.plot(x, y, color=color, lw=lw, ls=ls, label=label, marker=marker, ms=4)
     return True
 
 
-def _panel_grid(fig, rows: int, cols: int, *, top: float, bottom: float = 0.45, left: float = 0.55,
+def panel_grid(fig, rows: int, cols: int, *, top: float, bottom: float = 0.45, left: float = 0.55,
                 right: float = 0.5, wspace: float = 0.85, hspace: float = 0.7, **gridspec_kw) -> np.ndarray:
     """A rows x cols array of axes placed with margins and gaps given in inches.
 
@@ -411,7 +421,8 @@ def _bucket_colours(buckets: Sequence[int]) -> dict[int, Any]:
     return {b: cmap(0.8 * (1 - i / span)) for i, b in enumerate(buckets)}
 
 
-def _finish_axes(ax, title: str, *, legend: bool = False) -> None:
+def finish_axes(ax, title: str, *, legend: bool = False) -> None:
+    """The house style of a panel: small title and ticks, a light grid, and a legend when asked."""
     ax.set_title(title, fontsize=9)
     ax.tick_params(labelsize=7)
     ax.grid(alpha=0.25)
@@ -442,7 +453,7 @@ def _plane_path(cols: dict[str, np.ndarray], steps: np.ndarray, window: int):
     keep = np.isfinite(x) & np.isfinite(y)
     if not keep.any():
         return None
-    return steps[keep], _moving_average(x[keep], window), _moving_average(y[keep], window), x[keep], y[keep]
+    return steps[keep], moving_average(x[keep], window), moving_average(y[keep], window), x[keep], y[keep]
 
 
 # -- plot_run -----------------------------------------------------------------------------------
@@ -543,25 +554,25 @@ def _training_panels(
 def training_panels(run: Run) -> list[str]:
     """The titles of the panels ``training.png`` draws for ``run``, in order: one per group of
     signals with at least one finite value (the size is ``training_pixel_size(len(...))``)."""
-    steps = _column(run.metrics, "step")
+    steps = metric_column(run.metrics, "step")
     return [title for title, _ in _training_panels(_columns(run.metrics), steps, 1)]
 
 
 def _draw_training(run: Run, cols: dict[str, np.ndarray], steps: np.ndarray, window: int, out: Path) -> Path:
-    plt = _pyplot()
+    plt = headless_pyplot()
     panels = _training_panels(cols, steps, window)
     width_px, height_px = training_pixel_size(len(panels))
     rows = math.ceil(max(len(panels), 1) / TRAINING_COLUMNS)
     fig = plt.figure(figsize=(width_px / REPORT_DPI, height_px / REPORT_DPI), dpi=REPORT_DPI)
     try:
-        axes = _panel_grid(fig, rows, TRAINING_COLUMNS, top=_TITLE_H_IN + 0.3).ravel()
+        axes = panel_grid(fig, rows, TRAINING_COLUMNS, top=_TITLE_H_IN + 0.3).ravel()
         for i, ax in enumerate(axes):
             if i >= len(panels):
                 ax.set_axis_off()
                 continue
             title, draw = panels[i]
             draw(ax)
-            _finish_axes(ax, title, legend=True)
+            finish_axes(ax, title, legend=True)
             if i // TRAINING_COLUMNS == rows - 1 or i + TRAINING_COLUMNS >= len(panels):
                 ax.set_xlabel("step", fontsize=7, labelpad=1)
         if not panels:
@@ -579,7 +590,8 @@ def _pass_ks(keys: Iterable[str]) -> list[int]:
     return _bucket_ids(keys, _PASS_KEY)
 
 
-def _best_eval_index(pass1: np.ndarray) -> int | None:
+def peak_eval_index(pass1: np.ndarray) -> int | None:
+    """Index of the first evaluation at peak pass@1 (None when no pass@1 is finite)."""
     # The earliest step reaching the peak: where a checkpoint would be selected.
     if not np.isfinite(pass1).any():
         return None
@@ -587,22 +599,22 @@ def _best_eval_index(pass1: np.ndarray) -> int | None:
 
 
 def _draw_passk(run: Run, out: Path) -> Path:
-    plt = _pyplot()
+    plt = headless_pyplot()
     cols = _columns(run.evals)
-    steps = _column(run.evals, "step")
+    steps = metric_column(run.evals, "step")
     ks = _pass_ks(cols)
     buckets = _bucket_ids(cols, _PASS1_BUCKET_KEY)
     width_px, height_px = passk_pixel_size(bool(buckets))
     fig = plt.figure(figsize=(width_px / REPORT_DPI, height_px / REPORT_DPI), dpi=REPORT_DPI)
     try:
-        axes = _panel_grid(fig, 1, 3 if buckets else 2, top=_TITLE_H_IN + 0.1, right=0.2, wspace=0.6).ravel()
+        axes = panel_grid(fig, 1, 3 if buckets else 2, top=_TITLE_H_IN + 0.1, right=0.2, wspace=0.6).ravel()
 
         over_steps = axes[0]
         for k in _STEP_PASS_KS:
             bold = k == 1
             _trace(over_steps, steps, cols.get(f"pass@{k}"), 1, label=f"pass@{k}", lw=1.8 if bold else 1.0)
         pass1 = cols.get("pass@1")
-        best = _best_eval_index(pass1) if pass1 is not None else None
+        best = peak_eval_index(pass1) if pass1 is not None else None
         if best is not None:
             over_steps.plot([steps[best]], [pass1[best]], "*", ms=13, color="gold", mec="black", mew=0.7, zorder=4)
             # The label goes towards the middle of the axis so a peak at either end stays legible.
@@ -616,7 +628,7 @@ def _draw_passk(run: Run, out: Path) -> Path:
                 ha="right" if right_half else "left",
             )
         over_steps.set_xlabel("step", fontsize=7)
-        _finish_axes(over_steps, "pass@k vs step (star: peak pass@1)", legend=True)
+        finish_axes(over_steps, "pass@k vs step (star: peak pass@1)", legend=True)
 
         curve = axes[1]
         chosen: dict[int, str] = {0: f"base (step {int(steps[0])})"}
@@ -636,7 +648,7 @@ def _draw_passk(run: Run, out: Path) -> Path:
             curve.set_xscale("log", base=2)
             curve.set_xticks(ks, [str(k) for k in ks])
         curve.set_xlabel("k (log2)", fontsize=7)
-        _finish_axes(curve, "pass@k vs k", legend=True)
+        finish_axes(curve, "pass@k vs k", legend=True)
 
         if buckets:
             per_bucket = axes[2]
@@ -644,7 +656,7 @@ def _draw_passk(run: Run, out: Path) -> Path:
             for b in buckets:
                 _trace(per_bucket, steps, cols.get(f"pass@1/d{b}"), 1, label=f"d{b}", color=colours[b])
             per_bucket.set_xlabel("step", fontsize=7)
-            _finish_axes(per_bucket, "pass@1 per difficulty bucket (d1 easiest)", legend=True)
+            finish_axes(per_bucket, "pass@1 per difficulty bucket (d1 easiest)", legend=True)
         fig.suptitle(f"evaluation: {_run_title(run)}", fontsize=10, y=1 - 0.12 / fig.get_size_inches()[1])
         fig.savefig(out, dpi=REPORT_DPI)
     finally:
@@ -653,12 +665,12 @@ def _draw_passk(run: Run, out: Path) -> Path:
 
 
 def _draw_plane(run: Run, cols: dict[str, np.ndarray], steps: np.ndarray, window: int, out: Path) -> Path:
-    plt = _pyplot()
+    plt = headless_pyplot()
     from matplotlib.collections import LineCollection
 
     fig = plt.figure(figsize=_PLANE_SIZE_IN, dpi=REPORT_DPI)
     try:
-        ax = _panel_grid(fig, 1, 1, top=0.35, bottom=0.5, left=0.65, right=1.0)[0, 0]
+        ax = panel_grid(fig, 1, 1, top=0.35, bottom=0.5, left=0.65, right=1.0)[0, 0]
         _plane_guides(ax)
         path = _plane_path(cols, steps, window)
         if path is None:
@@ -701,9 +713,9 @@ def plot_run(directory: str | Path, *, smooth: int | None = None) -> list[Path]:
     run = load_run(directory)
     if not run.metrics:
         raise ValueError(f"{run.directory / METRICS_FILE} has no complete record: nothing to plot")
-    window = _window(smooth, len(run.metrics))
+    window = smoothing_window(smooth, len(run.metrics))
     cols = _columns(run.metrics)
-    steps = _column(run.metrics, "step")
+    steps = metric_column(run.metrics, "step")
     written = [_draw_training(run, cols, steps, window, run.directory / TRAINING_PNG)]
     if run.evals:
         written.append(_draw_passk(run, run.directory / PASSK_PNG))
@@ -738,9 +750,9 @@ def summary_table(run: Run) -> Table:
 
     if run.evals:
         cols = _columns(run.evals)
-        steps = _column(run.evals, "step")
+        steps = metric_column(run.evals, "step")
         pass1 = cols.get("pass@1")
-        best = _best_eval_index(pass1) if pass1 is not None else None
+        best = peak_eval_index(pass1) if pass1 is not None else None
         picks = [0, len(run.evals) - 1, best]
         table.add_row(
             "[dim]eval at step[/]",
@@ -766,7 +778,7 @@ def summary_table(run: Run) -> Table:
 
     if run.metrics:
         cols = _columns(run.metrics)
-        steps = _column(run.metrics, "step")
+        steps = metric_column(run.metrics, "step")
         table.add_row("[dim]train at step[/]", f"[dim]{int(steps[0])}[/]", f"[dim]{int(steps[-1])}[/]", "", "")
         train_keys = ("entropy", "reward_mean", "rank1_share", "sign_balance", "difficulty") + _SCHEDULE_KEYS
         for key in train_keys:
@@ -800,14 +812,14 @@ def compare_runs(
         raise ValueError("compare_runs needs at least one run directory")
     runs = [load_run(d) for d in directories]
     labels = _compare_labels(runs, label_key)
-    window = _window(smooth, max(len(run.metrics) for run in runs))
-    plt = _pyplot()
+    window = smoothing_window(smooth, max(len(run.metrics) for run in runs))
+    plt = headless_pyplot()
     from matplotlib.lines import Line2D
 
     legend_rows = math.ceil(len(runs) / _COMPARE_LEGEND_COLUMNS)
     fig = plt.figure(figsize=_COMPARE_SIZE_IN, dpi=REPORT_DPI)
     try:
-        grid = _panel_grid(fig, 2, 2, top=0.35 + 0.22 * legend_rows, bottom=0.5, right=0.2, wspace=0.7, hspace=0.75)
+        grid = panel_grid(fig, 2, 2, top=0.35 + 0.22 * legend_rows, bottom=0.5, right=0.2, wspace=0.7, hspace=0.75)
         (over_steps, curve), (entropy, plane) = grid
         _plane_guides(plane)
         all_ks: set[int] = set()
@@ -816,10 +828,10 @@ def compare_runs(
             colour = plt.get_cmap("tab10")(i % 10)
             handles.append(Line2D([], [], color=colour, lw=2, label=label))
             if run.evals:
-                steps = _column(run.evals, "step")
-                pass1 = _column(run.evals, "pass@1")
+                steps = metric_column(run.evals, "step")
+                pass1 = metric_column(run.evals, "pass@1")
                 _trace(over_steps, steps, pass1, 1, color=colour)
-                best = _best_eval_index(pass1)
+                best = peak_eval_index(pass1)
                 if best is not None:
                     over_steps.plot([steps[best]], [pass1[best]], "*", ms=12, color=colour, mec="black", mew=0.6)
                 final = run.evals[-1]
@@ -830,7 +842,7 @@ def compare_runs(
                     curve.plot(*zip(*pairs), "o-", ms=3.5, color=colour)
                     all_ks.update(k for k, _ in pairs)
             cols = _columns(run.metrics)
-            steps = _column(run.metrics, "step")
+            steps = metric_column(run.metrics, "step")
             _trace(entropy, steps, cols.get("entropy"), window, color=colour)
             path = _plane_path(cols, steps, window)
             if path is not None:
@@ -845,10 +857,10 @@ def compare_runs(
         over_steps.set_xlabel("step", fontsize=7)
         curve.set_xlabel("k (log2)", fontsize=7)
         entropy.set_xlabel("step", fontsize=7)
-        _finish_axes(over_steps, "pass@1 vs step (star: peak)")
-        _finish_axes(curve, "final pass@k vs k")
+        finish_axes(over_steps, "pass@1 vs step (star: peak)")
+        finish_axes(curve, "final pass@k vs k")
         smoothing = f" (moving average over {window} steps)" if window > 1 else ""
-        _finish_axes(entropy, f"training entropy{smoothing}")
+        finish_axes(entropy, f"training entropy{smoothing}")
         plane.set_title("path on the sign/difficulty plane (circle: start, star: end)", fontsize=9)
         fig.legend(
             handles=handles,

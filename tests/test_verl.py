@@ -37,6 +37,7 @@ from verl.trainer.ppo.ray_trainer import compute_advantage  # noqa: E402
 
 import fade  # noqa: E402
 import fade.integrations.verl as fv  # noqa: E402
+from fade.integrations.diagnostics import DIAGNOSTICS  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "verl" / "run_fade_qwen2_5_7b_math.sh"
@@ -263,10 +264,10 @@ def test_fade_metrics_for_stateless_and_stateful_estimators():
     compute_advantage(data, adv_estimator="fade_rloo", config=algorithm_config("fade_rloo"))
     rep = fade.decompose(fade.advantages("rloo", raw["rewards"], raw["uids"]), raw["rewards"], raw["uids"])
     got = fv.fade_metrics("fade_rloo")
-    assert got == pytest.approx({f"fade/{k}": getattr(rep, k) for k in fv._DIAGNOSTICS})
+    assert got == pytest.approx({f"fade/{k}": getattr(rep, k) for k in DIAGNOSTICS})
     fv.estimator_for("fade").observe(entropy=1.0)
     compute_advantage(data, adv_estimator="fade", config=algorithm_config("fade"))
-    keys = {f"fade/{k}" for k in ("alpha", "delta", "p_hat", "h_hat", "h_star", *fv._DIAGNOSTICS)}
+    keys = {f"fade/{k}" for k in ("alpha", "delta", "p_hat", "h_hat", "h_star", *DIAGNOSTICS)}
     assert set(fv.fade_metrics("fade")) == keys
 
 
@@ -496,7 +497,7 @@ def test_trainer_feeds_fade_verls_entropy_and_step(trainer_base, example_config,
     assert est.last["step"] == 1.0 and est.last["delta"] == 1.0
     ref.observe(entropy=1.25, step=1)
     torch.testing.assert_close(got, ref(raw["rewards"], raw["uids"]), rtol=0, atol=0)
-    expected_keys = {f"fade/{k}" for k in ("alpha", "delta", "p_hat", "h_hat", "h_star", *fv._DIAGNOSTICS)}
+    expected_keys = {f"fade/{k}" for k in ("alpha", "delta", "p_hat", "h_hat", "h_star", *DIAGNOSTICS)}
     assert expected_keys <= set(metrics)
     assert metrics["fade/h_hat"] == 1.25 and metrics["fade/p_hat"] == pytest.approx(float(raw["rewards"].mean()))
 

@@ -24,7 +24,15 @@ from pathlib import Path
 
 import numpy as np
 
-from fade.testbed.report import REPORT_DPI, finish_axes, headless_pyplot, moving_average, panel_grid, smoothing_window
+from fade.testbed.report import (
+    REPORT_DPI,
+    finish_axes,
+    headless_pyplot,
+    moving_average,
+    panel_grid,
+    peak_eval_index,
+    smoothing_window,
+)
 
 from .claims import RunSummary
 from .presets import parse_spec
@@ -168,7 +176,7 @@ def draw_pass1(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: st
                 colour = palette[spec]
                 for run in runs:
                     ax.plot(run.eval_steps, run.pass1, color=colour, lw=0.7, alpha=0.45)
-                    best = int(np.nanargmax(run.pass1)) if np.isfinite(run.pass1).any() else None
+                    best = peak_eval_index(run.pass1)
                     if best is not None:
                         ax.plot([run.eval_steps[best]], [run.pass1[best]], "*", ms=8, color=colour, mec="black", mew=0.4)
                 steps = _stack([r.eval_steps for r in runs])[0]

@@ -34,7 +34,6 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import math
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -45,6 +44,7 @@ from trl import GRPOTrainer
 
 import fade
 from fade.atomic import write_json_atomic
+from fade.integrations.diagnostics import batch_metrics
 
 __all__ = ["ENTROPY_SOURCES", "STATE_FILE", "FadeGRPOTrainer"]
 
@@ -56,9 +56,6 @@ ENTROPY_SOURCES = ("previous", "current")
 #: The estimator's state inside each TRL checkpoint folder.
 STATE_FILE = "fade_estimator.json"
 
-# Batch diagnostics logged for every estimator, and schedule keys logged when an estimator has one.
-_DIAGNOSTICS = ("positive_mass", "negative_mass", "sign_balance", "difficulty", "effective_sample_fraction")
-_SCHEDULE = ("alpha", "delta", "p_hat", "h_hat", "h_star")
 
 # Model inputs beyond ids and masks that TRL passes to its log-prob pass (vision-language models).
 _FORWARD_KEYS = (
@@ -154,7 +151,7 @@ class FadeGRPOTrainer(GRPOTrainer):
         scorable = ~torch.isnan(rewards_per_func).all(dim=1)
         groups = torch.div(torch.arange(n, device=device), size, rounding_mode="floor")
         inputs_ = {}
-        if {"lengths"} & {*est.spec.needs, *est.spec.uses}:
+        if "lengths" in {*est.spec.needs, *est.spec.uses}:
             lengths = self.accelerator.gather(out["completion_mask"].sum(dim=1).to(rewards.dtype))
             inputs_["lengths"] = lengths[scorable].clamp_min(1)
         advantages = torch.zeros_like(rewards)
@@ -185,8 +182,7 @@ class FadeGRPOTrainer(GRPOTrainer):
         return None  # resumed with no loss pass since: the restored state carries on
 
     def _fade_has_entropy(self) -> bool:
-        state = self.fade_estimator.state_dict()
-        return state.get("h_hat") is not None if self.fade_estimator.stateful else True
+        return getattr(self.fade_estimator, "h_hat", 0.0) is not None  # stateless: nothing to set up
 
     @torch.no_grad()
     def _current_entropy(self, out: Mapping[str, Any]) -> float:
@@ -205,15 +201,8 @@ class FadeGRPOTrainer(GRPOTrainer):
         return float(totals[0] / totals[1].clamp(min=1.0))
 
     def _fade_log(self, mode: str, est: fade.Estimator, adv: torch.Tensor, rewards: torch.Tensor, groups: torch.Tensor) -> None:
-        metrics = self._metrics[mode]
-        values: dict[str, float] = dict(est.last) if est.stateful else {}
-        if adv.numel() and not all(key in values for key in _DIAGNOSTICS):
-            rep = fade.decompose(adv, rewards, groups)
-            values.update({key: getattr(rep, key) for key in _DIAGNOSTICS})
-        for key in (*_DIAGNOSTICS, *_SCHEDULE):
-            value = values.get(key)
-            if value is not None and math.isfinite(value):
-                metrics[f"fade/{key}"].append(float(value))
+        for key, value in batch_metrics(est, adv, rewards, groups).items():
+            self._metrics[mode][key].append(value)
 
     # -- checkpoints -------------------------------------------------------------------------
 

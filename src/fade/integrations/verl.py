@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -37,6 +36,7 @@ from verl.trainer.ppo import core_algos
 
 import fade
 from fade.atomic import write_json_atomic
+from fade.integrations.diagnostics import batch_metrics
 
 __all__ = [
     "ENTROPY_METRIC",
@@ -67,9 +67,6 @@ TRAINER_NAME = "fade"
 #: The estimator's state inside each ``global_step_N`` checkpoint folder (same name as in TRL).
 STATE_FILE = "fade_estimator.json"
 
-# Batch diagnostics logged for every estimator, and schedule keys logged when an estimator has one.
-_DIAGNOSTICS = ("positive_mass", "negative_mass", "sign_balance", "difficulty", "effective_sample_fraction")
-_SCHEDULE = ("alpha", "delta", "p_hat", "h_hat", "h_star")
 
 
 # -- names ---------------------------------------------------------------------------------------
@@ -201,17 +198,8 @@ def fade_metrics(name: str, params: Mapping[str, Any] | None = None) -> dict[str
     batch = _LAST_BATCH.get(key)
     if est is None or batch is None:
         return {}
-    values: dict[str, float] = dict(est.last) if est.stateful else {}
-    if not all(k in values for k in _DIAGNOSTICS):
-        adv, scores, index = batch
-        rep = fade.decompose(adv, scores, index)
-        values.update({k: getattr(rep, k) for k in _DIAGNOSTICS})
-    out = {}
-    for k in (*_SCHEDULE, *_DIAGNOSTICS):
-        v = values.get(k)
-        if v is not None and math.isfinite(v):
-            out[f"fade/{k}"] = float(v)
-    return out
+    adv, scores, index = batch
+    return batch_metrics(est, adv, scores, index)
 
 
 # -- the functions verl calls ----------------------------------------------------------------------

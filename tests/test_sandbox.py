@@ -5,6 +5,7 @@ evaluator keeps running. Limits are small (1 s per test) so that the file runs i
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import pickle
@@ -224,8 +225,12 @@ def test_fork_bomb_that_swallows_errors(verifier):
 
 
 def test_memory_bomb(verifier):
-    result = verifier.score("a = []\nwhile True:\n    a.append(bytearray(10 ** 8))", SUM_TESTS)
+    # Filling 200 MB of pages takes 0.1 s on an idle machine and can pass 1 s on a busy one: a
+    # generous time limit here keeps the test about memory, whatever else the machine runs.
+    patient = CodeVerifier(limits=dataclasses.replace(LIMITS, time_seconds=30.0), workers=1)
+    result = patient.score("a = []\nwhile True:\n    a.append(bytearray(10 ** 8))", SUM_TESTS)
     assert result.reason == "memory_limit", result.details
+    assert result.details["exception"] == "MemoryError"
     assert verifier.score("x = bytearray(10 ** 10)", SUM_TESTS).reason == "memory_limit"
     _assert_evaluator_fine(verifier)
 

@@ -316,3 +316,39 @@ def test_tuning_keeps_the_defaults_unless_a_candidate_scores_higher(tmp_path, be
     choice, rows = claims.choose_tuned(tuning, summaries)
     assert choice == chosen
     assert len(rows) == 2
+
+
+@pytest.mark.parametrize("name, centred", [("grpo", True), ("rloo", True), ("maxrl", True), ("psr", False),
+                                           ("w_reinforce", False)])
+def test_mass_imbalance_is_zero_exactly_for_centred_estimators_in_float32(name, centred):
+    """The trainer logs masses of float32 advantages: a centred estimator's m_S - m_F is rounding
+    (~1e-9), and the check must read it as 0; a sign-biased one keeps its imbalance."""
+    import torch
+
+    import fade
+    from fade.mass import decompose
+
+    gen = torch.Generator().manual_seed(0)
+    imbalances = []
+    for _ in range(50):
+        rewards = (torch.rand(32 * 8, generator=gen) < torch.rand(32, generator=gen).repeat_interleave(8)).float()
+        report = decompose(fade.advantages(name, rewards, 8), rewards, 8)
+        imbalances.append(float(claims.mass_imbalance(report.positive_mass, report.negative_mass)))
+    assert all(x == 0.0 for x in imbalances) == centred, imbalances
+
+
+def test_entropy_check_draws_no_correlation_from_rounding_of_centred_runs(tmp_path):
+    """Four centred runs whose logged imbalance is float noise that happens to track the entropy:
+    no verdict (the first term predicts nothing), and the note says why."""
+    plan = TaskPlan(task="countdown", estimators=("grpo", "rloo", "dr_grpo", "maxrl"), steps=60, eval_every=60,
+                    eval_prompts=4, eval_samples=2)
+    summaries = []
+    for seed in range(3):
+        for i, spec in enumerate(plan.estimators):
+            noise = 3e-9 * (i + 1)
+            _write_run(tmp_path, plan.run(spec, seed), 0.001 * (i + 1), 0.01 * seed, 0.2 + noise, 0.2)
+            summaries.append(claims.summarise(plan.run(spec, seed), tmp_path))
+    check = next(s for s in claims.evaluate(summaries) if s.key == "entropy_check")
+    assert check.verdicts == []
+    assert any("Every run here is of a centred estimator" in note for note in check.notes)
+    assert all(s.scalars["entropy_predicted_early"] == 0.0 for s in summaries)

@@ -51,6 +51,7 @@ from .presets import (
 
 __all__ = [
     "FEW_SEEDS",
+    "MASS_RTOL",
     "MIN_SEEDS",
     "NOT_MEASURED",
     "NOT_SUPPORTED",
@@ -63,7 +64,6 @@ __all__ = [
     "choose_tuned",
     "combine",
     "compare",
-    "MASS_RTOL",
     "early_steps",
     "entropy_blocks",
     "evaluate",

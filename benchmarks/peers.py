@@ -56,10 +56,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+import fade
+
 # benchmarks/ is not a package: running this file puts its folder on sys.path.
 from advantages import GROUP, Printer, best_time, fmt_ms, fmt_n, fmt_rate, fmt_x, make_equal, parse_sizes, repeats_for
-
-import fade
 
 LOOP_BUDGET_S = 60.0  # skip verl's loop at a size where it is predicted to take longer
 
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     import verl
     from verl.trainer.ppo import core_algos
 
-    import fade.integrations.verl  # noqa: F401  (registers fade's names in verl)
+    import fade.integrations.verl as fade_verl  # registers fade's names in verl
 
     try:
         import trl
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     fade_config = {"fade": fade_params}
     est_grpo, est_fade = fade.estimator("grpo"), fade.estimator("fade", **fade_params)
     est_fade.observe(entropy=1.0)
-    fade.integrations.verl.estimator_for("fade", fade_params).observe(entropy=1.0)
+    fade_verl.estimator_for("fade", fade_params).observe(entropy=1.0)
 
     out = Printer()
     out.line(
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             if "TRL GRPO formula" in timed:
                 line += f"; TRL's formula {fmt_x(timed['TRL GRPO formula'] / timed['fade grpo'])} the time of fade grpo"
             summary.append(line)
-            del b
+            b = None  # free this size's batch before the next one is built
             gc.collect()
             out.line(f"  measured N = {fmt_n(n)} ({form} uids) in {time.perf_counter() - t_size:.1f} s")
         out.line()

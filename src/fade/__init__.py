@@ -13,6 +13,7 @@ from .geometry import rank1_share
 from .mass import MassProfile, MassReport, decompose, mass_profile
 from .passk import pass_at_k
 from .registry import Estimator, EstimatorSpec, advantages, available, estimator, register, spec
+from .specs import estimator_from_spec, format_spec, parse_spec
 
 __version__ = "0.1.0"
 
@@ -26,7 +27,10 @@ __all__ = [
     "available",
     "decompose",
     "estimator",
+    "estimator_from_spec",
+    "format_spec",
     "mass_profile",
+    "parse_spec",
     "pass_at_k",
     "rank1_share",
     "register",

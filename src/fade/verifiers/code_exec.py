@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import errno
+import logging
 import math
 import os
 import signal
@@ -41,6 +42,8 @@ VIOLATION_ERRNOS = frozenset({
 _NETWORK_EXCEPTIONS = frozenset({"gaierror", "herror"})
 _EXCERPT = 200
 _PYTHON_TAGS = ("python", "py", "python3")
+_ERRORS = ("raise", "result")
+_log = logging.getLogger(__name__)
 
 
 def extract_program(completion: str) -> str:
@@ -78,13 +81,21 @@ def _excerpt(value: Any) -> str:
     return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
 
 
+class SetupFailed(RuntimeError):
+    """The sandbox could not set up a test (before the program ran): the machine, not the program."""
+
+
 def classify(record: dict[str, Any], limits: Limits) -> tuple[str, dict[str, Any]] | None:
     """How one test ended, from the supervisor's record: (reason, details), or None when the
-    program ran to a clean exit (its output is still to be compared)."""
+    program ran to a clean exit (its output is still to be compared). Raises :class:`SetupFailed`
+    when the harness reports (on a channel the program never holds) that it could not set up."""
+    if record.get("setup_error") is not None:
+        raise SetupFailed(f"the code sandbox could not be set up: {record['setup_error']}")
+    if record.get("report_error") is not None:
+        return "sandbox_violation", {"report": record["report_error"], "exit": record.get("exit"),
+                                     "signal": record.get("signal")}
     status = record.get("status") or {}
     info: dict[str, Any] = {}
-    if "setup_error" in status:
-        raise RuntimeError(f"the code sandbox could not be set up: {status['setup_error']}")
     exc = status.get("exc")
     if exc:
         info["exception"] = exc
@@ -151,8 +162,9 @@ class CodeVerifier:
         return self._run(source, suite)
 
     def _run(self, source: str, suite: TestSuite) -> VerifierResult:
-        # A sandbox that does not start says something about the machine (out of processes, a
-        # broken interpreter), not the program: try once more, then stop with the reason.
+        # A sandbox that does not start or set up a test says something about the machine (out of
+        # processes, a broken interpreter), not the program (which never reaches either channel):
+        # try once more, then stop with the reason.
         failure = None
         for _ in range(2):
             result, failure = self._run_once(source, suite)
@@ -165,11 +177,15 @@ class CodeVerifier:
                         limits=self.limits, namespaces=self.namespaces) as run:
             if run.failure_kind == "start":
                 return None, run.failure
-            return self._judge(run, suite, source), None
+            try:
+                return self._judge(run, suite, source), None
+            except SetupFailed as exc:
+                return None, str(exc)
 
     def _judge(self, run: SandboxRun, suite: TestSuite, source: str) -> VerifierResult:
         """Read the run's records as they come; the first failing test decides."""
-        base = {"tests": len(suite), "sandbox": run.isolation.get("mode"), "network_isolated": run.isolation.get("network", False)}
+        base = {"tests": len(suite), "sandbox": run.isolation.get("mode"), "network_isolated": run.isolation.get("network", False),
+                "memory_bound": run.isolation.get("memory")}
         passed, seconds = 0, 0.0
         for record in run:
             seconds += record.get("seconds", 0.0)
@@ -203,20 +219,32 @@ class CodeVerifier:
             return None
         return {"expected": _excerpt(case.expected), "got": _excerpt(status["result"])}
 
-    def score_many(self, completions: Sequence[str], tests: Sequence[Any]) -> list[VerifierResult]:
-        """Judge pairs in parallel; results in input order."""
+    def score_many(self, completions: Sequence[str], tests: Sequence[Any], *, errors: str = "raise") -> list[VerifierResult]:
+        """Judge pairs in parallel; results in input order. ``errors="result"`` turns a failure of
+        the machine (a sandbox that does not start twice) into that pair's result, reason
+        "error", logged as a warning, instead of raising: what a reward inside training wants."""
         if len(completions) != len(tests):
             raise ValueError(f"got {len(completions)} completions and {len(tests)} test sets: expected as many of each")
-        return [result for _, result in sorted(self.imap(list(zip(completions, tests))), key=lambda x: x[0])]
+        return [result for _, result in sorted(self.imap(list(zip(completions, tests)), errors=errors), key=lambda x: x[0])]
 
-    def imap(self, pairs: Sequence[tuple[str, Any]]) -> Iterator[tuple[int, VerifierResult]]:
+    def imap(self, pairs: Sequence[tuple[str, Any]], *, errors: str = "raise") -> Iterator[tuple[int, VerifierResult]]:
         """Judge ``(completion, tests)`` pairs in parallel, yielding ``(index, result)`` as each finishes."""
+        if errors not in _ERRORS:
+            raise ValueError(f"errors must be one of {_ERRORS}, got {errors!r}")
         if not pairs:
             return
+        score = self.score if errors == "raise" else self._score_or_error
         with ThreadPoolExecutor(max_workers=min(self.workers, len(pairs))) as pool:
-            futures = {pool.submit(self.score, c, t): i for i, (c, t) in enumerate(pairs)}
+            futures = {pool.submit(score, c, t): i for i, (c, t) in enumerate(pairs)}
             for future in as_completed(futures):
                 yield futures[future], future.result()
+
+    def _score_or_error(self, completion: str, tests: Any) -> VerifierResult:
+        try:
+            return self.score(completion, tests)
+        except Exception as exc:  # the machine failed, not the program: counted as 0 and said so
+            _log.warning("code verifier failed (scored 0, reason 'error'): %s: %s", type(exc).__name__, exc)
+            return VerifierResult.of("error", error=f"{type(exc).__name__}: {exc}")
 
 
 _default: CodeVerifier | None = None

@@ -19,10 +19,22 @@ P1 that sets its resource limits, drops to an unprivileged uid (as root) or drop
 capability (in a user namespace), then executes the program in-process, with the test input on
 fd 0 and its output captured from fd 1. When P1 exits the kernel kills every process left in
 the pid namespace, so nothing a test started outlives the sandbox.
+
+Channels from a test child to P1, and whom each may be believed about:
+
+- the exit status and signal: from the kernel (wait4), never from the program;
+- fd 4, setup errors: written only by the harness before the program's first instruction, then
+  closed, so the program can never reach it (P1 holds the only other end, for reading);
+- fd 3, the program's report (how it ended, a call's return value): written from inside the
+  program's own process, so the program can write it too. P1 accepts exactly one well-formed
+  line of the keys the test's kind allows; anything else is reported as ``report_error`` (a
+  sandbox violation), so a forged line next to the real one can never choose the verdict.
 """
 
 import builtins
 import ctypes
+import errno
+import fcntl
 import io
 import json
 import math
@@ -48,8 +60,14 @@ _KEEP_FLAGS = ((2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC), (1024, MS_NOATIME)
 # Host directories the program may read (read-only); anything else on the host is invisible.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/alternatives")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
-# The fd on which a test child reports how it ended (and a call's return value).
+# The fd on which a test child reports how it ended (and a call's return value): the program can
+# write to it, so P1 believes one well-formed line of it only (see the module docstring).
 STATUS_FD = 3
+# The fd on which a test child reports a failed setup; closed before the program runs.
+SETUP_FD = 4
+# The keys a report may hold; the result keys only for call-based tests.
+REPORT_KEYS = frozenset({"exc", "phase", "errno", "module", "exit_code"})
+RESULT_KEYS = frozenset({"result", "result_repr"})
 # Imported before the program runs when it runs as another uid on the host filesystem, where
 # the interpreter's standard library may not be readable by that uid (a pyenv under /root).
 COMMON_MODULES = (
@@ -217,6 +235,72 @@ def _set_limits(limits, cpu_seconds):
         resource.setrlimit(res, value)
 
 
+# Syscalls that make memory RLIMIT_AS does not count once unmapped (a memfd's pages, a SysV
+# segment's), denied with EPERM by a seccomp filter: (audit arch, syscall numbers, whether the
+# x32 ABI's numbers must be refused as well). memfd_secret is 447 on both.
+_MEMORY_SYSCALLS = {
+    "x86_64": (0xC000003E, {"memfd_create": 319, "memfd_secret": 447, "shmget": 29}, True),
+    "aarch64": (0xC00000B7, {"memfd_create": 279, "memfd_secret": 447, "shmget": 194}, False),
+}
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+_BPF_LD_W_ABS, _BPF_JEQ, _BPF_JGE, _BPF_RET = 0x20, 0x15, 0x35, 0x06
+_RET_ALLOW, _RET_EPERM = 0x7FFF0000, 0x00050000 | errno.EPERM
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def _deny_unbounded_memory():
+    """Install the seccomp filter of _MEMORY_SYSCALLS in this process (inherited by its children,
+    never removable). Needs no_new_privs (or CAP_SYS_ADMIN). Raises OSError where it cannot."""
+    entry = _MEMORY_SYSCALLS.get(os.uname().machine)
+    if entry is None:
+        raise OSError(errno.ENOSYS, f"no seccomp syscall table for {os.uname().machine}")
+    audit_arch, numbers, x32 = entry
+    checks = ([(_BPF_JGE, 0x40000000)] if x32 else []) + [(_BPF_JEQ, n) for n in numbers.values()]
+    deny = 3 + len(checks) + 1  # index of the final "ret EPERM"
+    insns = [(_BPF_LD_W_ABS, 0, 0, 4), (_BPF_JEQ, 0, deny - 2, audit_arch), (_BPF_LD_W_ABS, 0, 0, 0)]
+    for i, (op, k) in enumerate(checks, start=3):
+        insns.append((op, deny - (i + 1), 0, k))
+    insns += [(_BPF_RET, 0, 0, _RET_ALLOW), (_BPF_RET, 0, 0, _RET_EPERM)]
+    filters = (_SockFilter * len(insns))(*[_SockFilter(*insn) for insn in insns])
+    prog = _SockFprog(len(insns), filters)
+    _check(_libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.byref(prog),
+                       ctypes.c_ulong(0), ctypes.c_ulong(0)), "seccomp filter")
+
+
+def _probe_memory_bound(iso):
+    """Whether test children can get the seccomp filter, tried once in a throwaway child: sets
+    ``iso["memory"]`` to "seccomp" or, where it fails, "rlimits" with a note on what that leaves."""
+    pid = os.fork()
+    if pid == 0:
+        code = 2
+        try:
+            _prctl(PR_SET_NO_NEW_PRIVS, 1)
+            _deny_unbounded_memory()
+            code = 1
+            os.close(os.memfd_create("probe", 0))
+        except PermissionError:
+            code = 0
+        except BaseException:
+            pass
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+        iso["memory"] = "seccomp"
+        return
+    iso["memory"] = "rlimits"
+    iso["notes"].append(
+        "no seccomp filter here: memfd_create and SysV shared memory are bounded only by RLIMIT_FSIZE per "
+        "file and RLIMIT_NOFILE (64) per process, not by the memory limit"
+    )
+
+
 def _own_processes():
     """How many processes (threads included) the real uid runs on the host: RLIMIT_NPROC counts
     them all when no uid of its own or user namespace separates the sandbox."""
@@ -233,18 +317,16 @@ def _own_processes():
 
 def _child(job, test, fds, iso, sandbox_uid):
     """Runs in the forked child; never returns."""
-    stdin_fd, out_w, err_w, status_w = fds
-    status = status_w
+    setup = fds[4]
     try:
         os.setpgid(0, 0)
-        # Sources are duplicated in this order onto 0..3; each is above 2 (P1 keeps 0, 1, 2
-        # open), so no duplication overwrites a source that is still to be copied.
-        os.dup2(stdin_fd, 0)
-        os.dup2(out_w, 1)
-        os.dup2(err_w, 2)
-        os.dup2(status_w, STATUS_FD)
-        status = STATUS_FD
-        os.closerange(STATUS_FD + 1, 1 << 16)
+        # Move every source above the targets first, so that no dup2 overwrites a source that is
+        # still to be copied, then put them on 0 (stdin), 1, 2, STATUS_FD and SETUP_FD.
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in fds]
+        for target, fd in enumerate(high):
+            os.dup2(fd, target)
+        setup = SETUP_FD
+        os.closerange(SETUP_FD + 1, 1 << 16)
         limits = job["limits"]
         _set_limits(limits, max(1, math.ceil(limits["time_seconds"])))
         if sandbox_uid is not None:
@@ -255,14 +337,18 @@ def _child(job, test, fds, iso, sandbox_uid):
             _drop_capabilities()
         _prctl(PR_SET_NO_NEW_PRIVS, 1)
         _prctl(PR_SET_DUMPABLE, 0)
+        if iso.get("memory") == "seccomp":
+            _deny_unbounded_memory()
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
     except BaseException as exc:  # the sandbox could not be set up: say so, run nothing
-        os.write(status, (json.dumps({"setup_error": f"{type(exc).__name__}: {exc}"}) + "\n").encode())
+        os.write(setup, (json.dumps({"setup_error": f"{type(exc).__name__}: {exc}"}) + "\n").encode())
         os._exit(70)
+    # The last act before the program: from here on nothing in this process can report a setup error.
+    os.close(SETUP_FD)
     try:
-        _run_program(job, test, status)
+        _run_program(job, test, STATUS_FD)
     finally:
         os._exit(70)  # never unwind into the supervisor's code in this forked copy
 
@@ -366,17 +452,18 @@ def _run_test(job, index, test, iso, sandbox_uid):
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     status_r, status_w = os.pipe()
+    setup_r, setup_w = os.pipe()
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
-        for fd in (out_r, err_r, status_r):
+        for fd in (out_r, err_r, status_r, setup_r):
             os.close(fd)
-        _child(job, test, (stdin_fd, out_w, err_w, status_w), iso, sandbox_uid)
-    for fd in (stdin_fd, out_w, err_w, status_w):
+        _child(job, test, (stdin_fd, out_w, err_w, status_w, setup_w), iso, sandbox_uid)
+    for fd in (stdin_fd, out_w, err_w, status_w, setup_w):
         os.close(fd)
     cap = limits["output_bytes"]
-    out, err, stat = bytearray(), bytearray(), bytearray()
-    sinks = {out_r: out, err_r: err, status_r: stat}
+    out, err, stat, setup = bytearray(), bytearray(), bytearray(), bytearray()
+    sinks = {out_r: out, err_r: err, status_r: stat, setup_r: setup}
     ended, wait_status, rusage = None, None, None
     deadline = start + limits["time_seconds"]
     try:
@@ -441,14 +528,38 @@ def _run_test(job, index, test, iso, sandbox_uid):
     record["stdout"] = bytes(out[:shown]).decode("utf-8", errors="replace")
     record["stdout_bytes"] = len(out)
     record["stderr_tail"] = bytes(err[-2048:]).decode("utf-8", errors="replace")
-    for line in bytes(stat[:cap]).decode("utf-8", errors="replace").splitlines():
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            record.setdefault("status", obj)
+    if setup:
+        record["setup_error"] = _setup_error(bytes(setup[:4096]))
+    elif stat and ended is None:
+        status, problem = _read_report(bytes(stat), job["call"] is not None)
+        if problem is None:
+            record["status"] = status
+        else:
+            record["report_error"] = problem
     return record
+
+
+def _setup_error(raw):
+    try:
+        return str(json.loads(raw)["setup_error"])
+    except (ValueError, KeyError, TypeError):
+        return raw.decode("utf-8", errors="replace").strip()
+
+
+def _read_report(raw, call):
+    """The program's report, or why it is not believed: (report, None) or (None, problem)."""
+    lines = raw.count(b"\n")
+    if lines != 1 or not raw.endswith(b"\n"):
+        return None, f"{lines} lines on the report channel where the harness writes one: the program wrote to it"
+    try:
+        obj = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None, "a malformed line on the report channel: the program wrote to it"
+    allowed = REPORT_KEYS | RESULT_KEYS if call else REPORT_KEYS
+    if not isinstance(obj, dict) or not obj.keys() <= allowed:
+        keys = sorted(obj) if isinstance(obj, dict) else type(obj).__name__
+        return None, f"a report with keys {keys}, expected some of {sorted(allowed)}: the program wrote it"
+    return obj, None
 
 
 def _run_tests(job, iso, sandbox_uid):
@@ -456,7 +567,7 @@ def _run_tests(job, iso, sandbox_uid):
     for index, test in enumerate(job["tests"]):
         record = _run_test(job, index, test, iso, sandbox_uid)
         _emit(record)
-        if record.get("ended") or record.get("signal") or record.get("exit") or "setup_error" in record.get("status", {}):
+        if any(record.get(key) for key in ("ended", "signal", "exit", "setup_error", "report_error")):
             break  # a later test cannot change the verdict
 
 
@@ -480,6 +591,7 @@ def _supervise(job, iso, sandbox_uid, alive_r):
             for name in COMMON_MODULES:
                 __import__(name)
     os.environ["HOME"] = os.environ["TMPDIR"] = os.getcwd()
+    _probe_memory_bound(iso)
     _emit({"ready": iso})
     _run_tests(job, iso, sandbox_uid)
     os._exit(0)

@@ -27,7 +27,8 @@ REASONS: dict[str, str] = {
     "no_answer": "no answer could be extracted from the completion",
     "malformed": "an answer was extracted but is not a mathematical expression math-verify can read",
     "timeout": "parsing or comparing took longer than the per-call timeout",
-    "error": "the math checker failed on this input (an internal error, counted as wrong)",
+    "error": "the checker failed on this input: math-verify, or a code sandbox that could not start or set up "
+    "twice (an internal error, counted as wrong)",
     # programs
     "no_code": "the completion holds no program",
     "compile_error": "the program is not valid Python",

@@ -95,7 +95,9 @@ def make_math_reward(verifier: MathVerifier | None = None) -> Callable[..., list
 
 
 def make_code_reward(verifier: CodeVerifier | None = None) -> Callable[..., list[float | None]]:
-    """A TRL reward function running programs against each row's tests with ``verifier``."""
+    """A TRL reward function running programs against each row's tests with ``verifier``. It never
+    raises on a program: nothing a program does reaches the verdict's channels, and a failure of
+    the machine itself scores 0 with reason "error" (logged) rather than stopping training."""
 
     def code_reward(prompts: list, completions: list, **kwargs: Any) -> list[float | None]:
         v = verifier or default_code_verifier()
@@ -104,7 +106,7 @@ def make_code_reward(verifier: CodeVerifier | None = None) -> Callable[..., list
         columns = {k: _column(kwargs, (k,), n) for k in keys}
         tests = [{k: columns[k][i] for k in keys if columns[k][i] is not None} for i in range(n)]
         rows = [i for i in range(n) if any(k in tests[i] for k in TEST_FIELDS)]
-        scored = v.score_many([completion_text(completions[i]) for i in rows], [tests[i] for i in rows])
+        scored = v.score_many([completion_text(completions[i]) for i in rows], [tests[i] for i in rows], errors="result")
         results: list[VerifierResult | None] = [None] * n
         for i, r in zip(rows, scored):
             results[i] = r
@@ -132,7 +134,7 @@ def compute_math_score(data_source: Any, solution_str: str, ground_truth: Any, e
 def compute_code_score(data_source: Any, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
                        **kwargs: Any) -> dict[str, Any]:
     """verl's reward signature, always running the program against ``ground_truth``'s tests."""
-    return _verl_dict(default_code_verifier().score(solution_str, ground_truth))
+    return _verl_dict(default_code_verifier().score_many([solution_str], [ground_truth], errors="result")[0])
 
 
 def _is_code(data_source: Any, ground_truth: Any, extra_info: dict | None) -> bool:

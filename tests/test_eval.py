@@ -222,3 +222,31 @@ def test_resume_refuses_other_settings_or_changed_samples(capsys, tmp_path):
     _assert_error(capsys, [samples, "--verifier", "math", "--out", out], "other settings")
     _write(samples, [{"id": 1, "completion": "print(3)", "tests": [{"input": "", "output": "1"}]}])
     _assert_error(capsys, [samples, "--verifier", "code", "--out", out, *CODE_FLAGS], "different completion", "samples file changed")
+
+
+def test_an_empty_completions_list_adds_no_problem_and_the_report_is_written(capsys, tmp_path):
+    tests = [{"input": "", "output": "1"}]
+    samples = _write(tmp_path / "s.jsonl", [{"id": 1, "completions": [], "tests": tests},
+                                            {"id": 2, "completions": ["print(1)", "print(2)"], "tests": tests}])
+    out = tmp_path / "out"
+    code, _, err = _eval(capsys, samples, "--verifier", "code", "--out", out, "--k", "1", *CODE_FLAGS)
+    assert code == 0, err
+    report = _report(out)
+    assert report["num_problems"] == 1 and report["num_samples"] == 2
+    assert report["pass@k"]["pass@1"] == 0.5
+    _assert_error(capsys, [_write(tmp_path / "e.jsonl", [{"id": 1, "completions": [], "tests": tests}]),
+                           "--verifier", "code", "--out", tmp_path / "out2"], "e.jsonl", "no samples")
+
+
+def test_unreadable_lines_are_errors_that_name_file_and_line(capsys, tmp_path):
+    math = ["--verifier", "math", "--out", tmp_path / "out"]
+    good = json.dumps({"id": 1, "completion": "x", "answer": "1"}).encode()
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(good + b"\n" + b'{"id": 2, "completion": "caf\xe9", "answer": "1"}\n')
+    _assert_error(capsys, [latin, *math], "latin.jsonl:2", "not UTF-8", "0xe9")
+    huge = tmp_path / "huge.jsonl"
+    huge.write_bytes(good + b"\n" + b'{"id": 2, "completion": "x", "answer": ' + b"1" * 5000 + b"}\n")
+    _assert_error(capsys, [huge, *math], "huge.jsonl:2", "4300")
+    deep = tmp_path / "deep.jsonl"
+    deep.write_bytes(b'{"id": 2, "completion": "x", "answer": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n")
+    _assert_error(capsys, [deep, *math], "deep.jsonl:1", "nested too deeply")

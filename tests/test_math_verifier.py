@@ -185,3 +185,30 @@ def test_testbed_file_task_scores_code(tmp_path):
     with pytest.raises(ValueError, match="the tests"):
         data.write_text(json.dumps({"prompt": "Square n."}) + "\n")
         FileTask(data, verifier="code")
+
+
+def test_workers_respect_a_lower_address_space_limit_of_the_caller():
+    # A caller whose hard RLIMIT_AS is below the worker's 4 GB: the worker must start, and keep
+    # under the caller's limit (only root could raise it, and should not).
+    import resource
+    import subprocess
+    import sys
+
+    lowered = 3 << 30
+    script = (
+        "from fade.verifiers.math_answer import MathVerifier\n"
+        "v = MathVerifier(timeout=5.0, workers=1)\n"
+        "print(v.score('\\\\boxed{2}', '2').reason)\n"
+        "w = v._idle[0]\n"
+        "line = [l for l in open(f'/proc/{w.proc.pid}/limits') if l.startswith('Max address space')][0]\n"
+        "print(line.split()[3], line.split()[4], w.memory_bytes)\n"
+        "v.close()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (lowered, lowered)),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    reason, soft, hard, reported = done.stdout.split()
+    assert reason == "correct"
+    assert int(soft) <= lowered and int(hard) <= lowered and int(reported) <= lowered

@@ -10,14 +10,16 @@ import json
 import os
 import pickle
 import socket
+import struct
 import tempfile
 import time
+import tracemalloc
 import zlib
 from pathlib import Path
 
 import pytest
 
-from fade.verifiers import rewards
+from fade.verifiers import rewards, testcases
 from fade.verifiers.code_exec import CodeVerifier, canonical_program, extract_program
 from fade.verifiers.sandbox import MAX_SLOTS, UID_BASE, Limits, SandboxRun, isolation_report
 from fade.verifiers.testcases import outputs_match, parse_tests, values_match
@@ -88,6 +90,24 @@ def test_compressed_tests_never_unpickle_objects():
     packed = base64.b64encode(zlib.compress(pickle.dumps(Boom()))).decode()
     with pytest.raises(ValueError, match="compressed"):
         parse_tests({"private_test_cases": packed})
+
+
+def test_a_zlib_bomb_in_compressed_tests_is_refused_with_bounded_memory(monkeypatch):
+    # 300 MB of a pickled string in a 1.4 MB line; the evaluator must not inflate it all.
+    size, chunk = 300 << 20, b" " * (4 << 20)
+    deflate = zlib.compressobj(1)
+    parts = [deflate.compress(b"\x80\x03X" + struct.pack("<I", size))]
+    parts += [deflate.compress(chunk) for _ in range(size // len(chunk))]
+    bomb = base64.b64encode(b"".join(parts) + deflate.compress(b".") + deflate.flush()).decode()
+    monkeypatch.setattr(testcases, "MAX_DECOMPRESSED_BYTES", 16 << 20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"private_test_cases decompresses to more than 16 MB.*zlib bomb"):
+            parse_tests({"private_test_cases": bomb, "metadata": "{}"})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20, f"parsing the bomb allocated {peak >> 20} MB"
 
 
 def test_livecodebench_functional_format():

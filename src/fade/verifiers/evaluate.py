@@ -7,7 +7,9 @@ text (``completion``, or ``completions``: a list, one sample each) and the refer
 answer (``answer``, ``gold``, ``ground_truth`` or ``solution``) or the tests (any field
 :mod:`fade.verifiers.testcases` reads). With ``problems=FILE`` the reference is read from a
 problems file keyed by the same id instead, and a sample's own fields take precedence. A sample's
-index is its position among its problem's samples in the file, so (problem, index) names it.
+index is its position among its problem's samples in the file, so (problem, index) names it. A
+line with ``"completions": []`` adds no samples; a problem with none is left out of the report.
+The file is read as UTF-8 JSON lines; anything unreadable is an error naming its file and line.
 
 Output, in the output folder:
 
@@ -117,14 +119,23 @@ def _read_jsonl(path: str | Path, what: str) -> Iterator[tuple[int, dict]]:
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"{what} {path}: no such file")
-    with p.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
+    with p.open("rb") as f:  # bytes, so that a bad byte is reported with its line, not by the reader
+        for lineno, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: not UTF-8 (byte {raw[exc.start]:#04x} at column {exc.start + 1}); "
+                                 "expected JSON lines in UTF-8") from None
             if not line.strip():
                 continue
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            except ValueError as exc:  # e.g. an integer past Python's 4300-digit conversion limit
+                raise ValueError(f"{path}:{lineno}: a value JSON cannot be read into Python ({exc})") from None
+            except RecursionError:
+                raise ValueError(f"{path}:{lineno}: JSON nested too deeply to read") from None
             if not isinstance(obj, dict):
                 raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
             yield lineno, obj
@@ -211,8 +222,9 @@ def read_samples(path: str | Path, verifier: str, problems: str | Path | None = 
             samples.append(Sample(key, pid, counts[key], text, sha, where))
             counts[key] += 1
     if not samples:
-        raise ValueError(f"{path}: no samples (the file has no non-blank lines)")
-    return samples, refs, order
+        raise ValueError(f"{path}: no samples (the file has no non-blank lines, or only empty 'completions' lists)")
+    # A problem whose lines hold no samples ("completions": []) has no solve rate: leave it out.
+    return samples, refs, [key for key in order if counts[key]]
 
 
 # -- scores.jsonl --------------------------------------------------------------------------------

@@ -56,6 +56,7 @@ class _Worker:
         )
         self._buffer = bytearray()
         hello = self.receive(_STARTUP_SECONDS)
+        self.memory_bytes = hello.get("memory_bytes") if isinstance(hello, dict) else None
         if hello is None or hello.get("ready") is not True:
             self.kill()
             raise RuntimeError(
@@ -112,7 +113,8 @@ class MathVerifier:
         timeout: seconds one completion may take to extract, parse and compare (> 0).
         workers: most worker processes running at once (default: the CPU count); they start
             on first use, about a second each, and stay until :meth:`close`.
-        memory_mb: address-space limit of each worker.
+        memory_mb: address-space limit of each worker (lowered to the limits this process already
+            has, where those are lower).
     """
 
     def __init__(self, timeout: float = 5.0, workers: int | None = None, memory_mb: int = 4096) -> None:
@@ -275,6 +277,14 @@ def _watch_parent(parent: int) -> None:
             os._exit(0)
 
 
+def _address_space_limit(wanted: int) -> int:
+    """``wanted``, or the limits the caller already set where they are lower: only root may raise
+    a hard limit, and even root should not undo a limit its caller chose."""
+    import resource
+
+    return min([wanted] + [v for v in resource.getrlimit(resource.RLIMIT_AS) if v != resource.RLIM_INFINITY])
+
+
 def serve(memory_mb: int = 4096) -> None:
     """The worker's loop: one JSON request per stdin line, one JSON answer per stdout line."""
     import logging
@@ -287,14 +297,14 @@ def serve(memory_mb: int = 4096) -> None:
 
         logging.getLogger("math_verify").setLevel(logging.CRITICAL)
         logging.getLogger("latex2sympy2_extended").setLevel(logging.CRITICAL)
-        limit = int(memory_mb) << 20
+        limit = _address_space_limit(int(memory_mb) << 20)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         _judge("\\boxed{1}", "1", 30.0)  # warm the parsers once, outside any caller's timeout
     except Exception as exc:
         out.write((json.dumps({"ready": False, "error": f"{type(exc).__name__}: {exc}"}) + "\n").encode())
         out.flush()
         return
-    out.write(b'{"ready": true}\n')
+    out.write((json.dumps({"ready": True, "memory_bytes": limit}) + "\n").encode())
     out.flush()
     for line in sys.stdin.buffer:
         request = json.loads(line)

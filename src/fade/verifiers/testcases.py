@@ -7,7 +7,8 @@ used, so a problem's tests are its public and private (and generated) tests toge
 - LiveCodeBench: ``public_test_cases`` and ``private_test_cases``, each a list (or its JSON text)
   of ``{"input", "output", "testtype": "stdin" | "functional"}``; the private list may be in
   LiveCodeBench's compressed form (base64 of zlib of a pickled JSON string), which is decoded
-  with an unpickler that builds strings only. Functional tests call ``metadata["func_name"]``
+  with an unpickler that builds strings only, and refused when it would inflate past
+  :data:`MAX_DECOMPRESSED_BYTES`. Functional tests call ``metadata["func_name"]``
   (``metadata`` a dict or JSON text) with one argument per line of ``input`` (each line JSON)
   and compare the return value with ``output`` read as JSON.
 - CodeContests: ``public_tests``, ``private_tests``, ``generated_tests``, each
@@ -40,6 +41,9 @@ from typing import Any
 __all__ = ["TestCase", "TestSuite", "outputs_match", "parse_tests", "values_match"]
 
 TEST_FIELDS = ("tests", "public_test_cases", "private_test_cases", "public_tests", "private_tests", "generated_tests", "input_output")
+#: The most bytes LiveCodeBench's compressed tests may inflate to: well above the largest real
+#: problem's tests, and a bound on what a zlib bomb (1000:1 and more) can make the evaluator hold.
+MAX_DECOMPRESSED_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,16 @@ def _decode(value: Any, what: str) -> Any:
     except ValueError:
         pass
     try:
-        inner = _StringsOnly(io.BytesIO(zlib.decompress(base64.b64decode(text, validate=True)))).load()
+        packed = base64.b64decode(text, validate=True)
+        inflater = zlib.decompressobj()
+        raw = inflater.decompress(packed, MAX_DECOMPRESSED_BYTES)
+    except Exception:
+        raise ValueError(f"{what} is neither JSON nor LiveCodeBench's compressed test format") from None
+    if inflater.unconsumed_tail:
+        raise ValueError(f"{what} decompresses to more than {MAX_DECOMPRESSED_BYTES >> 20} MB (from {len(text)} "
+                         "characters): refused as a zlib bomb; expected LiveCodeBench's compressed tests below that size")
+    try:
+        inner = _StringsOnly(io.BytesIO(raw)).load()
         return json.loads(inner) if isinstance(inner, str) else inner
     except Exception:
         raise ValueError(f"{what} is neither JSON nor LiveCodeBench's compressed test format") from None

@@ -1,9 +1,12 @@
 """Reading run directories back and drawing them: what a killed or resumed run leaves is tolerated,
-what is corrupt is named, the PNGs have their documented sizes, the table shows the right numbers."""
+what is corrupt is named, the trainer writes the keys the schema lists, reading needs no plotting
+library, the PNGs have their documented sizes, the table shows the right numbers."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import matplotlib.image
@@ -11,19 +14,32 @@ import numpy as np
 import pytest
 from rich.console import Console
 
+from fade.integrations.diagnostics import DIAGNOSTICS, SCHEDULE
+from fade.testbed import report, runlog
 from fade.testbed.report import (
     COMPARE_PIXEL_SIZE,
     PLANE_PIXEL_SIZE,
     _compare_labels,
     compare_runs,
-    load_run,
-    moving_average,
     passk_pixel_size,
     plot_run,
-    read_jsonl,
     summary_table,
     training_panels,
     training_pixel_size,
+)
+from fade.testbed.runlog import (
+    EVAL_KEYS,
+    METRIC_KEYS,
+    PER_BUCKET_KEYS,
+    bucket_key,
+    load_run,
+    logged_buckets,
+    logged_ks,
+    metric_column,
+    moving_average,
+    pass_key,
+    read_json_object,
+    read_jsonl,
 )
 
 KS = (1, 2, 4, 8, 16, 32, 64)
@@ -60,6 +76,7 @@ def _metrics(steps: range, *, fade: bool, seed: int = 0, kl: bool = True) -> lis
         "advantage_seconds": np.full(len(t), 0.01),
         "update_seconds": np.full(len(t), 0.29),
         "clip_fraction": np.full(len(t), 0.02),
+        "completion_tokens": np.full(len(t), 96),
         "lr": np.full(len(t), 1e-5),
     }
     if kl:
@@ -164,6 +181,23 @@ def test_read_jsonl_rejects_a_line_that_is_not_an_object(tmp_path):
         read_jsonl(path)
 
 
+def test_read_jsonl_a_torn_line_before_the_last_is_an_error_not_skipped(tmp_path):
+    path = tmp_path / "eval.jsonl"
+    path.write_text('{"step": 0}\n{"step": 1, "pa\n{"step": 2}\n')
+    with pytest.raises(ValueError, match=r"eval\.jsonl: line 2 is not valid JSON"):
+        read_jsonl(path)
+
+
+def test_read_json_object_names_the_file(tmp_path):
+    good = tmp_path / "run.json"
+    good.write_text('{"seed": 3}')
+    assert read_json_object(good) == {"seed": 3}
+    cut = tmp_path / "done.json"
+    cut.write_text('{"seed": ')
+    with pytest.raises(ValueError, match=r"done\.json is not valid JSON"):
+        read_json_object(cut)
+
+
 def test_load_run_without_metrics_raises(tmp_path):
     (tmp_path / "eval.jsonl").write_text(json.dumps(_eval(0, 0.1)) + "\n")
     with pytest.raises(ValueError, match="no metrics.jsonl"):
@@ -197,6 +231,70 @@ def test_load_run_reads_config_and_rejects_a_bad_one(tmp_path):
     (bad / "run.json").write_text("[1]")
     with pytest.raises(ValueError, match="run.json holds a JSON list"):
         load_run(bad)
+
+
+# -- the schema ---------------------------------------------------------------------------------
+
+
+def test_schema_keys_and_helpers():
+    assert len(set(METRIC_KEYS)) == len(METRIC_KEYS)
+    assert set(DIAGNOSTICS) | set(SCHEDULE) <= set(METRIC_KEYS)
+    assert METRIC_KEYS[0] == EVAL_KEYS[0] == "step"
+    assert bucket_key("solve_rate", 3) == "solve_rate/d3" and pass_key(16) == "pass@16"
+    keys = ["pass@16", "pass@1/d2", "pass@1", "pass@1/d10", "solve_rate/d1", "pass@x", "greedy"]
+    assert logged_ks(keys) == [1, 16]
+    assert logged_buckets(keys, "pass@1") == [2, 10] and logged_buckets(keys, "solve_rate") == [1]
+
+
+def test_the_synthetic_records_here_follow_the_schema():
+    record = _metrics(range(1, 3), fade=True)[0]
+    buckets = {bucket_key(k, b) for k in PER_BUCKET_KEYS for b in BUCKETS}
+    assert set(record) == set(METRIC_KEYS) | buckets
+    row = _eval(0, 0.5)
+    assert set(row) - set(EVAL_KEYS) == {pass_key(k) for k in KS} | {bucket_key(k, b) for k in ("pass@1", "distinct_correct") for b in BUCKETS}
+
+
+def test_the_trainer_writes_the_schema(tmp_path):
+    """One real step of the testbed trainer with FADE on a tiny random policy."""
+    from fade.testbed.policy import build_policy, save_policy, tiny_llama_config
+    from fade.testbed.tasks import get_task
+    from fade.testbed.tokenizer import task_tokenizer
+    from fade.testbed.trainer import TrainConfig, train
+
+    tok = task_tokenizer(get_task("arithmetic"))
+    config = tiny_llama_config(len(tok), hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32, max_positions=32)
+    save_policy(build_policy(config, seed=0), tok, tmp_path / "policy")
+    out = train(TrainConfig(out=str(tmp_path / "run"), model=str(tmp_path / "policy"), steps=1, prompts_per_step=4,
+                            group_size=2, eval_every=1, eval_prompts=4, eval_samples=2, checkpoint_every=1, progress=False))
+    run = load_run(out)
+    (record,) = run.metrics
+    buckets = {b for k in record for b in logged_buckets([k], "solve_rate")}
+    assert buckets
+    assert set(record) == set(METRIC_KEYS) | {bucket_key(k, b) for k in PER_BUCKET_KEYS for b in buckets}
+    assert list(record)[: 3] == ["step", "reward_mean", "solve_rate"]
+    for row in run.evals:
+        ks = logged_ks(row)
+        assert ks and set(EVAL_KEYS) <= set(row)
+        per_bucket = set(row) - set(EVAL_KEYS) - {pass_key(k) for k in ks}
+        assert all(logged_buckets([key], key.rsplit("/", 1)[0]) for key in per_bucket), per_bucket
+
+
+def test_reading_a_run_imports_no_plotting_library():
+    # The experiments read runs through runlog; matplotlib and rich's tables load only to draw.
+    code = (
+        "import sys\n"
+        "import fade.testbed.runlog\n"
+        "print(sorted(m for m in ('matplotlib', 'rich', 'fade.testbed.report') if m in sys.modules))\n"
+        "import fade.experiments.claims\n"
+        "print(sorted(m for m in ('matplotlib', 'fade.testbed.report') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["[]", "[]"], out
+
+
+def test_report_reexports_what_the_cli_reads():
+    assert report.load_run is runlog.load_run
+    np.testing.assert_array_equal(metric_column([{"x": 1}, {"x": None}, {"x": "s"}, {}], "x"), [1, np.nan, np.nan, np.nan])
 
 
 # -- smoothing ----------------------------------------------------------------------------------

@@ -19,9 +19,7 @@ comparison contradicts it, and inconclusive otherwise.
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +28,18 @@ from typing import Any
 
 import numpy as np
 
-from fade.testbed.report import load_run, metric_column, peak_eval_index
+from fade.testbed.runlog import (
+    DIAGNOSTICS,
+    METRICS_FILE,
+    bucket_key,
+    load_run,
+    logged_buckets,
+    logged_ks,
+    metric_column,
+    pass_key,
+    peak_eval_index,
+    read_json_object,
+)
 
 from .presets import (
     ABLATIONS,
@@ -57,6 +66,7 @@ __all__ = [
     "NOT_SUPPORTED",
     "OVERLAP",
     "SUPPORTED",
+    "CURVES",
     "ClaimSection",
     "RunSummary",
     "Stat",
@@ -84,8 +94,8 @@ MIN_SEEDS = 3
 #: noise of the entropy, short enough to leave many blocks per run.
 ENTROPY_BLOCK = 10
 
-_BUCKET = re.compile(r"^pass@1/d(\d+)$")
-_PASS = re.compile(r"^pass@(\d+)$")
+#: The per-step metrics a summary keeps as curves: the figures draw them, the claims average them.
+CURVES = ("entropy", "rank1_share", *DIAGNOSTICS, "reward_mean", "alpha", "delta", "step_seconds")
 
 
 def early_steps(steps: int) -> int:
@@ -121,10 +131,11 @@ class RunSummary:
         return self.run.task
 
     def passk(self, record: dict[str, float]) -> dict[int, float]:
-        return {int(m.group(1)): v for key, v in record.items() if (m := _PASS.match(key)) and math.isfinite(v)}
+        values = {k: record[pass_key(k)] for k in logged_ks(record)}
+        return {k: v for k, v in values.items() if math.isfinite(v)}
 
     def buckets(self) -> list[int]:
-        return sorted(int(m.group(1)) for key in self.final if (m := _BUCKET.match(key)))
+        return logged_buckets(self.final, "pass@1")
 
 
 def _finite_mean(values: np.ndarray) -> float:
@@ -192,11 +203,9 @@ def summarise(run: RunSpec, out: str | Path) -> RunSummary:
     loaded = load_run(directory)
     metrics = loaded.metrics
     if not metrics:
-        raise ValueError(f"{directory}: metrics.jsonl has no complete record")
+        raise ValueError(f"{directory}: {METRICS_FILE} has no complete record")
     steps = metric_column(metrics, "step")
-    keys = ("entropy", "rank1_share", "sign_balance", "difficulty", "effective_sample_fraction",
-            "positive_mass", "negative_mass", "reward_mean", "alpha", "delta", "step_seconds")
-    curves = {k: metric_column(metrics, k) for k in keys}
+    curves = {k: metric_column(metrics, k) for k in CURVES}
     evals = loaded.evals
     eval_steps = metric_column(evals, "step") if evals else np.array([])
     pass1 = metric_column(evals, "pass@1") if evals else np.array([])
@@ -222,13 +231,13 @@ def summarise(run: RunSpec, out: str | Path) -> RunSummary:
     scalars["peak_step"] = float(eval_steps[best]) if best is not None else math.nan
     scalars["base_pass1"] = base.get("pass@1", math.nan)
     scalars["final_pass1"] = final.get("pass@1", math.nan)
-    ks = sorted(int(m.group(1)) for key in final if (m := _PASS.match(key)))
+    ks = logged_ks(final)
     for k in ks:
-        scalars[f"pass@{k}"] = final[f"pass@{k}"]
-    scalars["passk_mean"] = float(np.mean([final[f"pass@{k}"] for k in ks])) if ks else math.nan
-    for key in final:
-        if m := _BUCKET.match(key):
-            scalars[f"gain/d{m.group(1)}"] = final[key] - base.get(key, math.nan)
+        scalars[pass_key(k)] = final[pass_key(k)]
+    scalars["passk_mean"] = float(np.mean([final[pass_key(k)] for k in ks])) if ks else math.nan
+    for b in logged_buckets(final, "pass@1"):
+        key = bucket_key("pass@1", b)
+        scalars[f"gain/d{b}"] = final[key] - base.get(key, math.nan)
     early_g = mass_imbalance(curves["positive_mass"], curves["negative_mass"]) * entropy
     scalars["entropy_predicted_early"] = float(np.nansum(early_g[early][:-1])) if early.sum() > 1 else math.nan
     span = float(steps[early][-1] - steps[early][0]) if early.any() else math.nan
@@ -237,7 +246,7 @@ def summarise(run: RunSpec, out: str | Path) -> RunSummary:
     timing: dict[str, float] = {"train_seconds": float(np.nansum(curves["step_seconds"]))}
     done_path = directory / DONE_FILE
     if done_path.is_file():
-        done = json.loads(done_path.read_text())
+        done = read_json_object(done_path)
         for key in ("cpu_seconds", "wall_seconds"):
             if isinstance(done.get(key), (int, float)):
                 timing[key] = float(done[key])

@@ -1,11 +1,9 @@
-"""Read a training run's directory back and show it: figures of the run and a table of its results.
+"""Show a training run: figures of the run and a table of its results.
 
-A run directory holds ``metrics.jsonl`` (one object per training step), ``eval.jsonl`` (one
-object per evaluation, step 0 = the base model) and optionally ``run.json`` (its configuration),
-as FADE.md section 5 specifies. :func:`load_run` reads them, tolerating what a killed or resumed
-run leaves behind (a truncated last line is skipped with a warning; a repeated step keeps its last
-record). :func:`plot_run` writes three PNGs into the run directory, at 100 dpi with fixed sizes so
-a PNG's pixel size depends only on what it shows:
+The run is read by :mod:`fade.testbed.runlog` (:func:`~fade.testbed.runlog.load_run`, which
+tolerates what a killed or resumed run leaves behind: a truncated last line is skipped with a
+warning; a repeated step keeps its last record). :func:`plot_run` writes three PNGs into the run
+directory, at 100 dpi with fixed sizes so a PNG's pixel size depends only on what it shows:
 
 - ``training.png``: a grid of panels against step, one per signal the run logged (reward and
   per-bucket solve rates, entropy with its target, positive/negative mass, sign_balance,
@@ -25,13 +23,8 @@ matplotlib is imported inside the drawing functions, with the non-interactive Ag
 
 from __future__ import annotations
 
-import json
 import math
-import re
-import warnings
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from numbers import Real
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,36 +32,41 @@ import numpy as np
 from rich.table import Table
 
 from ..plots import NEGATIVE_COLOUR, POSITIVE_COLOUR
+from .runlog import (
+    CONFIG_FILE,
+    METRICS_FILE,
+    SCHEDULE,
+    Run,
+    load_run,
+    logged_buckets,
+    logged_ks,
+    metric_column,
+    metric_columns,
+    metric_value,
+    moving_average,
+    peak_eval_index,
+)
 
 __all__ = [
-    "finish_axes",
-    "headless_pyplot",
-    "metric_column",
-    "moving_average",
-    "panel_grid",
-    "peak_eval_index",
-    "smoothing_window",
     "COMPARE_PIXEL_SIZE",
-    "METRICS_FILE",
-    "EVAL_FILE",
-    "CONFIG_FILE",
     "PASSK_PNG",
     "PLANE_PIXEL_SIZE",
     "PLANE_PNG",
     "REPORT_DPI",
-    "Run",
     "TRAINING_PNG",
     "compare_runs",
-    "load_run",
+    "finish_axes",
+    "headless_pyplot",
+    "load_run",  # re-exported from runlog: `fade report` reads the run it draws through here
+    "panel_grid",
     "passk_pixel_size",
     "plot_run",
-    "read_jsonl",
+    "smoothing_window",
     "summary_table",
     "training_panels",
     "training_pixel_size",
 ]
 
-METRICS_FILE, EVAL_FILE, CONFIG_FILE = "metrics.jsonl", "eval.jsonl", "run.json"
 TRAINING_PNG, PASSK_PNG, PLANE_PNG = "training.png", "passk.png", "plane.png"
 
 REPORT_DPI = 100
@@ -84,11 +82,6 @@ COMPARE_PIXEL_SIZE = (round(_COMPARE_SIZE_IN[0] * REPORT_DPI), round(_COMPARE_SI
 # small batches without hiding a collapse that takes a few percent of the run.
 _AUTO_SMOOTH_DIVISOR = 50
 _STEP_PASS_KS = (1, 4, 16, 64)
-
-_PASS_KEY = re.compile(r"^pass@(\d+)$")
-_PASS1_BUCKET_KEY = re.compile(r"^pass@1/d(\d+)$")
-_SOLVE_BUCKET_KEY = re.compile(r"^solve_rate/d(\d+)$")
-_SCHEDULE_KEYS = ("alpha", "delta", "p_hat", "h_hat", "h_star")
 
 
 def training_pixel_size(num_panels: int) -> tuple[int, int]:
@@ -114,136 +107,7 @@ def passk_pixel_size(has_buckets: bool) -> tuple[int, int]:
     return round(panels * _PANEL_W_IN * REPORT_DPI), round((_PASSK_PANEL_H_IN + _TITLE_H_IN) * REPORT_DPI)
 
 
-# -- reading ------------------------------------------------------------------------------------
-
-
-def _numbered_records(path: str | Path) -> list[tuple[int, dict]]:
-    """(1-based line number, object) for each non-blank line; see :func:`read_jsonl`."""
-    path = Path(path)
-    # Bytes, decoded line by line, so a kill in the middle of a multi-byte character spoils only
-    # the last line, not the whole file.
-    lines = path.read_bytes().split(b"\n")
-    numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
-    records: list[tuple[int, dict]] = []
-    for position, (lineno, raw) in enumerate(numbered):
-        try:
-            record = json.loads(raw.decode("utf-8"))
-        except ValueError as err:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
-            if position == len(numbered) - 1:
-                warnings.warn(
-                    f"{path}: line {lineno} is incomplete (a run killed mid-write?); skipped it",
-                    RuntimeWarning,
-                    stacklevel=3,
-                )
-                break
-            # json's own position says "line 1" (of the one line it saw): give the column only.
-            reason = f"{err.msg} at column {err.colno}" if isinstance(err, json.JSONDecodeError) else str(err)
-            raise ValueError(f"{path}: line {lineno} is not valid JSON ({reason})") from None
-        if not isinstance(record, dict):
-            raise ValueError(f"{path}: line {lineno} is a JSON {type(record).__name__}, expected an object")
-        records.append((lineno, record))
-    return records
-
-
-def read_jsonl(path: str | Path) -> list[dict]:
-    """The JSON objects of a JSON-lines file, one per non-blank line, in file order.
-
-    A last line that does not parse is what a run killed mid-write leaves: it is skipped with a
-    RuntimeWarning. Any other line that does not parse, or is not a JSON object, raises
-    ValueError naming the file and the line number.
-    """
-    return [record for _, record in _numbered_records(path)]
-
-
-def _last_per_step(path: Path) -> list[dict]:
-    """Records keyed by ``step``, the last one kept for a repeated step, in step order.
-
-    A run resumed from a checkpoint repeats the steps after that checkpoint; the later records
-    are the ones the surviving run actually took.
-    """
-    by_step: dict[int, dict] = {}
-    for lineno, record in _numbered_records(path):
-        step = record.get("step")
-        if isinstance(step, float) and step.is_integer():
-            step = int(step)
-        if not isinstance(step, int) or isinstance(step, bool):
-            raise ValueError(f"{path}: line {lineno} has step={step!r}, expected an integer")
-        by_step[step] = record
-    return [by_step[s] for s in sorted(by_step)]
-
-
-@dataclass
-class Run:
-    """One training run read back: its configuration and its per-step and per-eval records,
-    each list in step order with one record per step."""
-
-    directory: Path
-    config: dict[str, Any] = field(default_factory=dict)
-    metrics: list[dict] = field(default_factory=list)
-    evals: list[dict] = field(default_factory=list)
-
-
-def load_run(directory: str | Path) -> Run:
-    """Read the run in ``directory``: ``metrics.jsonl`` (required), ``eval.jsonl`` and
-    ``run.json`` (optional; an absent one gives no evals and an empty config)."""
-    directory = Path(directory)
-    metrics_path = directory / METRICS_FILE
-    if not metrics_path.is_file():
-        raise ValueError(f"{directory} is not a run directory: it has no {METRICS_FILE}")
-    config: dict[str, Any] = {}
-    config_path = directory / CONFIG_FILE
-    if config_path.is_file():
-        try:
-            config = json.loads(config_path.read_text())
-        except ValueError as err:
-            raise ValueError(f"{config_path} is not valid JSON ({err})") from None
-        if not isinstance(config, dict):
-            raise ValueError(f"{config_path} holds a JSON {type(config).__name__}, expected an object")
-    eval_path = directory / EVAL_FILE
-    evals = _last_per_step(eval_path) if eval_path.is_file() else []
-    return Run(directory=directory, config=config, metrics=_last_per_step(metrics_path), evals=evals)
-
-
 # -- columns ------------------------------------------------------------------------------------
-
-
-def _as_float(value: Any) -> float:
-    # Logged values are numbers, null or absent; anything else cannot be drawn, so it is a gap.
-    if isinstance(value, Real) and not isinstance(value, bool):
-        return float(value)
-    return math.nan
-
-
-def metric_column(records: Sequence[dict], key: str) -> np.ndarray:
-    """One logged metric over ``records`` as floats, NaN where a record lacks it or holds a non-number."""
-    values = [r.get(key) for r in records]
-    try:
-        # numpy reads None as NaN; this is the path every well-formed log takes, and it is an
-        # order of magnitude faster than converting value by value on a long run. Strings
-        # ("1.5" would parse) and booleans are not logged numbers, so they take the slow path.
-        column = np.array(values, dtype=float)
-    except (TypeError, ValueError):
-        column = None
-    if column is None or column.shape != (len(records),) or any(isinstance(v, (bool, str)) for v in values):
-        column = np.fromiter(map(_as_float, values), dtype=float, count=len(values))
-    return column
-
-
-def _columns(records: Sequence[dict]) -> dict[str, np.ndarray]:
-    """Each key with at least one finite value, as a float array aligned with the records."""
-    keys: dict[str, None] = {}
-    for record in records:
-        keys.update(dict.fromkeys(record))
-    columns = {}
-    for key in keys:
-        values = metric_column(records, key)
-        if np.isfinite(values).any():
-            columns[key] = values
-    return columns
-
-
-def _bucket_ids(keys: Iterable[str], pattern: re.Pattern) -> list[int]:
-    return sorted(int(m.group(1)) for m in map(pattern.match, keys) if m)
 
 
 def _last_finite(values: np.ndarray | None) -> float:
@@ -258,25 +122,6 @@ def _first_finite(values: np.ndarray | None) -> float:
         return math.nan
     finite = np.flatnonzero(np.isfinite(values))
     return float(values[finite[0]]) if finite.size else math.nan
-
-
-def moving_average(values: np.ndarray, window: int) -> np.ndarray:
-    """Centred moving average over ``window`` values, the window shrinking at both ends.
-
-    Point i averages values[i - window // 2 : i + (window - 1) // 2 + 1] (clipped to the array),
-    so an even window leans one point into the past. Cumulative sums keep it O(n) for long runs.
-    """
-    n = len(values)
-    if window <= 1 or n == 0:
-        return values.astype(float, copy=True)
-    # Summing differences from the first value keeps a constant series exactly constant and
-    # the rounding of a long cumulative sum small.
-    origin = float(values[0])
-    sums = np.concatenate([[0.0], np.cumsum(values - origin, dtype=float)])
-    index = np.arange(n)
-    lo = np.maximum(index - window // 2, 0)
-    hi = np.minimum(index + (window - 1) // 2 + 1, n)
-    return origin + (sums[hi] - sums[lo]) / (hi - lo)
 
 
 def smoothing_window(smooth: int | None, num_steps: int) -> int:
@@ -465,7 +310,7 @@ def _training_panels(
     """(title, draw) for each panel whose signals the run logged, in reading order."""
     c = cols.get
     has = cols.__contains__
-    solve_buckets = _bucket_ids(cols, _SOLVE_BUCKET_KEY)
+    solve_buckets = logged_buckets(cols, "solve_rate")
     panels: list[tuple[str, Callable[[Any], None]]] = []
 
     def reward(ax):
@@ -555,7 +400,7 @@ def training_panels(run: Run) -> list[str]:
     """The titles of the panels ``training.png`` draws for ``run``, in order: one per group of
     signals with at least one finite value (the size is ``training_pixel_size(len(...))``)."""
     steps = metric_column(run.metrics, "step")
-    return [title for title, _ in _training_panels(_columns(run.metrics), steps, 1)]
+    return [title for title, _ in _training_panels(metric_columns(run.metrics), steps, 1)]
 
 
 def _draw_training(run: Run, cols: dict[str, np.ndarray], steps: np.ndarray, window: int, out: Path) -> Path:
@@ -586,24 +431,12 @@ def _draw_training(run: Run, cols: dict[str, np.ndarray], steps: np.ndarray, win
     return out
 
 
-def _pass_ks(keys: Iterable[str]) -> list[int]:
-    return _bucket_ids(keys, _PASS_KEY)
-
-
-def peak_eval_index(pass1: np.ndarray) -> int | None:
-    """Index of the first evaluation at peak pass@1 (None when no pass@1 is finite)."""
-    # The earliest step reaching the peak: where a checkpoint would be selected.
-    if not np.isfinite(pass1).any():
-        return None
-    return int(np.nanargmax(pass1))
-
-
 def _draw_passk(run: Run, out: Path) -> Path:
     plt = headless_pyplot()
-    cols = _columns(run.evals)
+    cols = metric_columns(run.evals)
     steps = metric_column(run.evals, "step")
-    ks = _pass_ks(cols)
-    buckets = _bucket_ids(cols, _PASS1_BUCKET_KEY)
+    ks = logged_ks(cols)
+    buckets = logged_buckets(cols, "pass@1")
     width_px, height_px = passk_pixel_size(bool(buckets))
     fig = plt.figure(figsize=(width_px / REPORT_DPI, height_px / REPORT_DPI), dpi=REPORT_DPI)
     try:
@@ -638,7 +471,7 @@ def _draw_passk(run: Run, out: Path) -> Path:
         styles = {"base": ("0.5", "--"), "best": ("gold", "-"), "final": ("tab:blue", "-")}
         for index, label in chosen.items():
             record = run.evals[index]
-            pairs = [(k, _as_float(record.get(f"pass@{k}"))) for k in ks]
+            pairs = [(k, metric_value(record.get(f"pass@{k}"))) for k in ks]
             pairs = [(k, v) for k, v in pairs if math.isfinite(v)]
             if not pairs:
                 continue
@@ -714,7 +547,7 @@ def plot_run(directory: str | Path, *, smooth: int | None = None) -> list[Path]:
     if not run.metrics:
         raise ValueError(f"{run.directory / METRICS_FILE} has no complete record: nothing to plot")
     window = smoothing_window(smooth, len(run.metrics))
-    cols = _columns(run.metrics)
+    cols = metric_columns(run.metrics)
     steps = metric_column(run.metrics, "step")
     written = [_draw_training(run, cols, steps, window, run.directory / TRAINING_PNG)]
     if run.evals:
@@ -749,7 +582,7 @@ def summary_table(run: Run) -> Table:
         table.add_column(name, justify="right")
 
     if run.evals:
-        cols = _columns(run.evals)
+        cols = metric_columns(run.evals)
         steps = metric_column(run.evals, "step")
         pass1 = cols.get("pass@1")
         best = peak_eval_index(pass1) if pass1 is not None else None
@@ -759,15 +592,15 @@ def summary_table(run: Run) -> Table:
             *(f"[dim]{int(steps[i])}[/]" if i is not None else "—" for i in picks),
             "",
         )
-        keys = [f"pass@{k}" for k in _pass_ks(cols)]
+        keys = [f"pass@{k}" for k in logged_ks(cols)]
         keys += [k for k in ("greedy", "distinct_correct") if k in cols]
-        keys += [f"pass@1/d{b}" for b in _bucket_ids(cols, _PASS1_BUCKET_KEY)]
+        keys += [f"pass@1/d{b}" for b in logged_buckets(cols, "pass@1")]
         keys += [k for k in ("entropy",) if k in cols]
         for key in keys:
             values = [cols[key][i] if i is not None else math.nan for i in picks]
             label = f"eval {key}" if key == "entropy" else key
             table.add_row(label, *(_fmt(v) for v in values), _fmt(values[1] - values[0], signed=True))
-        sizes = {k: _as_float(run.evals[-1].get(k)) for k in ("n_prompts", "n_samples")}
+        sizes = {k: metric_value(run.evals[-1].get(k)) for k in ("n_prompts", "n_samples")}
         sample_info = [f"{k} {int(v)}" for k, v in sizes.items() if math.isfinite(v)]
         if sample_info:
             table.caption = "final eval: " + ", ".join(sample_info)
@@ -777,10 +610,10 @@ def summary_table(run: Run) -> Table:
         table.add_section()
 
     if run.metrics:
-        cols = _columns(run.metrics)
+        cols = metric_columns(run.metrics)
         steps = metric_column(run.metrics, "step")
         table.add_row("[dim]train at step[/]", f"[dim]{int(steps[0])}[/]", f"[dim]{int(steps[-1])}[/]", "", "")
-        train_keys = ("entropy", "reward_mean", "rank1_share", "sign_balance", "difficulty") + _SCHEDULE_KEYS
+        train_keys = ("entropy", "reward_mean", "rank1_share", "sign_balance", "difficulty") + SCHEDULE
         for key in train_keys:
             if key not in cols:
                 continue
@@ -835,13 +668,13 @@ def compare_runs(
                 if best is not None:
                     over_steps.plot([steps[best]], [pass1[best]], "*", ms=12, color=colour, mec="black", mew=0.6)
                 final = run.evals[-1]
-                ks = _pass_ks(final)
-                pairs = [(k, _as_float(final.get(f"pass@{k}"))) for k in ks]
+                ks = logged_ks(final)
+                pairs = [(k, metric_value(final.get(f"pass@{k}"))) for k in ks]
                 pairs = [(k, v) for k, v in pairs if math.isfinite(v)]
                 if pairs:
                     curve.plot(*zip(*pairs), "o-", ms=3.5, color=colour)
                     all_ks.update(k for k, _ in pairs)
-            cols = _columns(run.metrics)
+            cols = metric_columns(run.metrics)
             steps = metric_column(run.metrics, "step")
             _trace(entropy, steps, cols.get("entropy"), window, color=colour)
             path = _plane_path(cols, steps, window)

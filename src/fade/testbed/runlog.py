@@ -1,0 +1,268 @@
+"""A training run's logs: the keys the trainer writes, and the one reader of a run directory.
+
+A run directory holds ``metrics.jsonl`` (one object per training step), ``eval.jsonl`` (one
+object per evaluation, step 0 = the base model) and optionally ``run.json`` (its configuration),
+as FADE.md section 5 specifies. The key tuples below are the schema of those records, shared by
+the trainer that writes them and every reader. :func:`read_jsonl` is the one JSON-lines reader:
+a torn last line (a run killed mid-write) is skipped with a warning, any other bad line raises
+naming the file and line. :func:`load_run` reads a whole directory, keeping the last record of a
+step a resumed run repeated; :func:`metric_column` turns one key into a float array with NaN for
+gaps. Plotting and tables live in :mod:`fade.testbed.report`; this module imports neither
+matplotlib nor rich, so the experiments read runs without them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from numbers import Real
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fade.integrations.diagnostics import DIAGNOSTICS, SCHEDULE
+
+__all__ = [
+    "CONFIG_FILE",
+    "DIAGNOSTICS",
+    "EVAL_FILE",
+    "EVAL_KEYS",
+    "METRICS_FILE",
+    "METRIC_KEYS",
+    "PER_BUCKET_KEYS",
+    "POLICY_KEYS",
+    "REWARD_KEYS",
+    "SCHEDULE",
+    "STEP",
+    "TIMING_KEYS",
+    "UPDATE_KEYS",
+    "Run",
+    "bucket_key",
+    "load_run",
+    "logged_buckets",
+    "logged_ks",
+    "metric_column",
+    "metric_columns",
+    "metric_value",
+    "moving_average",
+    "pass_key",
+    "peak_eval_index",
+    "read_json_object",
+    "read_jsonl",
+]
+
+METRICS_FILE, EVAL_FILE, CONFIG_FILE = "metrics.jsonl", "eval.jsonl", "run.json"
+
+# -- the schema ---------------------------------------------------------------------------------
+
+#: The key every record of both logs is indexed by.
+STEP = "step"
+#: The batch's rewards: mean reward and the fraction of rollouts scoring 1.
+REWARD_KEYS = ("reward_mean", "solve_rate")
+#: Logged again per difficulty bucket b of the step's prompts, as ``bucket_key(key, b)``.
+PER_BUCKET_KEYS = REWARD_KEYS
+#: The policy after the update: mean token entropy (of the batch, before the update), the norms,
+#: and the rank-1 share of the output head's change since step 0.
+POLICY_KEYS = ("entropy", "param_norm", "grad_norm", "rank1_share")
+#: The PPO update: fraction of clipped tokens, KL to the base policy (null without a KL term),
+#: completion tokens of the batch, learning rate.
+UPDATE_KEYS = ("clip_fraction", "kl", "completion_tokens", "lr")
+#: Seconds spent sampling, computing advantages, updating, and on the whole step.
+TIMING_KEYS = ("sample_seconds", "advantage_seconds", "update_seconds", "step_seconds")
+#: Every key of a ``metrics.jsonl`` record besides the per-bucket ones, in the order the trainer
+#: writes them; SCHEDULE (FADE's alpha, delta, p_hat, h_hat, h_star) only when the estimator
+#: reports it, DIAGNOSTICS (the batch's gradient mass, :func:`fade.decompose`) always.
+METRIC_KEYS = (STEP, *REWARD_KEYS, *POLICY_KEYS, *DIAGNOSTICS, *UPDATE_KEYS, *SCHEDULE, *TIMING_KEYS)
+#: The keys of an ``eval.jsonl`` record besides ``pass_key(k)`` for each k and the per-bucket
+#: ``bucket_key(pass_key(k), b)`` and ``bucket_key("distinct_correct", b)``.
+EVAL_KEYS = (STEP, "distinct_correct", "greedy", "entropy", "n_prompts", "n_samples")
+
+
+def bucket_key(key: str, bucket: int) -> str:
+    """The key of ``key`` restricted to difficulty bucket ``bucket``: ``solve_rate/d3``."""
+    return f"{key}/d{bucket}"
+
+
+def pass_key(k: int) -> str:
+    """The key of pass@k in an evaluation record: ``pass@16``."""
+    return f"pass@{k}"
+
+
+_PASS_KEY = re.compile(r"^pass@(\d+)$")
+
+
+def logged_ks(keys: Iterable[str]) -> list[int]:
+    """The k of every ``pass@k`` among ``keys``, ascending."""
+    return sorted(int(m.group(1)) for m in map(_PASS_KEY.match, keys) if m)
+
+
+def logged_buckets(keys: Iterable[str], key: str) -> list[int]:
+    """The buckets b of every ``bucket_key(key, b)`` among ``keys``, ascending."""
+    pattern = re.compile(rf"^{re.escape(key)}/d(\d+)$")
+    return sorted(int(m.group(1)) for m in map(pattern.match, keys) if m)
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+def _numbered_records(path: str | Path) -> list[tuple[int, dict]]:
+    """(1-based line number, object) for each non-blank line; see :func:`read_jsonl`."""
+    path = Path(path)
+    # Bytes, decoded line by line, so a kill in the middle of a multi-byte character spoils only
+    # the last line, not the whole file.
+    lines = path.read_bytes().split(b"\n")
+    numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
+    records: list[tuple[int, dict]] = []
+    for position, (lineno, raw) in enumerate(numbered):
+        try:
+            record = json.loads(raw.decode("utf-8"))
+        except ValueError as err:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
+            if position == len(numbered) - 1:
+                warnings.warn(
+                    f"{path}: line {lineno} is incomplete (a run killed mid-write?); skipped it",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+                break
+            # json's own position says "line 1" (of the one line it saw): give the column only.
+            reason = f"{err.msg} at column {err.colno}" if isinstance(err, json.JSONDecodeError) else str(err)
+            raise ValueError(f"{path}: line {lineno} is not valid JSON ({reason})") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}: line {lineno} is a JSON {type(record).__name__}, expected an object")
+        records.append((lineno, record))
+    return records
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    """The JSON objects of a JSON-lines file, one per non-blank line, in file order.
+
+    A last line that does not parse is what a run killed mid-write leaves: it is skipped with a
+    RuntimeWarning. Any other line that does not parse, or is not a JSON object, raises
+    ValueError naming the file and the line number.
+    """
+    return [record for _, record in _numbered_records(path)]
+
+
+def read_json_object(path: str | Path) -> dict[str, Any]:
+    """The JSON object in the file ``path`` (``run.json``, ``done.json``); ValueError naming the
+    file when it is not valid JSON or holds something other than an object."""
+    path = Path(path)
+    try:
+        value = json.loads(path.read_text())
+    except ValueError as err:
+        raise ValueError(f"{path} is not valid JSON ({err})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path} holds a JSON {type(value).__name__}, expected an object")
+    return value
+
+
+def _last_per_step(path: Path) -> list[dict]:
+    """Records keyed by ``step``, the last one kept for a repeated step, in step order.
+
+    A run resumed from a checkpoint repeats the steps after that checkpoint; the later records
+    are the ones the surviving run actually took.
+    """
+    by_step: dict[int, dict] = {}
+    for lineno, record in _numbered_records(path):
+        step = record.get(STEP)
+        if isinstance(step, float) and step.is_integer():
+            step = int(step)
+        if not isinstance(step, int) or isinstance(step, bool):
+            raise ValueError(f"{path}: line {lineno} has step={step!r}, expected an integer")
+        by_step[step] = record
+    return [by_step[s] for s in sorted(by_step)]
+
+
+@dataclass
+class Run:
+    """One training run read back: its configuration and its per-step and per-eval records,
+    each list in step order with one record per step."""
+
+    directory: Path
+    config: dict[str, Any] = field(default_factory=dict)
+    metrics: list[dict] = field(default_factory=list)
+    evals: list[dict] = field(default_factory=list)
+
+
+def load_run(directory: str | Path) -> Run:
+    """Read the run in ``directory``: ``metrics.jsonl`` (required), ``eval.jsonl`` and
+    ``run.json`` (optional; an absent one gives no evals and an empty config)."""
+    directory = Path(directory)
+    metrics_path = directory / METRICS_FILE
+    if not metrics_path.is_file():
+        raise ValueError(f"{directory} is not a run directory: it has no {METRICS_FILE}")
+    config_path = directory / CONFIG_FILE
+    config = read_json_object(config_path) if config_path.is_file() else {}
+    eval_path = directory / EVAL_FILE
+    evals = _last_per_step(eval_path) if eval_path.is_file() else []
+    return Run(directory=directory, config=config, metrics=_last_per_step(metrics_path), evals=evals)
+
+
+# -- columns ------------------------------------------------------------------------------------
+
+
+def metric_value(value: Any) -> float:
+    """A logged value as a float: numbers as they are; null, absent or non-numbers as NaN (a gap)."""
+    if isinstance(value, Real) and not isinstance(value, bool):
+        return float(value)
+    return math.nan
+
+
+def metric_column(records: Sequence[dict], key: str) -> np.ndarray:
+    """One logged metric over ``records`` as floats, NaN where a record lacks it or holds a non-number."""
+    values = [r.get(key) for r in records]
+    try:
+        # numpy reads None as NaN; this is the path every well-formed log takes, and it is an
+        # order of magnitude faster than converting value by value on a long run. Strings
+        # ("1.5" would parse) and booleans are not logged numbers, so they take the slow path.
+        column = np.array(values, dtype=float)
+    except (TypeError, ValueError):
+        column = None
+    if column is None or column.shape != (len(records),) or any(isinstance(v, (bool, str)) for v in values):
+        column = np.fromiter(map(metric_value, values), dtype=float, count=len(values))
+    return column
+
+
+def metric_columns(records: Sequence[dict]) -> dict[str, np.ndarray]:
+    """Each key with at least one finite value, as a float array aligned with the records."""
+    keys: dict[str, None] = {}
+    for record in records:
+        keys.update(dict.fromkeys(record))
+    columns = {}
+    for key in keys:
+        values = metric_column(records, key)
+        if np.isfinite(values).any():
+            columns[key] = values
+    return columns
+
+
+def peak_eval_index(pass1: np.ndarray) -> int | None:
+    """Index of the first evaluation at peak pass@1 (None when no pass@1 is finite)."""
+    # The earliest step reaching the peak: where a checkpoint would be selected.
+    if not np.isfinite(pass1).any():
+        return None
+    return int(np.nanargmax(pass1))
+
+
+def moving_average(values: np.ndarray, window: int) -> np.ndarray:
+    """Centred moving average over ``window`` values, the window shrinking at both ends.
+
+    Point i averages values[i - window // 2 : i + (window - 1) // 2 + 1] (clipped to the array),
+    so an even window leans one point into the past. Cumulative sums keep it O(n) for long runs.
+    """
+    n = len(values)
+    if window <= 1 or n == 0:
+        return values.astype(float, copy=True)
+    # Summing differences from the first value keeps a constant series exactly constant and
+    # the rounding of a long cumulative sum small.
+    origin = float(values[0])
+    sums = np.concatenate([[0.0], np.cumsum(values - origin, dtype=float)])
+    index = np.arange(n)
+    lo = np.maximum(index - window // 2, 0)
+    hi = np.minimum(index + (window - 1) // 2 + 1, n)
+    return origin + (sums[hi] - sums[lo]) / (hi - lo)

@@ -12,27 +12,22 @@
 - :func:`draw_bucket_gains`: pass@1 gain per difficulty bucket for each Power(alpha).
 
 Figures are drawn at the testbed report's dpi with fixed panel sizes; smoothing, the plotting
-backend and the axis styling come from :mod:`fade.testbed.report`.
+backend and the axis styling come from :mod:`fade.testbed.report`, the moving average and the
+peak evaluation from :mod:`fade.testbed.runlog`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from fade.testbed.report import (
-    REPORT_DPI,
-    finish_axes,
-    headless_pyplot,
-    moving_average,
-    panel_grid,
-    peak_eval_index,
-    smoothing_window,
-)
+from fade.testbed.report import REPORT_DPI, finish_axes, headless_pyplot, panel_grid, smoothing_window
+from fade.testbed.runlog import moving_average, peak_eval_index
 
 from .claims import RunSummary
 from .presets import parse_spec
@@ -114,29 +109,49 @@ def _mean_curve(runs: Sequence[RunSummary], key: str, window: int) -> tuple[np.n
     return steps[keep], moving_average(mean[keep], window) if keep.sum() > 2 else mean[keep]
 
 
-def _panels(plt, count: int, columns: int, size: tuple[float, float]):
-    """A figure of ``count`` panels of ``size`` inches in ``columns`` columns under a title band."""
+@contextlib.contextmanager
+def _panel_figure(
+    count: int, columns: int, size: tuple[float, float], path: str | Path, title: str
+) -> Iterator[np.ndarray]:
+    """The axes of ``count`` panels of ``size`` inches in ``columns`` columns under a title band;
+    once the block has drawn them the figure gets ``title`` and is saved to ``path``. Closed either way."""
+    plt = headless_pyplot()
     rows = max(1, math.ceil(count / columns))
     top, bottom, hspace = 0.75, 0.45, 0.75  # inches: the title band, step labels, a panel's title
     height = rows * size[1] + top + bottom + (rows - 1) * hspace
     fig = plt.figure(figsize=(columns * size[0], height), dpi=REPORT_DPI)
-    axes = panel_grid(fig, rows, columns, top=top, bottom=bottom, hspace=hspace, left=0.6, right=0.25, wspace=0.6).ravel()
-    for ax in axes[count:]:
-        ax.set_axis_off()
-    return fig, axes
+    try:
+        axes = panel_grid(fig, rows, columns, top=top, bottom=bottom, hspace=hspace, left=0.6, right=0.25, wspace=0.6).ravel()
+        for ax in axes[count:]:
+            ax.set_axis_off()
+        yield axes
+        fig.suptitle(title, fontsize=10, y=1 - 0.25 / fig.get_size_inches()[1])
+        _save(fig, Path(path))
+    finally:
+        plt.close(fig)
 
 
-def _title(fig, text: str) -> None:
-    fig.suptitle(text, fontsize=10, y=1 - 0.25 / fig.get_size_inches()[1])
+def _group_columns(groups: Groups) -> int:
+    return max(1, min(2, len(groups)))
+
+
+def _present(specs: Sequence[str], runs_by_spec: RunsBySpec,
+             keep: Callable[[RunSummary], bool] | None = None) -> Iterator[tuple[str, list[RunSummary]]]:
+    """(spec, its runs that ``keep`` accepts: all by default) for each spec of ``specs`` with at least one."""
+    for spec in specs:
+        runs = [r for r in runs_by_spec.get(spec, []) if keep is None or keep(r)]
+        if runs:
+            yield spec, runs
 
 
 def draw_plane_paths(runs_by_spec: RunsBySpec, path: str | Path, *, title: str) -> Path:
     """Each run as a smoothed path over the sign/difficulty plane, one panel per estimator."""
-    plt = headless_pyplot()
+    from matplotlib import colormaps
+
     specs = [s for s, runs in runs_by_spec.items() if runs]
-    palette = plt.get_cmap("viridis")
-    fig, axes = _panels(plt, len(specs), min(4, max(len(specs), 1)), (3.0, 2.7))
-    try:
+    palette = colormaps["viridis"]
+    with _panel_figure(len(specs), min(4, max(len(specs), 1)), (3.0, 2.7), path,
+                       f"{title}: each run's path (circle: start, star: end)") as axes:
         for ax, spec in zip(axes, specs):
             runs = runs_by_spec[spec]
             ax.axhline(0.5, color="0.4", ls="--", lw=0.8)
@@ -157,22 +172,15 @@ def draw_plane_paths(runs_by_spec: RunsBySpec, path: str | Path, *, title: str) 
             ax.set_xlabel("difficulty (low = hard focus)", fontsize=7, labelpad=1)
             ax.set_ylabel("sign_balance", fontsize=7, labelpad=1)
             finish_axes(ax, spec, legend=len(runs) > 1)
-        _title(fig, f"{title}: each run's path (circle: start, star: end)")
-        return _save(fig, Path(path))
-    finally:
-        plt.close(fig)
+    return Path(path)
 
 
 def draw_pass1(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: str | Path, *, title: str) -> Path:
     """pass@1 against step per claim group: runs thin with their peak starred, seed mean thick."""
-    plt = headless_pyplot()
-    fig, axes = _panels(plt, len(groups), max(1, min(2, len(groups))), (5.5, 3.4))
-    try:
+    with _panel_figure(len(groups), _group_columns(groups), (5.5, 3.4), path,
+                       f"{title}: pass@1 vs step (thin: runs, star: each run's peak; thick: seed mean)") as axes:
         for ax, (group, specs) in zip(axes, groups):
-            for spec in specs:
-                runs = [r for r in runs_by_spec.get(spec, []) if r.pass1.size]
-                if not runs:
-                    continue
+            for spec, runs in _present(specs, runs_by_spec, lambda r: r.pass1.size > 0):
                 colour = palette[spec]
                 for run in runs:
                     ax.plot(run.eval_steps, run.pass1, color=colour, lw=0.7, alpha=0.45)
@@ -183,23 +191,16 @@ def draw_pass1(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: st
                 ax.plot(steps, _stack([r.pass1 for r in runs]).mean(axis=0), color=colour, lw=2.0, label=spec)
             ax.set_xlabel("step", fontsize=7)
             finish_axes(ax, group, legend=True)
-        _title(fig, f"{title}: pass@1 vs step (thin: runs, star: each run's peak; thick: seed mean)")
-        return _save(fig, Path(path))
-    finally:
-        plt.close(fig)
+    return Path(path)
 
 
 def draw_passk(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: str | Path, *, title: str) -> Path:
     """The final pass@k over k (log2 axis) per claim group: seed mean, +- std band."""
-    plt = headless_pyplot()
-    fig, axes = _panels(plt, len(groups), max(1, min(2, len(groups))), (5.5, 3.4))
-    try:
+    with _panel_figure(len(groups), _group_columns(groups), (5.5, 3.4), path,
+                       f"{title}: final pass@k vs k (seed mean, band: ± std)") as axes:
         for ax, (group, specs) in zip(axes, groups):
             all_ks: set[int] = set()
-            for spec in specs:
-                runs = [r for r in runs_by_spec.get(spec, []) if r.final]
-                if not runs:
-                    continue
+            for spec, runs in _present(specs, runs_by_spec, lambda r: bool(r.final)):
                 ks = sorted(set.intersection(*(set(r.passk(r.final)) for r in runs)))
                 if not ks:
                     continue
@@ -216,23 +217,16 @@ def draw_passk(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: st
                 ax.set_xticks(ks, [str(k) for k in ks])
             ax.set_xlabel("k (log2)", fontsize=7)
             finish_axes(ax, group, legend=True)
-        _title(fig, f"{title}: final pass@k vs k (seed mean, band: ± std)")
-        return _save(fig, Path(path))
-    finally:
-        plt.close(fig)
+    return Path(path)
 
 
 def draw_entropy_rank1(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: str | Path, *, title: str) -> Path:
     """Training entropy (left) and rank-1 share of the head's update (right) per claim group."""
-    plt = headless_pyplot()
-    fig, axes = _panels(plt, 2 * len(groups), 2, (5.0, 2.8))
-    try:
+    with _panel_figure(2 * len(groups), 2, (5.0, 2.8), path,
+                       f"{title}: entropy and rank-1 share vs step (seed mean, smoothed)") as axes:
         for row, (group, specs) in enumerate(groups):
             entropy_ax, rank_ax = axes[2 * row], axes[2 * row + 1]
-            for spec in specs:
-                runs = runs_by_spec.get(spec, [])
-                if not runs:
-                    continue
+            for spec, runs in _present(specs, runs_by_spec):
                 window = smoothing_window(None, min(len(r.steps) for r in runs))
                 for ax, key in ((entropy_ax, "entropy"), (rank_ax, "rank1_share")):
                     steps, mean = _mean_curve(runs, key, window)
@@ -240,10 +234,7 @@ def draw_entropy_rank1(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, 
             for ax, what in ((entropy_ax, "mean token entropy"), (rank_ax, "rank1_share of the head's update")):
                 ax.set_xlabel("step", fontsize=7)
                 finish_axes(ax, f"{group}: {what}", legend=ax is entropy_ax)
-        _title(fig, f"{title}: entropy and rank-1 share vs step (seed mean, smoothed)")
-        return _save(fig, Path(path))
-    finally:
-        plt.close(fig)
+    return Path(path)
 
 
 def draw_entropy_check(points: Sequence[tuple[str, int, float, float]], eta: float, palette: dict, path: str | Path,

@@ -27,7 +27,7 @@ from typing import Any
 from fade.atomic import write_json_atomic
 from fade.testbed.report import compare_runs
 
-from . import figures
+from . import figures, presets
 from .claims import (
     FEW_SEEDS,
     MIN_SEEDS,
@@ -42,20 +42,7 @@ from .claims import (
     early_steps,
     fade_spec,
 )
-from .presets import (
-    ABLATIONS,
-    BALANCED,
-    FADE,
-    FAILURE_BIASED,
-    H_STAR_LEVELS,
-    POWER_LEVELS,
-    STATIC_BASELINES,
-    SUCCESS_BIASED,
-    Preset,
-    RunSpec,
-    estimate_seconds,
-    identity,
-)
+from .presets import FADE, Preset, RunSpec, estimate_seconds, identity
 
 __all__ = ["README", "RESULTS_JSON", "ANALYSIS", "write_report"]
 
@@ -102,10 +89,10 @@ def _role_groups(present: Sequence[str], fade: str) -> list[tuple[str, list[str]
         return list(dict.fromkeys(by_identity[i] for i in map(identity, specs) if i in by_identity))
 
     groups = [
-        ("sign axis", pick([*SUCCESS_BIASED, *BALANCED, *FAILURE_BIASED])),
-        ("difficulty axis: Power(alpha)", pick([spec for _, spec in POWER_LEVELS])),
-        ("FADE vs static baselines", pick([fade, *STATIC_BASELINES])),
-        ("FADE ablations and H*", pick([FADE, *ABLATIONS, *(spec for _, spec in H_STAR_LEVELS)])),
+        ("sign axis", pick([*presets.SUCCESS_BIASED, *presets.BALANCED, *presets.FAILURE_BIASED])),
+        ("difficulty axis: Power(alpha)", pick([spec for _, spec in presets.POWER_LEVELS])),
+        ("FADE vs static baselines", pick([fade, *presets.STATIC_BASELINES])),
+        ("FADE ablations and H*", pick([FADE, *presets.ABLATIONS, *(spec for _, spec in presets.H_STAR_LEVELS)])),
     ]
     covered = {spec for _, specs in groups for spec in specs}
     groups.append(("other estimators", [spec for spec in present if spec not in covered]))
@@ -149,7 +136,7 @@ def _figures(out: Path, task: str, summaries: list[RunSummary], sections: list[C
         if section.key == "entropy_check" and section.data.get("points"):
             draw(f"{task}-entropy-check.png", "first-order entropy check: predicted against observed change",
                  lambda p, s=section: figures.draw_entropy_check(s.data["points"], s.data["eta"], palette, p, title=task))
-    levels = [(f"alpha={a} ({spec})", runs_by_spec.get(spec, [])) for a, spec in POWER_LEVELS]
+    levels = [(f"alpha={a} ({spec})", runs_by_spec.get(spec, [])) for a, spec in presets.POWER_LEVELS]
     levels = [(label, runs) for label, runs in levels if runs]
     if len(levels) > 1 and any(r.buckets() for _, runs in levels for r in runs):
         draw(f"{task}-buckets.png", "pass@1 gain per difficulty bucket under Power(alpha)",
@@ -203,7 +190,7 @@ def _context(task: str, summaries: Sequence[RunSummary]) -> list[str]:
     peaks = Stat.of(s.scalars["peak_pass1"] for s in runs)
     if base.n:
         facts.append(f"base pass@1 {base.mean:.3f}; peak pass@1 over all runs {min(peaks.values):.3f}–{max(peaks.values):.3f}")
-    balanced = {identity(b) for b in BALANCED}
+    balanced = {identity(b) for b in presets.BALANCED}
     ratios = Stat.of(s.scalars["entropy_final"] / s.scalars["entropy_first"] for s in runs if s.identity in balanced)
     if ratios.n:
         facts.append(f"entropy of balanced runs (grpo, dr_grpo) at the end / at the start: {ratios.text(2)}")

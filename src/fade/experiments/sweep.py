@@ -543,7 +543,14 @@ class _Bar:
         self.enabled, self._log = enabled, log
         self._progress = None
         if enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             # A long speed window: evaluations pause the steps for seconds at a time.
             self._progress = Progress(

@@ -16,6 +16,7 @@ import copy
 import json
 import logging
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -38,6 +39,7 @@ from verl.trainer.ppo.ray_trainer import compute_advantage  # noqa: E402
 import fade  # noqa: E402
 import fade.integrations.verl as fv  # noqa: E402
 from fade.integrations.diagnostics import DIAGNOSTICS  # noqa: E402
+from fade.integrations.state import STATE_FILE, load_estimator_state, save_estimator_state  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "verl" / "run_fade_qwen2_5_7b_math.sh"
@@ -573,3 +575,44 @@ def test_trainer_saves_state_before_verl_marks_the_checkpoint_and_restores_it(
     state_file.write_text(json.dumps({**saved, "estimator": "fade_decay"}))
     with pytest.raises(ValueError, match="fade_decay"):
         resumed._load_checkpoint()
+    # a file torn outside fade's atomic write is refused by name, not as a JSON traceback
+    state_file.write_text(json.dumps(saved)[:40])
+    with pytest.raises(ValueError, match=f"{re.escape(str(state_file))} is not a readable fade estimator state"):
+        resumed._load_checkpoint()
+
+
+# -- the estimator state both engines save beside their checkpoints --------------------------------
+
+
+def test_estimator_state_round_trips_with_the_engine_extras(tmp_path):
+    est = fade.estimator("fade")
+    est.observe(entropy=1.3, step=0)
+    est(torch.tensor([1.0, 0.0, 0.0, 1.0]), 2)
+    path = save_estimator_state(est, tmp_path / "global_step_1", global_step=1)
+    assert path == tmp_path / "global_step_1" / STATE_FILE
+    fresh = fade.estimator("fade")
+    saved = load_estimator_state(fresh, path.parent)
+    assert fresh.state_dict() == est.state_dict()
+    assert saved == {"estimator": "fade", "params": est.params, "state": est.state_dict(), "global_step": 1}
+    assert load_estimator_state(fresh, tmp_path / "no_such_checkpoint") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"estimator": "fade", "state": {"p_h', "is not a readable fade estimator state"),
+        ("[1, 2]", "holds a JSON list, expected an object with"),
+        ('{"estimator": "fade"}', r"holds an object with keys \['estimator'\], expected"),
+        ('{"estimator": "grpo", "state": {}}', "holds the state of estimator 'grpo', but this run uses 'fade'"),
+        ('{"estimator": "fade", "state": {"p_hat": 0.5}}', "FADE state must have keys"),
+        ('{"estimator": "fade", "state": [0.5]}', "'state' is a JSON list, expected an object"),
+    ],
+)
+def test_a_corrupt_estimator_state_is_refused_by_file_name(tmp_path, text, message):
+    (tmp_path / STATE_FILE).write_text(text)
+    est = fade.estimator("fade")
+    before = est.state_dict()
+    with pytest.raises(ValueError, match=message) as caught:
+        load_estimator_state(est, tmp_path)
+    assert str(tmp_path / STATE_FILE) in str(caught.value)
+    assert est.state_dict() == before

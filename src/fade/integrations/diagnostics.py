@@ -14,7 +14,11 @@ import fade
 
 __all__ = ["DIAGNOSTICS", "SCHEDULE", "batch_metrics"]
 
+#: The batch's gradient-mass diagnostics, as :class:`fade.MassReport` names them: what every
+#: estimator's batch is logged with here, in the testbed's ``metrics.jsonl``
+#: (:mod:`fade.testbed.runlog`) and in FADE's ``last``.
 DIAGNOSTICS = ("positive_mass", "negative_mass", "sign_balance", "difficulty", "effective_sample_fraction")
+#: A stateful estimator's schedule as FADE reports it in ``last`` (logged when present).
 SCHEDULE = ("alpha", "delta", "p_hat", "h_hat", "h_star")
 
 

@@ -32,7 +32,6 @@ state is saved as ``fade_estimator.json`` in each checkpoint folder and restored
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import os
 from collections.abc import Mapping
@@ -43,8 +42,8 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 
 import fade
-from fade.atomic import write_json_atomic
 from fade.integrations.diagnostics import batch_metrics
+from fade.integrations.state import STATE_FILE, load_estimator_state, save_estimator_state
 
 __all__ = ["ENTROPY_SOURCES", "STATE_FILE", "FadeGRPOTrainer"]
 
@@ -52,9 +51,6 @@ logger = logging.getLogger(__name__)
 
 #: Where the entropy fed to the estimator comes from (see the module docstring).
 ENTROPY_SOURCES = ("previous", "current")
-
-#: The estimator's state inside each TRL checkpoint folder.
-STATE_FILE = "fade_estimator.json"
 
 
 # Model inputs beyond ids and masks that TRL passes to its log-prob pass (vision-language models).
@@ -210,30 +206,18 @@ class FadeGRPOTrainer(GRPOTrainer):
         super()._save_checkpoint(model, trial)
         if self.args.should_save:
             folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
-            write_json_atomic(os.path.join(folder, STATE_FILE), {
-                "estimator": self.fade_estimator.name,
-                "params": self.fade_estimator.params,
-                "state": self.fade_estimator.state_dict(),
-                "pending_entropy": list(self._fade_pending_entropy),
-            })
+            save_estimator_state(self.fade_estimator, folder, pending_entropy=list(self._fade_pending_entropy))
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is None:
             return
-        path = os.path.join(checkpoint, STATE_FILE)
-        if not os.path.exists(path):
+        saved = load_estimator_state(self.fade_estimator, checkpoint)
+        if saved is None:
             if self.fade_estimator.stateful:
                 # A checkpoint of a run that used another advantage until now: FADE starts afresh.
+                path = os.path.join(checkpoint, STATE_FILE)
                 logger.warning("resuming without %s: %s starts from its initial state", path, self.fade_estimator.name)
             return
-        with open(path, encoding="utf-8") as f:
-            saved = json.load(f)
-        if saved["estimator"] != self.fade_estimator.name:
-            raise ValueError(
-                f"{path} holds the state of estimator {saved['estimator']!r}, but this trainer uses "
-                f"{self.fade_estimator.name!r}"
-            )
-        self.fade_estimator.load_state_dict(saved["state"])
-        self._fade_pending_entropy = [float(x) for x in saved["pending_entropy"]]
+        self._fade_pending_entropy = [float(x) for x in saved.get("pending_entropy", [])]
 

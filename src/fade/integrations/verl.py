@@ -35,8 +35,8 @@ from omegaconf import DictConfig, OmegaConf
 from verl.trainer.ppo import core_algos
 
 import fade
-from fade.atomic import write_json_atomic
 from fade.integrations.diagnostics import batch_metrics
+from fade.integrations.state import STATE_FILE, load_estimator_state, save_estimator_state
 
 __all__ = [
     "ENTROPY_METRIC",
@@ -63,10 +63,6 @@ ENTROPY_METRIC = "actor/entropy"
 
 #: ``trainer.v1.trainer_mode`` value that selects :class:`FadeTrainer`.
 TRAINER_NAME = "fade"
-
-#: The estimator's state inside each ``global_step_N`` checkpoint folder (same name as in TRL).
-STATE_FILE = "fade_estimator.json"
-
 
 
 # -- names ---------------------------------------------------------------------------------------
@@ -368,12 +364,7 @@ if _TRAINER_MISSING is None:
             est = self._fade_estimator()
             if est is not None and est.stateful:
                 folder = os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}")
-                write_json_atomic(os.path.join(folder, STATE_FILE), {
-                    "estimator": est.name,
-                    "params": est.params,
-                    "state": est.state_dict(),
-                    "global_step": self.global_steps,
-                })
+                save_estimator_state(est, folder, global_step=self.global_steps)
             super()._save_checkpoint()
 
         def _load_checkpoint(self) -> None:
@@ -386,19 +377,14 @@ if _TRAINER_MISSING is None:
                 folder = trainer.resume_from_path
             else:
                 folder = os.path.join(trainer.default_local_dir, f"global_step_{self.global_steps}")
-            path = os.path.join(os.path.abspath(folder), STATE_FILE)
-            if not os.path.exists(path):
+            folder = os.path.abspath(folder)
+            saved = load_estimator_state(est, folder)
+            path = os.path.join(folder, STATE_FILE)
+            if saved is None:
                 # A checkpoint of a run that used another estimator until now: FADE starts afresh.
                 logger.warning("resuming at step %d without %s: %s starts from its initial state",
                                self.global_steps, path, est.name)
                 return
-            with open(path, encoding="utf-8") as f:
-                saved = json.load(f)
-            if saved["estimator"] != est.name:
-                raise ValueError(
-                    f"{path} holds the state of estimator {saved['estimator']!r}, but this run uses {est.name!r}"
-                )
-            est.load_state_dict(saved["state"])
             logger.info("restored %s state from %s: %s", est.name, path, saved["state"])
 
     _existing = TRAINER_REGISTRY.get(TRAINER_NAME)

@@ -4,6 +4,7 @@ library, the PNGs have their documented sizes, the table shows the right numbers
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -14,7 +15,8 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from fade.integrations.diagnostics import DIAGNOSTICS, SCHEDULE
+import fade
+from fade.integrations import diagnostics
 from fade.testbed import report, runlog
 from fade.testbed.report import (
     COMPARE_PIXEL_SIZE,
@@ -28,9 +30,11 @@ from fade.testbed.report import (
     training_pixel_size,
 )
 from fade.testbed.runlog import (
+    DIAGNOSTICS,
     EVAL_KEYS,
     METRIC_KEYS,
     PER_BUCKET_KEYS,
+    SCHEDULE,
     bucket_key,
     load_run,
     logged_buckets,
@@ -237,6 +241,8 @@ def test_load_run_reads_config_and_rejects_a_bad_one(tmp_path):
 
 
 def test_schema_keys_and_helpers():
+    assert (DIAGNOSTICS, SCHEDULE) == (diagnostics.DIAGNOSTICS, diagnostics.SCHEDULE)  # what the engines log
+    assert set(DIAGNOSTICS) <= {f.name for f in dataclasses.fields(fade.MassReport)}
     assert len(set(METRIC_KEYS)) == len(METRIC_KEYS)
     assert set(DIAGNOSTICS) | set(SCHEDULE) <= set(METRIC_KEYS)
     assert METRIC_KEYS[0] == EVAL_KEYS[0] == "step"

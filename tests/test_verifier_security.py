@@ -169,3 +169,11 @@ def test_isolation_says_which_memory_bound_applies():
     with SandboxRun("print(1)", [{"stdin": ""}], limits=LIMITS) as run:
         list(run)
     assert run.isolation["memory"] in ("seccomp", "rlimits")
+
+
+def test_a_run_stops_cleanly_after_a_disbelieved_report():
+    program = "import os\nos.write(3, b'{\"result\": 3}\\n')\ndef f(x):\n    return 0\n"
+    with SandboxRun(program, [{"args": [1]}, {"args": [2]}], call="f", limits=LIMITS) as run:
+        records = list(run)
+    assert len(records) == 1 and "2 lines" in records[0]["report_error"] and "status" not in records[0]
+    assert run.failure is None

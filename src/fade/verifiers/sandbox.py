@@ -26,7 +26,13 @@ Isolation, strongest first (``SandboxRun.isolation["mode"]`` says which one a ru
 
 Limits, in every mode: per-test wall time (enforced by the supervisor) and CPU time
 (RLIMIT_CPU), address space (RLIMIT_AS), file size (RLIMIT_FSIZE), processes (RLIMIT_NPROC),
-open files, no core dumps, and a cap on captured output.
+open files, no core dumps, and a cap on captured output. Memory that the address-space limit
+does not count (memfds, SysV shared memory) is refused by a seccomp filter where the kernel
+takes one; ``isolation["memory"]`` says "seccomp" or "rlimits".
+
+Nothing the program writes decides whether the sandbox itself failed: setup errors come over a
+pipe closed before the program runs, and the program's own report (its exception, a call's
+return value) is believed only as one well-formed line (see :mod:`fade.verifiers.harness`).
 """
 
 from __future__ import annotations
@@ -140,7 +146,9 @@ class SandboxRun:
     test, in order, as the supervisor reports it: ``test``, ``seconds``, ``cpu_seconds``,
     ``exit`` or ``signal``, ``ended`` ("wall_time", "output_limit") when the supervisor stopped
     it, ``stdout``, ``stdout_bytes``, ``stderr_tail``, and ``status`` (how the program ended as it
-    reported it: an exception's type, errno and phase, or the call's ``result``). The supervisor
+    reported it: an exception's type, errno and phase, or the call's ``result``), or instead
+    ``report_error`` when that report is not to be believed (the program wrote to its channel),
+    or ``setup_error`` when the test could not be set up (before the program ran). The supervisor
     stops after a test that did not exit with status 0; the caller may stop earlier by leaving
     the iteration and closing the run. ``isolation`` describes what the run was isolated from;
     ``failure`` is set when the supervisor itself did not finish, and ``failure_kind`` says how:
@@ -255,7 +263,7 @@ class SandboxRun:
         if not self.records:
             return False
         last = self.records[-1]
-        return bool(last.get("ended") or last.get("signal") or last.get("exit"))
+        return any(last.get(key) for key in ("ended", "signal", "exit", "setup_error", "report_error"))
 
     def _describe_end(self, line: dict | None) -> str:
         if line is not None and "harness_error" in line:

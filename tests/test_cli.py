@@ -243,6 +243,64 @@ def test_decompose_user_errors(tmp_path, capsys):
     _assert_user_error(capsys, ["decompose"], "ROLLOUTS.jsonl")
 
 
+# -- fade train (without training) ----------------------------------------------------------------
+
+
+def _train_help(capsys) -> dict[str, str]:
+    """``fade train --help``'s options, each flag with its whole (re-joined) help text."""
+    assert main(["train", "--help"]) == 0
+    text = capsys.readouterr().out
+    options = text.split("options:\n", 1)[1].split("\n\n", 1)[0]
+    entries: dict[str, str] = {}
+    flag = None
+    for line in options.splitlines():
+        if line.startswith("  -"):
+            flag = line.split()[0].rstrip(",")
+            entries[flag] = line
+        elif flag is not None:
+            entries[flag] += " " + line.strip()
+    return entries
+
+
+def test_train_help_shows_every_default(capsys):
+    entries = _train_help(capsys)
+    assert len(entries) > 25
+    for flag, entry in entries.items():
+        if flag == "-h":
+            continue
+        assert "(default:" in entry or "(required)" in entry, entry
+    assert "(default: 0.0001)" in entries["--lr"] and "(default: 0.99)" in entries["--adam-beta2"]
+
+
+def test_train_flags_cover_train_config_with_its_defaults():
+    import dataclasses
+
+    from fade.cli import build_parser
+    from fade.testbed.trainer import TrainConfig
+
+    args = vars(build_parser().parse_args(["train", "--out", "x"]))
+    for f in dataclasses.fields(TrainConfig):
+        if f.name in ("out", "progress", "estimator_args"):
+            continue
+        assert f.name in args, f"TrainConfig.{f.name} has no fade train flag"
+        assert args[f.name] == f.default, f.name
+    assert args["estimator_args"] == "" and args["no_progress"] is False
+
+
+@pytest.mark.parametrize(
+    "flags, needle",
+    [
+        (["--estimator", "nonsense"], "nonsense"),
+        (["--estimator", "power", "--estimator-args", "alpha=-1"], "alpha"),
+        (["--estimator", "grpo", "--estimator-args", "novel=1"], "novel"),
+    ],
+)
+def test_train_bad_estimator_fails_before_the_folder_exists(flags, needle, tmp_path, capsys):
+    out = tmp_path / "X"
+    _assert_user_error(capsys, ["train", *flags, "--out", str(out), "--no-progress"], needle)
+    assert not out.exists()
+
+
 # -- the real process ----------------------------------------------------------------------------
 
 

@@ -125,6 +125,8 @@ def test_refuses_to_overwrite_a_run_and_to_resume_nothing(tiny_model, tmp_path):
         ("kl_coef", float("nan"), "kl_coef"),
         ("minibatches", 1000, "minibatches"),
         ("max_new_tokens", 0, "max_new_tokens"),
+        ("adam_beta2", 1.0, "adam_beta2"),
+        ("adam_eps", -1e-8, "adam_eps"),
     ],
 )
 def test_bad_config_is_a_clear_error(field, value, match, tiny_model, tmp_path):
@@ -137,6 +139,13 @@ def test_unknown_estimator_and_bad_params(tiny_model, tmp_path):
         train(_config(tmp_path / "u", tiny_model, estimator="nope"))
     with pytest.raises(ValueError, match="alpha"):
         train(_config(tmp_path / "v", tiny_model, estimator="power", estimator_args={"alpha": -1}))
+
+
+def test_optimizer_settings_come_from_the_config(tiny_model, tmp_path):
+    out = train(_config(tmp_path / "o", tiny_model, steps=1, adam_beta1=0.8, adam_beta2=0.95, adam_eps=1e-6, weight_decay=0.01))
+    (group,) = load_checkpoint(out / "checkpoint.pt")["optimizer"]["param_groups"]
+    assert (tuple(group["betas"]), group["eps"], group["weight_decay"]) == ((0.8, 0.95), 1e-6, 0.01)
+    assert json.loads((out / "run.json").read_text())["adam_beta2"] == 0.95
 
 
 def test_kl_seq_mean_and_minibatches(tiny_model, tmp_path):

@@ -434,6 +434,32 @@ def _run_pretrain(args: argparse.Namespace) -> int:
     return 0
 
 
+class _DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Shows every option's default: ``(default: X)`` unless its help already says it, ``off`` for a flag."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "(default" in text or action.default is argparse.SUPPRESS or action.required or not action.option_strings:
+            return text
+        if action.nargs == 0:
+            return f"{text} (default: off)"
+        return f"{text} (default: %(default)s)"
+
+
+TRAIN_RESUME_RULE = (
+    "--resume continues the run in --out from its checkpoint. It is refused, naming each changed "
+    "setting with its old and new value, when a setting that changes what the run computes differs "
+    "from the checkpoint's: the task, model, data, verifier, seed, estimator and its arguments, "
+    "prompts per step, group size, temperature, max new tokens, the optimizer (lr, weight decay, "
+    "Adam betas and eps, gradient clip), the PPO settings (epochs, minibatches, clip, loss "
+    "aggregation, KL) and the evaluation set (eval prompts and samples). --steps (to extend a run, "
+    "or end it early but not before the checkpoint), --eval-every, --checkpoint-every, --device and "
+    "--no-progress may change; the changes are recorded in resumes.jsonl. A different --device "
+    "continues the run but not bit for bit. A checkpoint that fails its sha256 check or holds NaN "
+    "or inf weights is refused; temporary files left by a kill are removed when the run restarts."
+)
+
+
 def _add_train(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "train",
@@ -443,54 +469,87 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
             "chosen advantage estimator and take PPO-clip steps. Writes metrics.jsonl, eval.jsonl, "
             "TensorBoard events (tb/), a checkpoint, the final policy (policy/) and PNG plots into --out."
         ),
+        epilog=TRAIN_RESUME_RULE,
+        formatter_class=_DefaultsHelpFormatter,
     )
-    p.add_argument("--task", default="arithmetic", choices=("arithmetic", "countdown"))
-    p.add_argument("--estimator", default="fade", metavar="NAME", help="a registered estimator (default: fade)")
-    p.add_argument("--estimator-args", default="", metavar="K=V[,K=V...]", help="estimator parameters, comma-separated")
-    p.add_argument("--steps", type=int, default=400)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True, metavar="DIR")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
-    p.add_argument("--eval-every", type=int, default=100, metavar="N", help="evaluate every N steps; 0: never (default: 100)")
-    p.add_argument("--eval-prompts", type=int, default=200, metavar="N", help="held-out prompts per evaluation (default: 200)")
-    p.add_argument("--model", default=None, metavar="DIR", help="a local transformers causal LM (default: the task's base policy)")
-    p.add_argument("--data", default=None, metavar="FILE.jsonl", help="prompt/answer JSON lines in place of --task")
-    p.add_argument("--verifier", default=None, metavar="NAME", help="how --data answers are checked (exact, numeric, ...)")
+    # The defaults repeat TrainConfig's (tests/test_cli.py checks they agree): building the parser
+    # does not import torch.
+    p.add_argument("--task", default="arithmetic", choices=("arithmetic", "countdown"), help="the built-in task")
+    p.add_argument("--estimator", default="fade", metavar="NAME", help="a registered estimator")
+    p.add_argument("--estimator-args", default="", metavar="K=V[,K=V...]",
+                   help="estimator parameters, comma-separated (default: none)")
+    p.add_argument("--steps", type=int, default=400, metavar="N", help="training steps; with --resume, more extends the run")
+    p.add_argument("--seed", type=int, default=0, help="seeds every random draw of the run")
+    p.add_argument("--out", required=True, metavar="DIR", help="the run's folder (required)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint (see below)")
+    p.add_argument("--eval-every", type=int, default=100, metavar="N", help="evaluate every N steps; 0: never")
+    p.add_argument("--eval-prompts", type=int, default=200, metavar="N", help="held-out prompts per evaluation")
+    p.add_argument("--eval-samples", type=int, default=64, metavar="N", help="samples per held-out prompt (the n of pass@k)")
+    p.add_argument("--model", default=None, metavar="DIR",
+                   help="a local transformers causal LM (default: the task's shipped base policy)")
+    p.add_argument("--data", default=None, metavar="FILE.jsonl",
+                   help="prompt/answer JSON lines in place of --task (default: none, the built-in task)")
+    p.add_argument("--verifier", default=None, metavar="NAME",
+                   help="how --data answers are checked: exact, numeric, ... (default: none; required with --data)")
     p.add_argument("--max-new-tokens", type=int, default=None, metavar="N",
                    help="completion length cap (default: the task's longest answer; 4x it, at least 16, with --model)")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda (default: auto)")
-    p.add_argument("--prompts-per-step", type=int, default=32)
-    p.add_argument("--group-size", type=int, default=8, metavar="G")
-    p.add_argument("--lr", type=float, default=1e-4)
-    p.add_argument("--epochs", type=int, default=1, help="passes over each batch (default: 1)")
-    p.add_argument("--minibatches", type=int, default=1, help="optimizer steps per pass (default: 1)")
-    p.add_argument("--clip-eps", type=float, default=0.2)
-    p.add_argument("--loss-agg", default="token-mean", choices=("token-mean", "seq-mean"))
-    p.add_argument("--kl-coef", type=float, default=0.0, help="weight of KL to the base policy (default: 0)")
-    p.add_argument("--checkpoint-every", type=int, default=50, metavar="N")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    p.add_argument("--prompts-per-step", type=int, default=32, metavar="N", help="prompts drawn per step")
+    p.add_argument("--group-size", type=int, default=8, metavar="G", help="completions sampled per prompt")
+    p.add_argument("--temperature", type=float, default=1.0, metavar="T", help="sampling temperature of the rollouts")
+    p.add_argument("--lr", type=float, default=1e-4, help="AdamW learning rate")
+    p.add_argument("--weight-decay", type=float, default=0.0, metavar="WD", help="AdamW weight decay")
+    p.add_argument("--adam-beta1", type=float, default=0.9, metavar="B1", help="AdamW beta1")
+    p.add_argument("--adam-beta2", type=float, default=0.99, metavar="B2", help="AdamW beta2")
+    p.add_argument("--adam-eps", type=float, default=1e-8, metavar="EPS", help="AdamW epsilon")
+    p.add_argument("--grad-clip", type=float, default=1.0, metavar="NORM", help="gradient norm clip")
+    p.add_argument("--epochs", type=int, default=1, metavar="N", help="passes over each batch")
+    p.add_argument("--minibatches", type=int, default=1, metavar="N", help="optimizer steps per pass")
+    p.add_argument("--clip-eps", type=float, default=0.2, metavar="EPS", help="PPO ratio clip")
+    p.add_argument("--loss-agg", default="token-mean", choices=("token-mean", "seq-mean"), help="how token losses are averaged")
+    p.add_argument("--kl-coef", type=float, default=0.0, metavar="C", help="weight of KL to the base policy")
+    p.add_argument("--checkpoint-every", type=int, default=50, metavar="N", help="checkpoint every N steps (and at the last)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_run_train)
 
 
+def _disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` reports a full disk or quota: an OSError, or a library's own error (safetensors)
+    that carries the OS message."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return True
+    text = str(exc)
+    return "No space left on device" in text or "Disk quota exceeded" in text or "StorageFull" in text
+
+
 def _run_train(args: argparse.Namespace) -> int:
+    import dataclasses
+
     _, trainer = _testbed()
     from .testbed import report
 
-    config = trainer.TrainConfig(
-        out=args.out, task=args.task, estimator=args.estimator,
-        estimator_args=parse_params(args.estimator_args, where=args.estimator_args), steps=args.steps,
-        seed=args.seed, model=args.model, data=args.data, verifier=args.verifier, max_new_tokens=args.max_new_tokens,
-        device=args.device,
-        prompts_per_step=args.prompts_per_step, group_size=args.group_size, lr=args.lr, epochs=args.epochs,
-        minibatches=args.minibatches, clip_eps=args.clip_eps, loss_agg=args.loss_agg, kl_coef=args.kl_coef,
-        eval_every=args.eval_every, eval_prompts=args.eval_prompts, checkpoint_every=args.checkpoint_every,
-        progress=not args.no_progress,
+    fields = {f.name for f in dataclasses.fields(trainer.TrainConfig)}
+    settings = {key: value for key, value in vars(args).items() if key in fields}
+    settings.update(
+        estimator_args=parse_params(args.estimator_args, where=args.estimator_args), progress=not args.no_progress,
     )
+    config = trainer.TrainConfig(**settings)
     try:
         out = trainer.train(config, resume=args.resume)
     except KeyboardInterrupt:
         print(f"fade: interrupted; the last checkpoint in {args.out} is intact: rerun with --resume", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if not _disk_full(exc):
+            raise
+        where = getattr(exc, "filename", None) or args.out
+        if (Path(args.out) / trainer.CHECKPOINT).is_file():
+            then = f"the last checkpoint in {args.out} is intact: free some space and rerun with --resume"
+        else:
+            then = f"no checkpoint was written yet: free some space and start again (remove {args.out} first)"
+        raise ValueError(f"no space left on the device while writing {where}; {then}") from None
     run = report.load_run(out)
     _console().print(report.summary_table(run))
     for path in report.plot_run(out):

@@ -17,8 +17,12 @@ One step, top to bottom in :func:`train`:
    ``checkpoint_every`` steps.
 
 All randomness of step t comes from generators seeded by (seed, t), and a checkpoint holds the
-model, optimizer, estimator state, RNG states and step: a resumed run's metrics equal an
-uninterrupted run's.
+model, optimizer, estimator state, RNG states, step and configuration: a resumed run's metrics
+equal an uninterrupted run's. Resuming with other settings is refused when they would change
+what the run computes (see :data:`RESUME_MAY_CHANGE`); the settings that may change are recorded
+in ``resumes.jsonl``, one line per resume. A checkpoint whose digest does not match or whose model
+holds NaN or inf is refused, and temporary files a kill left behind are removed when the run
+starts again.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import hashlib
 import json
 import math
 import random
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -40,6 +45,7 @@ import numpy as np
 import torch
 
 import fade
+from fade.atomic import remove_orphaned_temp_files, write_json_atomic
 from fade.geometry import rank1_share
 from fade.mass import decompose_grouped
 from fade.segments import as_groups
@@ -50,9 +56,18 @@ from .policy import load_policy, resolve_device, save_policy
 from .sampling import greedy, sample, sequence_logprobs
 from .tasks import Problem, Task, get_task
 
-__all__ = ["TrainConfig", "base_model_dir", "train"]
+__all__ = ["RESUME_MAY_CHANGE", "TrainConfig", "base_model_dir", "resume_changes", "train"]
 
 CHECKPOINT = "checkpoint.pt"
+RUN_FILE, METRICS_FILE, EVAL_FILE, RESUMES_FILE = "run.json", "metrics.jsonl", "eval.jsonl", "resumes.jsonl"
+#: Settings a resumed run may change, because the training trajectory does not depend on them:
+#: where the run lives and how it reports (out, progress, checkpoint_every, eval_every: evaluation
+#: draws from its own generator), the device (a different one continues the run but draws other
+#: random numbers from then on, so not bit for bit), and steps (to extend a run, or end it early;
+#: never below the checkpoint's step). Any other change (lr, seed, group size, estimator and its
+#: arguments, task, model, data, optimizer, eval_prompts and eval_samples, which define what
+#: eval.jsonl measures) is refused.
+RESUME_MAY_CHANGE = ("out", "progress", "checkpoint_every", "eval_every", "device", "steps")
 _EVAL_STREAM = 1_000_003  # keeps evaluation randomness apart from the training steps'
 
 
@@ -81,6 +96,9 @@ class TrainConfig:
     temperature: float = 1.0
     lr: float = 1e-4
     weight_decay: float = 0.0
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.99
+    adam_eps: float = 1e-8
     grad_clip: float = 1.0
     epochs: int = 1
     minibatches: int = 1
@@ -111,7 +129,11 @@ class TrainConfig:
             value = getattr(self, key)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > low):
                 raise ValueError(f"{key} must be a finite number > {low}, got {value!r}")
-        for key in ("weight_decay", "kl_coef"):
+        for key in ("adam_beta1", "adam_beta2"):
+            value = getattr(self, key)
+            if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value < 1.0):
+                raise ValueError(f"{key} must be a number in [0, 1), got {value!r}")
+        for key in ("weight_decay", "kl_coef", "adam_eps"):
             value = getattr(self, key)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ValueError(f"{key} must be a finite number >= 0, got {value!r}")
@@ -122,6 +144,61 @@ class TrainConfig:
             raise ValueError(f"minibatches ({self.minibatches}) cannot exceed the rollouts per step ({rows})")
         if self.data is not None and self.verifier is None:
             raise ValueError("--data needs --verifier NAME (how to score a completion against the answer)")
+
+
+def _as_json(value: Any) -> Any:
+    return json.loads(json.dumps(value))  # tuples become lists, as in run.json
+
+
+def _show(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def resume_changes(saved: dict[str, Any], config: TrainConfig, step: int, where: str | Path) -> dict[str, tuple[Any, Any]]:
+    """The settings ``config`` changes from a checkpoint's ``saved`` config, as {key: (old, new)}.
+
+    Raises ValueError naming every change outside :data:`RESUME_MAY_CHANGE`, and a ``steps``
+    below the checkpoint's ``step``. A setting the checkpoint predates reads as its default.
+    """
+    now = _as_json(dataclasses.asdict(config))
+    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    defaults = {
+        name: f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        for name, f in fields.items() if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+    }
+    before = _as_json({k: saved.get(k, defaults.get(k)) for k in now})
+    changed = {k: (before[k], now[k]) for k in now if before[k] != now[k]}
+    refused = [k for k in changed if k not in RESUME_MAY_CHANGE]
+    if refused:
+        shown = ", ".join(f"{k}: {_show(changed[k][0])} -> {_show(changed[k][1])}" for k in refused)
+        raise ValueError(
+            f"--resume: {where} was trained with other settings ({shown}); resuming would splice two different "
+            f"runs: rerun with the checkpoint's values or choose another --out (only {', '.join(RESUME_MAY_CHANGE)} "
+            "may change on resume)"
+        )
+    if config.steps < step:
+        raise ValueError(f"--resume: --steps {config.steps} is below the checkpoint's step {step} in {where}: "
+                         f"pass --steps {step} or more")
+    return changed
+
+
+def _check_finite(state: dict[str, Any], where: Path) -> None:
+    bad = [name for name, t in state["model"].items() if t.is_floating_point() and not bool(torch.isfinite(t).all())]
+    if bad:
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        raise ValueError(
+            f"{where}: the model saved at step {state['step']} holds NaN or inf (in {', '.join(bad[:3])}{more}): the "
+            "run diverged before this checkpoint and cannot be resumed from it; start a new run (a lower --lr)"
+        )
+
+
+def _remove_orphans(out: Path) -> None:
+    """Delete what a kill mid-write left in the run's folder: the atomic writer's temporary files
+    of the run's own files, and save_policy's staging folders (``.policy.tmp-*``)."""
+    remove_orphaned_temp_files(out, (CHECKPOINT, RUN_FILE, METRICS_FILE, EVAL_FILE))
+    for entry in out.glob(".policy.tmp-*"):
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def _seed_for(seed: int, stream: int) -> int:
@@ -188,7 +265,8 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
         raise ValueError(f"{out} already holds a run (found {CHECKPOINT}): pass --resume to continue it or choose another --out")
     if resume and not ckpt_path.exists():
         raise ValueError(f"--resume: no {CHECKPOINT} in {out} to resume from")
-    out.mkdir(parents=True, exist_ok=True)
+    # Everything that can be refused is checked before the folder is created or touched.
+    est = fade.estimator(config.estimator, **config.estimator_args)
     device = resolve_device(config.device)
     task = _load_task(config)
     model_dir = Path(config.model) if config.model else base_model_dir(config.task)
@@ -197,6 +275,12 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             f"no base policy is shipped for task {config.task!r}: write one with "
             f"`fade pretrain --task {config.task} --out DIR` and pass --model DIR"
         )
+    state, start, changes = None, 0, {}
+    if resume:
+        state = load_checkpoint(ckpt_path, map_location=device)
+        start = int(state["step"])
+        changes = resume_changes(state.get("config") or {}, config, start, out)
+        _check_finite(state, ckpt_path)
     model, tokenizer = load_policy(model_dir, device=device)
     if tokenizer is None:
         raise ValueError(f"{model_dir} holds no tokenizer: the trainer needs one to encode prompts and decode answers")
@@ -206,27 +290,30 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
         max_new = config.max_new_tokens
     else:
         max_new = task.max_answer_chars + 1 if config.model is None else max(task.max_answer_chars * 4, 16)
-    est = fade.estimator(config.estimator, **config.estimator_args)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, betas=(0.9, 0.99))
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=config.lr, weight_decay=config.weight_decay,
+        betas=(config.adam_beta1, config.adam_beta2), eps=config.adam_eps,
+    )
     ref_model = copy.deepcopy(model).eval().requires_grad_(False) if config.kl_coef > 0 else None
     head0 = _head(model).detach().clone()
-    start = 0
-    if resume:
-        state = load_checkpoint(ckpt_path, map_location=device)
+    if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         est.load_state_dict(state["estimator"])
         head0 = state["head0"].to(device)
         _set_rng_states(state["rng"])
-        start = int(state["step"])
-    metrics_log, eval_log = JsonlLog(out / "metrics.jsonl"), JsonlLog(out / "eval.jsonl")
+    out.mkdir(parents=True, exist_ok=True)
+    _remove_orphans(out)
+    metrics_log, eval_log = JsonlLog(out / METRICS_FILE), JsonlLog(out / EVAL_FILE)
     if resume:
         metrics_log.truncate_after(start)
         eval_log.truncate_after(start)
+        changed = {k: list(v) for k, v in changes.items() if k != "progress"}
+        JsonlLog(out / RESUMES_FILE).append({"step": start, "changed": changed})
     else:
-        for log in (metrics_log, eval_log):
+        for log in (metrics_log, eval_log, JsonlLog(out / RESUMES_FILE)):
             log.path.unlink(missing_ok=True)
-    (out / "run.json").write_text(json.dumps(dataclasses.asdict(config), indent=2) + "\n")
+    write_json_atomic(out / RUN_FILE, dataclasses.asdict(config))
 
     test_set = task.problems("test", n=config.eval_prompts, seed=config.seed) if config.eval_prompts else []
     writer = _tensorboard(out / "tb")

@@ -1,0 +1,247 @@
+"""Resuming a testbed run is safe: other settings are refused or recorded, a damaged or diverged
+checkpoint is refused, a full disk is one line of error, and a kill's temporary files are cleared."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import tempfile
+
+import pytest
+import torch
+
+from fade import atomic
+from fade.cli import main
+from fade.testbed import checkpoint
+from fade.testbed.checkpoint import load_checkpoint, save_checkpoint
+from fade.testbed.policy import build_policy, save_policy, tiny_llama_config
+from fade.testbed.tasks import get_task
+from fade.testbed.tokenizer import task_tokenizer
+from fade.testbed.trainer import RESUME_MAY_CHANGE, TrainConfig, train
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> str:
+    tok = task_tokenizer(get_task("arithmetic"))
+    config = tiny_llama_config(len(tok), hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_positions=32)
+    directory = tmp_path_factory.mktemp("tiny") / "policy"
+    save_policy(build_policy(config, seed=0), tok, directory)
+    return str(directory)
+
+
+def _config(out, model, **kw) -> TrainConfig:
+    base = dict(out=str(out), model=model, steps=2, prompts_per_step=2, group_size=2, eval_every=0, eval_prompts=0,
+                checkpoint_every=1, progress=False, estimator="grpo")
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+@pytest.fixture(scope="module")
+def two_step_run(tiny_model, tmp_path_factory):
+    """A finished 2-step run, copied fresh for each test that resumes it."""
+    out = tmp_path_factory.mktemp("run") / "r"
+    train(_config(out, tiny_model))
+    return out
+
+
+@pytest.fixture
+def run(two_step_run, tmp_path):
+    return shutil.copytree(two_step_run, tmp_path / "r")
+
+
+def _cli(model, out, *extra) -> list[str]:
+    return ["train", "--model", model, "--out", str(out), "--steps", "2", "--prompts-per-step", "2", "--group-size", "2",
+            "--estimator", "grpo", "--eval-every", "0", "--eval-prompts", "0", "--checkpoint-every", "1", "--no-progress",
+            *extra]
+
+
+def _one_error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fade: error: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+# -- a changed configuration -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "change, shown",
+    [
+        ({"lr": 3e-4}, "lr: 0.0001 -> 0.0003"),
+        ({"seed": 1}, "seed: 0 -> 1"),
+        ({"group_size": 4}, "group_size: 2 -> 4"),
+        ({"prompts_per_step": 1}, "prompts_per_step: 2 -> 1"),
+        ({"estimator": "rloo"}, "estimator: grpo -> rloo"),
+        ({"estimator_args": {"eps": 0.01}}, 'estimator_args: {} -> {"eps": 0.01}'),
+        ({"task": "countdown"}, "task: arithmetic -> countdown"),
+        ({"adam_beta2": 0.999}, "adam_beta2: 0.99 -> 0.999"),
+        ({"max_new_tokens": 3}, "max_new_tokens: null -> 3"),
+        ({"eval_prompts": 4}, "eval_prompts: 0 -> 4"),
+    ],
+)
+def test_resume_refuses_a_setting_that_changes_the_run(change, shown, run, tiny_model):
+    before = (run / "run.json").read_text()
+    with pytest.raises(ValueError, match="other settings") as info:
+        train(_config(run, tiny_model, steps=3, **change), resume=True)
+    assert shown in str(info.value)
+    assert (run / "run.json").read_text() == before  # nothing was overwritten
+    assert load_checkpoint(run / "checkpoint.pt")["step"] == 2
+
+
+def test_resume_names_every_changed_setting_on_one_line(run, tiny_model, capsys):
+    assert main(_cli(tiny_model, run, "--resume", "--lr", "0.0003", "--seed", "5", "--group-size", "4")) == 2
+    line = _one_error_line(capsys)
+    for shown in ("lr: 0.0001 -> 0.0003", "seed: 0 -> 5", "group_size: 2 -> 4"):
+        assert shown in line, line
+
+
+def _metrics(out) -> list[dict]:
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r.items() if not k.endswith("_seconds")} for r in rows]
+
+
+def test_resume_may_extend_steps_and_records_it(run, tiny_model, tmp_path):
+    train(_config(run, tiny_model, steps=3, checkpoint_every=3, progress=True), resume=True)
+    assert json.loads((run / "run.json").read_text())["steps"] == 3
+    (record,) = [json.loads(line) for line in (run / "resumes.jsonl").read_text().splitlines()]
+    assert record["changed"].pop("out")[1] == str(run)  # the fixture's run was copied here: recorded too
+    assert record == {"step": 2, "changed": {"steps": [2, 3], "checkpoint_every": [1, 3]}}
+    assert load_checkpoint(run / "checkpoint.pt")["config"]["steps"] == 3
+    # extending is exact: the same steps as a run planned for 3 from the start
+    assert _metrics(run) == _metrics(train(_config(tmp_path / "three", tiny_model, steps=3)))
+
+
+def test_resume_accepts_settings_that_leave_the_run_unchanged(run, tiny_model):
+    train(_config(run, tiny_model, eval_every=5, device="cpu", checkpoint_every=2, progress=True), resume=True)
+    (record,) = [json.loads(line) for line in (run / "resumes.jsonl").read_text().splitlines()]
+    record["changed"].pop("out")
+    assert record == {"step": 2, "changed": {"device": ["auto", "cpu"], "eval_every": [0, 5], "checkpoint_every": [1, 2]}}
+    assert set(RESUME_MAY_CHANGE) == {"out", "progress", "checkpoint_every", "eval_every", "device", "steps"}
+
+
+def test_resume_refuses_steps_below_the_checkpoint(run, tiny_model):
+    with pytest.raises(ValueError, match="below the checkpoint's step 2"):
+        train(_config(run, tiny_model, steps=1), resume=True)
+
+
+# -- damaged or diverged checkpoints ----------------------------------------------------------------
+
+
+def test_checkpoint_carries_a_checksum_that_load_verifies(tmp_path):
+    path = tmp_path / "c.pt"
+    save_checkpoint(path, {"step": 7, "w": torch.arange(100.0)})
+    assert load_checkpoint(path)["step"] == 7
+    data = path.read_bytes()
+    flipped = bytearray(data)
+    flipped[-200] ^= 0x01
+    path.write_bytes(bytes(flipped))
+    with pytest.raises(ValueError, match=r"c\.pt is a damaged fade checkpoint: sha256"):
+        load_checkpoint(path)
+    path.write_bytes(data[: len(data) // 2])  # truncated
+    with pytest.raises(ValueError, match=r"c\.pt is a damaged fade checkpoint"):
+        load_checkpoint(path)
+
+
+def test_resume_from_a_corrupted_checkpoint_is_one_line_naming_the_file(run, tiny_model, capsys):
+    path = run / "checkpoint.pt"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert main(_cli(tiny_model, run, "--resume", "--steps", "3")) == 2
+    line = _one_error_line(capsys)
+    assert str(path) in line and "sha256" in line
+
+
+def test_resume_refuses_a_model_with_non_finite_parameters(run, tiny_model):
+    state = load_checkpoint(run / "checkpoint.pt")
+    name = next(k for k, v in state["model"].items() if v.is_floating_point())
+    state["model"][name][0] = float("nan")
+    save_checkpoint(run / "checkpoint.pt", state)
+    with pytest.raises(ValueError, match="model saved at step 2 holds NaN or inf") as info:
+        train(_config(run, tiny_model, steps=3), resume=True)
+    assert name in str(info.value) and str(run / "checkpoint.pt") in str(info.value)
+    assert not (run / "resumes.jsonl").exists()
+
+
+# -- a full disk ----------------------------------------------------------------------------------
+
+
+def test_a_full_disk_is_one_line_and_keeps_the_last_checkpoint(run, tiny_model, capsys, monkeypatch):
+    def full_disk(path, write):
+        if path.name != "checkpoint.pt":
+            return atomic.atomic_write(path, write)
+
+        def partial(f):
+            f.write(b"the first blocks fit")
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        atomic.atomic_write(path, partial)  # the real writer: its temporary file fills the disk
+
+    monkeypatch.setattr(checkpoint, "_atomic_write", full_disk)
+    before = (run / "checkpoint.pt").read_bytes()
+    assert main(_cli(tiny_model, run, "--resume", "--steps", "3")) == 2
+    line = _one_error_line(capsys)
+    assert "no space left" in line and "checkpoint.pt" in line and "--resume" in line, line
+    assert (run / "checkpoint.pt").read_bytes() == before
+    assert load_checkpoint(run / "checkpoint.pt")["step"] == 2
+    assert not [p.name for p in run.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_full_disk_under_a_library_is_one_line_too(run, tiny_model, capsys, monkeypatch):
+    from fade.testbed import trainer
+
+    def save_policy(*args, **kwargs):  # safetensors reports the OS error in its own exception type
+        raise RuntimeError('Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })')
+
+    monkeypatch.setattr(trainer, "save_policy", save_policy)
+    assert main(_cli(tiny_model, run, "--resume", "--steps", "3")) == 2
+    line = _one_error_line(capsys)
+    assert "no space left" in line and "is intact" in line, line
+    assert load_checkpoint(run / "checkpoint.pt")["step"] == 3
+
+
+def test_atomic_write_names_the_file_on_a_full_disk(tmp_path):
+    path = tmp_path / "x.json"
+    atomic.write_json_atomic(path, {"a": 1})
+
+    def full(f):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError) as info:
+        atomic.atomic_write(path, full)
+    assert info.value.filename == str(path)
+    assert json.loads(path.read_text()) == {"a": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]
+
+
+# -- orphaned temporary files ---------------------------------------------------------------------
+
+
+def test_orphaned_temp_files_are_removed_at_the_next_start(run, tiny_model):
+    orphans = [".checkpoint.pt.k3x_9qaz.tmp", ".metrics.jsonl.abcd1234.tmp", ".run.json.zz99yy88.tmp"]
+    kept = [".notes.txt.abcd1234.tmp", "checkpoint.pt.tmp", "mine.tmp"]
+    for name in orphans + kept:
+        (run / name).write_bytes(b"torn")
+    (run / ".policy.tmp-q1w2e3").mkdir()  # save_policy's staging folder
+    (run / ".policy.tmp-q1w2e3" / "model.safetensors").write_bytes(b"torn")
+    (run / "sub").mkdir()
+    (run / "sub" / orphans[0]).write_bytes(b"not the run's own folder")
+    train(_config(run, tiny_model, steps=3), resume=True)
+    names = {p.name for p in run.iterdir()}
+    assert not names & set(orphans) and ".policy.tmp-q1w2e3" not in names
+    assert set(kept) <= names
+    assert (run / "sub" / orphans[0]).exists()
+
+
+def test_remove_orphaned_temp_files_matches_only_the_named_targets(tmp_path):
+    made = []
+    for target in ("a.pt", "b.json"):  # named as atomic_write names its temporary files
+        fd, name = tempfile.mkstemp(prefix=f".{target}.", suffix=".tmp", dir=tmp_path)
+        os.close(fd)
+        made.append(os.path.basename(name))
+    removed = atomic.remove_orphaned_temp_files(tmp_path, ["a.pt"])
+    assert [p.name for p in removed] == [made[0]]
+    assert [p.name for p in tmp_path.iterdir()] == [made[1]]

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from fade.specs import parse_spec
 from fade.testbed.runlog import (
     DIAGNOSTICS,
     METRICS_FILE,
@@ -55,7 +56,6 @@ from .presets import (
     Tuning,
     canonical_spec,
     identity,
-    parse_spec,
 )
 
 __all__ = [

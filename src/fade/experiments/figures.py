@@ -26,11 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
+from fade.specs import parse_spec
 from fade.testbed.report import REPORT_DPI, finish_axes, headless_pyplot, panel_grid, smoothing_window
 from fade.testbed.runlog import moving_average, peak_eval_index
 
 from .claims import RunSummary
-from .presets import parse_spec
 
 __all__ = [
     "colours",

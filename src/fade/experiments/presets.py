@@ -9,7 +9,7 @@ which knows its directory (``runs/<task>/<label>/seed<k>/`` under the sweep's ou
 full :class:`~fade.testbed.trainer.TrainConfig`. A :class:`Tuning` names the FADE configurations
 tried on one task; estimators listed as ``tuned`` on another task are trained there with the
 configuration chosen on the tuning task, without retuning (the sweep resolves them once the
-candidates have finished). Nothing here imports torch, so run specs travel cheaply to worker
+candidates have finished). Run specs are small frozen data, so they travel cheaply to worker
 processes.
 
 Costs are estimates from a cost model measured on the 2-core development machine (one torch
@@ -24,6 +24,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from fade.registry import estimator
+from fade.specs import format_spec, parse_spec
+from fade.specs import identity as spec_identity
 
 __all__ = [
     "ABLATIONS",
@@ -46,7 +50,6 @@ __all__ = [
     "format_minutes",
     "get_preset",
     "identity",
-    "parse_spec",
     "spec_label",
 ]
 
@@ -78,47 +81,32 @@ H_STAR_LEVELS: tuple[tuple[float, str], ...] = (
 )
 
 # -- estimator specs ----------------------------------------------------------------------------
-
-
-def parse_spec(text: str) -> tuple[str, dict[str, Any]]:
-    """``name:key=value:...`` as (name, params), with the command line's value syntax."""
-    from fade.cli import parse_estimator_spec  # one parser for every place a spec is written
-
-    return parse_estimator_spec(text)
-
-
-def _format(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
+# Presets write estimators in the spec grammar of fade.specs; a run carries the parsed (name,
+# params), parsed once when the grid is built.
 
 
 def canonical_spec(text: str) -> str:
     """A spec written one way: ``name:key=value`` with the given parameters in sorted order."""
-    name, params = parse_spec(text)
-    return ":".join([name, *(f"{k}={_format(v)}" for k, v in sorted(params.items()))])
+    return format_spec(*parse_spec(text))
 
 
 def spec_label(text: str) -> str:
     """The folder name of a spec: ``power-alpha=2``, ``asym_grpo-delta=0.5``, ``grpo``."""
-    name, params = parse_spec(text)
-    return "-".join([name, *(f"{k}={_format(v)}" for k, v in sorted(params.items()))])
+    return canonical_spec(text).replace(":", "-")
 
 
 def identity(text: str) -> tuple[str, tuple[tuple[str, Any], ...]]:
-    """What an estimator is, whatever the spec leaves to defaults: the name and every parameter.
+    """What the estimator of spec ``text`` is, whatever it leaves to defaults (:func:`fade.specs.identity`).
 
     ``asym_grpo`` and ``asym_grpo:delta=0.5`` are the same estimator, so the claims find a run
     by its identity, not by the text of its spec. Unknown names raise ValueError listing the
     registered ones.
     """
-    from fade.registry import spec as registry_spec
-
     name, params = parse_spec(text)
-    defaults = dict(registry_spec(name).defaults)
-    unknown = sorted(set(params) - set(defaults))
-    if unknown:
-        raise ValueError(f"estimator spec {text!r}: {name} has no parameter(s) {unknown}; it takes {sorted(defaults)}")
-    merged = {**defaults, **params}
-    return name, tuple(sorted((k, float(v) if isinstance(v, int) and not isinstance(v, bool) else v) for k, v in merged.items()))
+    try:
+        return spec_identity(name, params)
+    except ValueError as exc:
+        raise ValueError(f"estimator spec {text!r}: {exc}") from None
 
 
 def _auto_params(name: str, params: dict[str, Any], steps: int) -> dict[str, Any]:
@@ -130,12 +118,10 @@ def _auto_params(name: str, params: dict[str, Any], steps: int) -> dict[str, Any
 
 def check_spec(text: str, steps: int = 100) -> None:
     """Raise ValueError if ``text`` does not build an estimator (unknown name, bad parameter)."""
-    import fade
-
     name, params = parse_spec(text)
     identity(text)
     try:
-        fade.estimator(name, **_auto_params(name, params, steps))
+        estimator(name, **_auto_params(name, params, steps))
     except ValueError as exc:
         raise ValueError(f"estimator spec {text!r}: {exc}") from None
 
@@ -145,14 +131,17 @@ def check_spec(text: str, steps: int = 100) -> None:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One training run of a sweep: a task, an estimator spec and a seed, with trainer settings.
+    """One training run of a sweep: a task, an estimator and a seed, with trainer settings.
 
-    ``tuned_from`` names the task on which the estimator's parameters were chosen (None: they
-    were not). ``trainer`` holds further :class:`TrainConfig` fields as (name, value) pairs.
+    The estimator is its registered ``name`` and the ``params`` its spec gave, as sorted (key,
+    value) pairs; ``estimator`` is the canonical spec text. ``tuned_from`` names the task on
+    which the estimator's parameters were chosen (None: they were not). ``trainer`` holds further
+    :class:`TrainConfig` fields as (name, value) pairs.
     """
 
     task: str
-    estimator: str
+    name: str
+    params: tuple[tuple[str, Any], ...]
     seed: int
     steps: int
     eval_every: int
@@ -165,16 +154,13 @@ class RunSpec:
     tuned_from: str | None = None
 
     @property
-    def name(self) -> str:
-        return parse_spec(self.estimator)[0]
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return parse_spec(self.estimator)[1]
+    def estimator(self) -> str:
+        """The canonical spec, ``name:key=value:...``."""
+        return format_spec(self.name, dict(self.params))
 
     @property
     def label(self) -> str:
-        return spec_label(self.estimator)
+        return self.estimator.replace(":", "-")
 
     @property
     def key(self) -> str:
@@ -188,7 +174,7 @@ class RunSpec:
         """Keyword arguments of the run's TrainConfig (progress off: the sweep draws its own)."""
         kwargs: dict[str, Any] = dict(
             out=str(self.directory(out)), task=self.task, estimator=self.name,
-            estimator_args=_auto_params(self.name, self.params, self.steps), steps=self.steps, seed=self.seed,
+            estimator_args=_auto_params(self.name, dict(self.params), self.steps), steps=self.steps, seed=self.seed,
             eval_every=self.eval_every, eval_prompts=self.eval_prompts, eval_samples=self.eval_samples,
             prompts_per_step=self.prompts_per_step, group_size=self.group_size,
             checkpoint_every=min(self.checkpoint_every, self.steps), progress=False,
@@ -221,8 +207,9 @@ class TaskPlan:
     trainer: tuple[tuple[str, Any], ...] = ()
 
     def run(self, estimator: str, seed: int, tuned_from: str | None = None) -> RunSpec:
+        name, params = parse_spec(estimator)
         return RunSpec(
-            task=self.task, estimator=canonical_spec(estimator), seed=seed, steps=self.steps,
+            task=self.task, name=name, params=tuple(sorted(params.items())), seed=seed, steps=self.steps,
             eval_every=self.eval_every, eval_prompts=self.eval_prompts, eval_samples=self.eval_samples,
             prompts_per_step=self.prompts_per_step, group_size=self.group_size,
             checkpoint_every=self.checkpoint_every, trainer=self.trainer, tuned_from=tuned_from,

@@ -101,3 +101,21 @@ def test_scalar_in_float_out():
 
 def test_no_negative_zero():
     assert math.copysign(1.0, fade.pass_at_k(10, 0, 3)) == 1.0
+
+
+def test_huge_n_needs_no_table_of_size_n():
+    """pass_at_k(10**9, 3, 2) once built a 10^9-entry table (23 GB); now min(k, c) factors."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        got = fade.pass_at_k(10**9, 3, 2)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got == pytest.approx(float(exact(10**9, 3, 2)), rel=1e-12)
+    assert peak < 10**7
+    n = np.array([10**9, 10**12, 7])
+    c = np.array([10**6, 5, 3])
+    want = [float(exact(10**9, 10**6, 4)), float(exact(10**12, 5, 4)), float(exact(7, 3, 4))]
+    np.testing.assert_allclose(fade.pass_at_k(n, c, 4), want, rtol=1e-12)

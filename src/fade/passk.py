@@ -2,9 +2,10 @@
 Trained on Code", arXiv 2107.03374).
 
 With n samples of which c are correct, pass@k = 1 - C(n-c, k) / C(n, k), the probability that
-a random k-subset of the samples holds a success. The ratio is evaluated as the product
-prod_{i=n-c+1}^{n} (1 - k/i), summed in log space from one table of log1p terms, so it is
-exact to rounding for n in the thousands and vectorised over arrays of n and c.
+a random k-subset of the samples holds a success. The ratio is the product of m = min(k, c)
+factors, prod_{t<m} (1 - max(k, c)/(n - t)) (the k-subset's draws all missing the c successes,
+or the c successes all missing the k-subset), summed in log space from log1p terms: exact to
+rounding, memory bounded whatever n (no table of size n), and vectorised over arrays of n and c.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["pass_at_k"]
+
+_BLOCK = 2**20  # log1p terms evaluated at once
 
 
 def pass_at_k(n, c, k: int):
@@ -38,15 +41,25 @@ def pass_at_k(n, c, k: int):
         raise ValueError(f"c must be at most n, got c={c_arr.flat[i]} with n={n_arr.flat[i]}")
     if (n_arr < k).any():
         raise ValueError(f"k={k} exceeds the number of samples n={int(n_arr.min())}: expected k <= n")
-    top = int(n_arr.max())
-    # table[m] = sum_{i=k+1}^{m} log(1 - k/i) for m >= k; the product over (n-c, n] is a difference.
-    i = np.arange(k + 1, top + 1, dtype=np.float64)
-    table = np.zeros(top + 1)
-    table[k + 1 :] = np.cumsum(np.log1p(-k / i))
     lower = n_arr - c_arr
     some_fail_set = lower >= k  # else every k-subset holds a success
-    log_ratio = table[n_arr] - table[np.where(some_fail_set, lower, k)]
-    out = np.where(some_fail_set, -np.expm1(log_ratio), 1.0) + 0.0  # no negative zero
+    terms = np.where(some_fail_set, np.minimum(c_arr, k), 0).ravel()
+    big = np.maximum(c_arr, k).ravel().astype(np.float64)
+    top = n_arr.ravel().astype(np.float64)
+    log_ratio = np.zeros(terms.shape)
+    live = np.flatnonzero(terms > 0)
+    longest = int(terms.max()) if terms.size else 0
+    # Blocks of term indices t, at most _BLOCK terms in flight at once: memory stays bounded for
+    # n = 10^9 and for long products alike.
+    step = max(1, _BLOCK // max(live.size, 1))
+    for start in range(0, longest, step):
+        live = live[terms[live] > start]
+        t = np.arange(start, min(start + step, longest), dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):  # past an element's last term
+            x = np.log1p(-big[live, None] / (top[live, None] - t))
+        x[t >= terms[live, None]] = 0.0
+        log_ratio[live] += x.sum(axis=1)
+    out = np.where(some_fail_set, -np.expm1(log_ratio.reshape(n_arr.shape)), 1.0) + 0.0  # no negative zero
     if np.ndim(n) == 0 and np.ndim(c) == 0:
         return float(out)
     return out

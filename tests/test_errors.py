@@ -283,3 +283,85 @@ def test_one_rollout_group_gets_zero_from_opo(name):
     """opo is not flagged centred (length-weighted baseline), but a lone rollout is its own baseline."""
     a = fade.advantages(name, [1.0, 1.0, 0.0], [5, 6, 6], lengths=[4, 2, 3])
     assert a[0].item() == 0.0
+
+
+# -- issue 14: ids of mixed types, meta tensors, numpy inputs (items 4 and 9) -------------------
+
+
+@pytest.mark.parametrize(
+    ("groups", "match"),
+    [
+        (["1", 1, "a", "a"], r"integers or strings of one type, got a mix of \['int', 'str'\]"),
+        ([1, True, 0, 0], r"group ids must be integers or strings, got a bool"),
+        (np.array([1, True, 0, 0], dtype=object), r"got a bool"),
+        (np.array(["1", 1, "a", "a"], dtype=object), r"of one type"),
+        (np.array([1, 1.0, 0, 0], dtype=object), r"of one type, got a mix of \['float', 'int'\]"),
+        (("a", b"a", "b", "b"), r"of one type"),
+    ],
+    ids=["str-int", "int-bool", "object-int-bool", "object-str-int", "object-int-float", "str-bytes"],
+)
+def test_mixed_id_types_are_refused(groups, match):
+    """np.asarray(["1", 1]) makes both "1", np.asarray([1, True]) both 1: groups would merge."""
+    with pytest.raises(ValueError, match=match):
+        fade.advantages("grpo", R, groups)
+    with pytest.raises(ValueError, match=match):
+        fade.decompose([0.5, -0.5, 0.5, -0.5], R, groups)
+
+
+def test_meta_tensors_are_refused():
+    with pytest.raises(ValueError, match=r"rewards is a meta tensor"):
+        fade.advantages("grpo", torch.empty(4, device="meta"), 2)
+    with pytest.raises(ValueError, match=r"groups is a meta tensor"):
+        fade.advantages("grpo", R, torch.empty(4, dtype=torch.int64, device="meta"))
+    with pytest.raises(ValueError, match=r"advantages is a meta tensor"):
+        fade.decompose(torch.empty(4, device="meta"), R, 2)
+    with pytest.raises(ValueError, match=r"lengths is a meta tensor"):
+        fade.advantages("opo", R, 2, lengths=torch.empty(4, device="meta"))
+
+
+def test_decompose_takes_string_ids_like_the_estimators():
+    ids = ["b", "a", "b", "a"]
+    a = fade.advantages("grpo", R, ids)
+    assert fade.decompose(a, R, ids) == fade.decompose(a, R, [1, 0, 1, 0])
+    with pytest.raises(ValueError, match=r"advantages must be a 1-D array of numbers"):
+        fade.decompose(["x", "y", "z", "w"], R, ids)
+
+
+def test_numpy_arrays_with_negative_strides_are_accepted():
+    r = np.arange(8.0)[::-1]
+    ids = np.arange(8)[::-1] // 2
+    lengths = np.arange(1.0, 9.0)[::-1]
+    want = fade.advantages("grpo", r.copy(), ids.copy())
+    assert torch.equal(fade.advantages("grpo", r, ids), want)
+    assert torch.equal(fade.advantages("opo", r, ids, lengths=lengths), fade.advantages("opo", r.copy(), ids.copy(), lengths=lengths.copy()))
+    rep = fade.decompose(want.numpy()[::-1], r[::-1], ids[::-1])
+    assert rep == fade.decompose(want.numpy()[::-1].copy(), r[::-1].copy(), ids[::-1].copy())
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("passk", {"k": np.int64(2)}),
+        ("pkpo", {"k": np.int32(2)}),
+        ("power", {"alpha": np.float32(0.5)}),
+        ("asym_grpo", {"delta": np.float64(0.5)}),
+        ("grpo", {"eps": np.int64(0)}),
+        ("grpo_passk", {"norm_by_std": np.bool_(False)}),
+        ("logmeanexp", {"beta": np.float16(2)}),
+        ("w_reinforce", {"lam": np.float32(0.25)}),
+        ("fade", {"delta_min": np.float32(0.5), "ema": np.float64(0.1), "alpha_max": np.int64(2)}),
+        ("fade_decay", {"total_steps": np.int64(10)}),
+    ],
+)
+def test_numpy_scalars_are_accepted_as_parameters(name, params):
+    est = fade.estimator(name, **params)
+    plain = fade.estimator(name, **{k: v.item() for k, v in params.items()})
+    assert est.params == plain.params and all(type(est.params[k]) is type(plain.params[k]) for k in params)
+    assert torch.equal(est(R, 4), plain(R, 4))
+
+
+def test_huge_python_ints_are_value_errors():
+    with pytest.raises(ValueError, match=r"entropy must be a number"):
+        fade.estimator("grpo").observe(entropy=10**400)
+    with pytest.raises(ValueError, match=r"alpha must be a finite number"):
+        fade.estimator("power", alpha=10**400)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import math
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -306,3 +307,54 @@ def test_device_and_dtype_follow_input():
     r = _batch(0).float()
     out = fade.estimator("fade", alpha=3.0, delta=0.3)(r, 8)
     assert out.dtype == torch.float32 and out.device == r.device
+
+
+# -- issue 14 item 6: impossible state is refused, and leaves the estimator as it was ----------
+
+_GOOD = {"p_hat": 0.4, "h_hat": 1.2, "h_first": 1.5, "h_star": 0.75, "step": 7, "rank1_share": 0.2}
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"p_hat": 5}, r"p_hat must be the EMA of the batch solve rate, in \[0, 1\], got 5"),
+        ({"p_hat": None}, r"p_hat must be"),
+        ({"p_hat": 10**400}, r"p_hat must be"),
+        ({"h_hat": -0.5}, r"h_hat must be .* >= 0"),
+        ({"h_first": float("inf")}, r"h_first must be"),
+        ({"h_star": "0.5"}, r"h_star must be"),
+        ({"rank1_share": 1.5}, r"rank1_share must be .* in \[0, 1\]"),
+        ({"step": True}, r"step must be an integer"),
+        ({"step": -1}, r"step must be an integer"),
+        ({"step": 2.0}, r"step must be an integer"),
+        ({"step": None}, r"step must be an integer"),
+        ({"step": 10**400}, r"step must be an integer in \[0, 2\^63\)"),
+        ({"h_first": None}, r"h_hat and h_first are set together"),
+        ({"h_star": None}, r"h_star must be set once an entropy is observed"),
+    ],
+)
+def test_impossible_state_raises_and_changes_nothing(change, match):
+    est = fade.estimator("fade")
+    est.observe(entropy=2.0)
+    est([1.0, 0.0, 1.0, 1.0], 4)
+    before = est.state_dict()
+    with pytest.raises(ValueError, match=match):
+        est.load_state_dict(_GOOD | change)
+    assert est.state_dict() == before
+
+
+@pytest.mark.parametrize("state", [None, [("p_hat", 0.5)], "state"])
+def test_state_that_is_not_a_mapping_raises(state):
+    est = fade.estimator("fade")
+    with pytest.raises(ValueError, match=r"FADE state must be a mapping"):
+        est.load_state_dict(state)
+
+
+def test_state_accepts_numpy_numbers_and_absolute_h_star_must_survive():
+    est = fade.estimator("fade")
+    est.load_state_dict(_GOOD | {"p_hat": np.float32(0.5), "step": np.int64(3)})
+    assert est.state_dict()["p_hat"] == 0.5 and est.state_dict()["step"] == 3
+    assert type(est.state_dict()["step"]) is int
+    fixed = fade.estimator("fade", h_star=0.7)
+    with pytest.raises(ValueError, match=r"h_star is None, but this estimator has h_star=0.7"):
+        fixed.load_state_dict(_GOOD | {"h_hat": None, "h_first": None, "h_star": None})

@@ -29,9 +29,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import torch
 
-from .estimators import _number, focal
+from .estimators import _check_delta_value, _number, _plain, focal
 from .mass import decompose_grouped
 from .registry import Estimator, _check_signal, register
 from .segments import Groups
@@ -95,22 +96,37 @@ class FadeEstimator(Estimator):
                 "step": self.step, "rank1_share": self.rank1_share}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore a :meth:`state_dict`. Impossible state raises ValueError and changes nothing."""
+        if not isinstance(state, Mapping):
+            raise ValueError(f"FADE state must be a mapping with keys {list(_STATE_KEYS)}, got {type(state).__name__}")
         missing = sorted(set(_STATE_KEYS) - set(state))
-        extra = sorted(set(state) - set(_STATE_KEYS))
+        extra = sorted(set(state) - set(_STATE_KEYS), key=repr)
         if missing or extra:
             raise ValueError(f"FADE state must have keys {list(_STATE_KEYS)}; missing {missing}, unexpected {extra}")
-        for key in ("p_hat", "h_hat", "h_first", "h_star", "rank1_share"):
-            v = state[key]
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
-                raise ValueError(f"FADE state {key} must be a finite number or None, got {v!r}")
-        if not isinstance(state["step"], int) or state["step"] < 0:
-            raise ValueError(f"FADE state step must be an integer >= 0, got {state['step']!r}")
-        self.p_hat = float(state["p_hat"])
-        self.h_hat = None if state["h_hat"] is None else float(state["h_hat"])
-        self.h_first = None if state["h_first"] is None else float(state["h_first"])
-        self._h_star = None if state["h_star"] is None else float(state["h_star"])
-        self.step = int(state["step"])
-        self.rank1_share = None if state["rank1_share"] is None else float(state["rank1_share"])
+        # Validate everything first, as observe() and the constructor would, then assign.
+        p_hat = _state_number(state, "p_hat", "the EMA of the batch solve rate, in [0, 1]", high=1.0)
+        h_hat = _state_number(state, "h_hat", "the EMA of the mean token entropy, >= 0, or None", optional=True)
+        h_first = _state_number(state, "h_first", "the first observed entropy, >= 0, or None", optional=True)
+        h_star = _state_number(state, "h_star", "the entropy target, >= 0, or None", optional=True)
+        rank1_share = _state_number(
+            state, "rank1_share", "the observed rank-1 share, in [0, 1], or None", optional=True, high=1.0
+        )
+        step = state["step"]
+        if isinstance(step, np.integer):
+            step = int(step)
+        if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < 2**63:
+            raise ValueError(f"FADE state step must be an integer in [0, 2^63), got {step!r}")
+        if (h_hat is None) != (h_first is None):
+            raise ValueError(
+                f"FADE state h_hat and h_first are set together (by the first entropy), got "
+                f"h_hat={h_hat!r}, h_first={h_first!r}"
+            )
+        if h_hat is not None and h_star is None:
+            raise ValueError(f"FADE state h_star must be set once an entropy is observed (h_hat={h_hat!r}), got None")
+        if h_star is None and self.params["h_star"] is not None:
+            raise ValueError(f"FADE state h_star is None, but this estimator has h_star={self.params['h_star']!r}")
+        self.p_hat, self.h_hat, self.h_first, self._h_star = p_hat, h_hat, h_first, h_star
+        self.step, self.rank1_share = step, rank1_share
 
     # -- the schedule -----------------------------------------------------------------------
 
@@ -180,9 +196,29 @@ class FadeEstimator(Estimator):
         return adv
 
 
+def _state_number(
+    state: Mapping[str, Any], key: str, what: str, *, optional: bool = False, high: float | None = None
+) -> float | None:
+    """``state[key]`` as a float in [0, high], or None where ``optional``; else ValueError."""
+    v = state[key]
+    if v is None and optional:
+        return None
+    if isinstance(v, np.generic) and v.dtype.kind in "iuf":
+        v = v.item()
+    x = math.nan
+    if not isinstance(v, bool) and isinstance(v, (int, float)):
+        try:
+            x = float(v)
+        except OverflowError:  # an int beyond float range, such as 10**400
+            pass
+    if not (math.isfinite(x) and x >= 0 and (high is None or x <= high)):
+        raise ValueError(f"FADE state {key} must be {what}, got {v!r}")
+    return x
+
+
 def _check_fade(p: dict[str, Any]) -> None:
     _number(p, "alpha_max", low=1.0)
-    _number(p, "delta_min", low=0.0, strict=True)
+    _check_delta_value(p, "delta_min")
     if p["delta_min"] > 1:
         raise ValueError(f"delta_min must be in (0, 1], got {p['delta_min']!r}")
     _number(p, "ema", low=0.0, strict=True)
@@ -197,11 +233,13 @@ def _check_fade(p: dict[str, Any]) -> None:
     if p["alpha"] is not None:
         _number(p, "alpha", low=0.0)
     if p["delta"] is not None:
-        _number(p, "delta", low=0.0, strict=True)
+        _check_delta_value(p, "delta")
     if p["rank_guard"] is not None:
         _number(p, "rank_guard", low=0.0)
     if p["baseline"] not in ("group", "batch"):
         raise ValueError(f"baseline must be 'group' or 'batch', got {p['baseline']!r}")
+    if "total_steps" in p and p["total_steps"] is not None:
+        _plain(p, "total_steps")
     if "total_steps" in p and (isinstance(p["total_steps"], bool) or not isinstance(p["total_steps"], int) or p["total_steps"] < 1):
         raise ValueError(f"fade_decay needs total_steps=, a positive integer (the run's length), got {p['total_steps']!r}")
 

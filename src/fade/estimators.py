@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import torch
 
 from .registry import register
@@ -25,12 +26,47 @@ from .segments import Groups
 # -- parameter checks ------------------------------------------------------------------------
 
 
-def _number(params: dict[str, Any], key: str, *, low: float | None = None, strict: bool = False) -> None:
+#: The smallest delta (asym_grpo, FADE) accepted: failures get divided by delta, and 1/delta must
+#: stay finite in float32, the narrowest dtype estimators compute in at full range.
+DELTA_FLOOR = 1 / torch.finfo(torch.float32).max
+
+
+def _plain(params: dict[str, Any], key: str) -> Any:
+    """The parameter, with a numpy scalar (np.float64(0.5), np.int64(4)) made a Python number."""
     value = params[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or abs(value) == float("inf"):
+    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
+        value = params[key] = value.item()
+    return value
+
+
+def _number(params: dict[str, Any], key: str, *, low: float | None = None, strict: bool = False) -> None:
+    value = _plain(params, key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value):
         raise ValueError(f"{key} must be a finite number, got {value!r}")
     if low is not None and (value < low or (strict and value == low)):
         raise ValueError(f"{key} must be {'>' if strict else '>='} {low}, got {value!r}")
+
+
+def _finite(value: int | float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond float range, such as 10**400
+        return False
+
+
+def _check_delta_value(params: dict[str, Any], key: str) -> None:
+    _number(params, key, low=0.0, strict=True)
+    if params[key] < DELTA_FLOOR:
+        raise ValueError(
+            f"{key} must be >= {DELTA_FLOOR:.3g} (failures are divided by it, and 1/{key} must be finite "
+            f"in float32), got {params[key]!r}"
+        )
+
+
+def _tiny_std(dtype: torch.dtype) -> float:
+    """An eps below which a std lost to underflow (squares of subnormals) would show in s + eps."""
+    fi = torch.finfo(dtype)
+    return math.sqrt(fi.smallest_normal) / fi.eps
 
 
 def _check_eps(p: dict[str, Any]) -> None:
@@ -38,16 +74,16 @@ def _check_eps(p: dict[str, Any]) -> None:
 
 
 def _check_k(p: dict[str, Any]) -> None:
-    k = p["k"]
+    k = _plain(p, "k")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
 
 
 def _check_grpo(p: dict[str, Any]) -> None:
     _check_eps(p)
-    if p["std"] not in ("unbiased", "population"):
+    if not isinstance(p["std"], str) or p["std"] not in ("unbiased", "population"):
         raise ValueError(f"std must be 'unbiased' or 'population', got {p['std']!r}")
-    if p["scale"] not in ("group", "batch", "none"):
+    if not isinstance(p["scale"], str) or p["scale"] not in ("group", "batch", "none"):
         raise ValueError(f"scale must be 'group', 'batch' or 'none', got {p['scale']!r}")
 
 
@@ -106,26 +142,54 @@ def grpo(r: torch.Tensor, g: Groups, *, eps: float, std: str, scale: str) -> tor
     Binary (group scale): a+ = q/s, a- = -p/s, m_S = m_F = pq/s.
     """
     unbiased = std == "unbiased"
-    d = r - g.expand(g.mean(r))
     if scale == "none":
-        return d
-    # Corrected two-pass centring: the mean of n equal non-dyadic values can round off by an
-    # ulp, and dividing that residue by a near-zero std would give a constant group advantages
-    # of order 0.1 instead of 0. Re-centring on the residuals' mean makes them exactly 0.
-    d = d - g.expand(g.mean(d))
-    if scale == "group":
+        return r - g.expand(g.mean(r))
+    if scale == "group" and eps >= _tiny_std(r.dtype):
+        d = r - g.expand(g.mean(r))
+        # Corrected two-pass centring: the mean of n equal non-dyadic values can round off by an
+        # ulp, and dividing that residue by a near-zero std would give a constant group advantages
+        # of order 0.1 instead of 0. Re-centring on the residuals' mean makes them exactly 0.
+        d = d - g.expand(g.mean(d))
         n = g.count(r.dtype)
         var = g.sum(d * d) / ((n - 1).clamp_min(1) if unbiased else n)
-        denom = var.sqrt() + eps
-        # A zero denominator (eps = 0) only occurs for a constant group, whose d is exactly 0.
-        inv = torch.where(denom > 0, 1 / denom.clamp_min(torch.finfo(r.dtype).tiny), torch.zeros_like(denom))
-        return d * g.expand(inv)
-    # The whole batch's reward std (TRL's scale_rewards="batch"), centred twice for the same reason.
-    rc = r - r.mean()
-    rc = rc - rc.mean()
-    var = float(rc.square().sum()) / max(r.numel() - (1 if unbiased else 0), 1)
-    denom = math.sqrt(var) + eps
-    return d / denom if denom > 0 else d
+        # Squares overflow from |d| ~ 1e19 in float32 (300 in float16): then take the scaled path.
+        if bool(torch.isfinite(var.sum())):
+            denom = var.sqrt() + eps
+            inv = torch.where(denom > 0, 1 / denom.clamp_min(torch.finfo(r.dtype).tiny), torch.zeros_like(denom))
+            return d * g.expand(inv)
+    return _grpo_scaled(r, g, eps=eps, unbiased=unbiased, batch=scale == "batch")
+
+
+def _grpo_scaled(r: torch.Tensor, g: Groups, *, eps: float, unbiased: bool, batch: bool) -> torch.Tensor:
+    """GRPO on rewards divided by a power of two per group (per batch for ``batch``).
+
+    (r - mean)/(s + eps) = (x - mean_x)/(s_x + eps/m) for x = r/m: exact to rounding at any
+    magnitude, where the squares of r would overflow or underflow. Half precision runs in float32.
+    """
+    w = r.float() if r.dtype in (torch.float16, torch.bfloat16) else r
+    if batch:
+        _, e = math.frexp(float(w.abs().max()))
+        m = math.ldexp(1.0, e - 1)
+        x = w / m
+    else:
+        m = g.magnitude(w)
+        x = w / g.expand(m)
+    d = x - g.expand(g.mean(x))
+    d = d - g.expand(g.mean(d))
+    if batch:
+        # The whole batch's reward std (TRL's scale_rewards="batch"), centred twice as above.
+        xc = x - x.mean()
+        xc = xc - xc.mean()
+        var = float(xc.square().sum(dtype=torch.float64)) / max(w.numel() - (1 if unbiased else 0), 1)
+        denom = math.sqrt(var) + eps / m
+        out = d / denom if denom > 0 else d
+    else:
+        n = g.count(w.dtype)
+        var = g.sum(d * d) / ((n - 1).clamp_min(1) if unbiased else n)
+        denom = var.sqrt() + eps / m  # eps/m may overflow: then the advantage underflows to 0
+        inv = torch.where(denom > 0, 1 / denom.clamp_min(torch.finfo(w.dtype).tiny), torch.zeros_like(denom))
+        out = d * g.expand(inv)
+    return out.to(r.dtype)
 
 
 @register("rloo", centred=True)
@@ -136,7 +200,8 @@ def rloo(r: torch.Tensor, g: Groups) -> torch.Tensor:
     Binary: a+ = n q/(n-1), a- = -n p/(n-1).
     """
     n = g.sizes(r.dtype)
-    return (r - g.mean_of(r)) * n / (n - 1).clamp_min(1)
+    # n/(n-1) first: (r - mean) * n can overflow where the advantage itself does not.
+    return (r - g.mean_of(r)) * (n / (n - 1).clamp_min(1))
 
 
 @register("maxrl", centred=True, rewards="unit")
@@ -147,7 +212,13 @@ def maxrl(r: torch.Tensor, g: Groups) -> torch.Tensor:
     success). Binary: a+ = q/p, a- = -1, m_S = m_F = q. Rewards in [0, 1].
     """
     mean = g.mean(r)
-    inv = torch.where(mean > 0, 1 / mean.clamp_min(torch.finfo(r.dtype).tiny), torch.zeros_like(mean))
+    tiny = torch.finfo(r.dtype).tiny
+    if bool(((mean > 0) & (mean < tiny)).any()):
+        # A subnormal mean has few significant bits and 1/mean overflows; the formula is
+        # scale-free, so divide each group by its largest reward first.
+        r = r / g.expand(g.magnitude(r))
+        mean = g.mean(r)
+    inv = torch.where(mean > 0, 1 / mean.clamp_min(tiny), torch.zeros_like(mean))
     return (r - g.expand(mean)) * g.expand(inv)
 
 
@@ -189,7 +260,7 @@ def power(r: torch.Tensor, g: Groups, *, alpha: float) -> torch.Tensor:
 
 
 def _check_delta(p: dict[str, Any]) -> None:
-    _number(p, "delta", low=0.0, strict=True)
+    _check_delta_value(p, "delta")
 
 
 @register("asym_grpo", check=_check_delta, delta=0.5)
@@ -243,8 +314,11 @@ def pkpo(r: torch.Tensor, g: Groups, *, k: int) -> torch.Tensor:
 
 def _check_beta(p: dict[str, Any]) -> None:
     _number(p, "beta")
-    if p["beta"] == 0:
-        raise ValueError("beta must be non-zero (beta -> 0 is dr_grpo), got 0")
+    if abs(p["beta"]) < torch.finfo(torch.float64).smallest_normal:
+        raise ValueError(
+            f"beta must be non-zero, at least {torch.finfo(torch.float64).smallest_normal:.3g} in "
+            f"magnitude (beta -> 0 is dr_grpo), got {p['beta']!r}"
+        )
 
 
 @register("logmeanexp", centred=True, check=_check_beta, beta=2.0)
@@ -255,9 +329,23 @@ def logmeanexp(r: torch.Tensor, g: Groups, *, beta: float) -> torch.Tensor:
     the group mean as baseline. beta -> 0 recovers dr_grpo; beta > 0 favours rare successes.
     Binary: a+ = (e^beta / (p e^beta + q) - 1)/beta, a- = (1/(p e^beta + q) - 1)/beta.
     """
-    z = beta * r
-    e = torch.exp(z - g.expand(g.max(z)))
-    return (e / g.mean_of(e) - 1) / beta
+    fi = torch.finfo(r.dtype)
+    if r.dtype != torch.float64 and not fi.smallest_normal / fi.eps < abs(beta) < fi.max:
+        # beta itself is not a normal number in r's dtype (1e39 in float32): work in float64.
+        return logmeanexp(r.double(), g, beta=beta).to(r.dtype)
+    # Shift by the group's max (min for beta < 0) so that z = beta (r - ref) <= 0: exp cannot
+    # overflow and beta * r is never formed (it overflows for large rewards). With e = exp(z):
+    # A = (e/mean(e) - 1)/beta = (em1 - mean(em1)) / (beta mean(e)), em1 = expm1(z) = e - 1.
+    d = r - g.expand(g.max(r) if beta > 0 else -g.max(-r))
+    z = d * beta
+    em1 = torch.expm1(z)
+    m = g.mean(em1)
+    if abs(beta) >= 1:
+        return (em1 - g.expand(m)) * g.expand(1 / (beta * (1 + m)))
+    # Small beta: where z is tiny or subnormal, expm1(z)/beta = (r - ref)(1 + z/2) keeps the
+    # digits that z = beta (r - ref) loses (beta -> 0 is dr_grpo).
+    u = torch.where(z.abs() < 1e-10, d * (1 + z / 2), em1 * (1 / beta))
+    return (u - g.mean_of(u)) / g.expand(1 + m)
 
 
 @register("gpg", centred=True)
@@ -273,7 +361,7 @@ def gpg(r: torch.Tensor, g: Groups) -> torch.Tensor:
 
 def _check_grpo_passk(p: dict[str, Any]) -> None:
     _check_eps(p)
-    if not isinstance(p["norm_by_std"], bool):
+    if not isinstance(_plain(p, "norm_by_std"), bool):
         raise ValueError(f"norm_by_std must be True or False, got {p['norm_by_std']!r}")
 
 
@@ -287,16 +375,30 @@ def grpo_passk(r: torch.Tensor, g: Groups, *, eps: float, norm_by_std: bool) -> 
     """
     _require_group_size(g, 2, "grpo_passk")
     top = g.max(r)
-    is_top = (r == g.expand(top)).to(r.dtype)
+    top_mask = r == g.expand(top)
+    is_top = top_mask.to(r.dtype)
     n_top = g.sum(is_top)
-    # Push every group's maxima below the batch minimum: the group max of what is left is the
-    # runner-up (exact, the other rewards are untouched), with no masked select over rollouts.
-    lo, hi = torch.aminmax(r)
-    second = g.max(r - is_top * (hi - lo + 1))
-    gap = torch.where(n_top == 1, top - second, torch.zeros_like(top))  # a tie at the top: no unique best
-    if norm_by_std:
-        gap = gap / (g.std(r) + eps)
-    return is_top * g.expand(gap)
+    # The group max of what is left once the maxima are -inf is the runner-up.
+    second = g.max(r.masked_fill(top_mask, -torch.inf))
+    unique = n_top == 1  # a tie at the top: no unique best
+    gap = torch.where(unique, top - second, torch.zeros_like(top))
+    if not norm_by_std:
+        return is_top * g.expand(gap)
+    if eps >= _tiny_std(r.dtype):
+        denom = g.std(r) + eps
+        # gap and denom are >= 0: their sum is finite only if each of them is.
+        if bool(torch.isfinite((gap + denom).sum())):
+            ratio = torch.where(denom > 0, gap / denom, torch.zeros_like(gap))
+            return is_top * g.expand(ratio)
+    # The gap or the std overflows (or underflows): the ratio is scale-free, so divide the group
+    # by a power of two first, and eps with it.
+    w = r.float() if r.dtype in (torch.float16, torch.bfloat16) else r
+    m = g.magnitude(w)
+    x = w / g.expand(m)
+    gap = torch.where(unique, top.to(w.dtype) / m - second.to(w.dtype) / m, torch.zeros_like(m))
+    denom = g.std(x) + eps / m
+    ratio = torch.where(denom > 0, gap / denom, torch.zeros_like(gap))
+    return is_top * g.expand(ratio.to(r.dtype))
 
 
 @register("reinforce_pp_baseline", centred=True, uses=("lengths",), check=_check_eps, eps=1e-8)
@@ -327,7 +429,34 @@ def _whiten(x: torch.Tensor, lengths: torch.Tensor | None, eps: float) -> torch.
         raise ValueError(f"whitening needs more than one token in the batch, got {float(total)}")
     mu = (w * x).sum() / total
     var = (w * (x - mu) ** 2).sum() / (total - 1)
-    return (x - mu) * torch.rsqrt(var + eps)
+    if eps >= _tiny_std(x.dtype) ** 2 and bool(torch.isfinite(var)):
+        return (x - mu) * torch.rsqrt(var + eps)
+    return _whiten_scaled(x, w, eps)
+
+
+def _whiten_scaled(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
+    """_whiten on x and w divided by powers of two, for sums and squares that overflow or underflow.
+
+    (x - mu)/sqrt(var + eps) = (y - mu_y)/sqrt(var_y + eps/m^2) for y = x/m; the weights only
+    enter through w/total and total - 1, which are formed in float64.
+    """
+    dtype = x.dtype
+    if dtype in (torch.float16, torch.bfloat16):
+        x, w = x.float(), w.float()
+    _, e = math.frexp(float(x.abs().max()))
+    m = math.ldexp(1.0, e - 1) if float(x.abs().max()) > 0 else 1.0
+    _, ew = math.frexp(float(w.max()))
+    mw = math.ldexp(1.0, ew - 1)
+    y, v = x / m, w / mw
+    total_v = float(v.sum(dtype=torch.float64))
+    total = total_v * mw
+    mu = float((v * y).sum(dtype=torch.float64)) / total_v
+    yc = y - mu
+    # var = sum w (x - mu)^2 / (total - 1) in units of m^2; a total beyond float64 makes the -1 moot.
+    factor = mw / (total - 1) if math.isfinite(total) else 1 / total_v
+    var = float((v * yc * yc).sum(dtype=torch.float64)) * factor
+    denom = math.sqrt(var + eps / m / m)  # inf when eps/m^2 overflows: the advantage underflows to 0
+    return (yc / denom if denom > 0 else yc).to(dtype)
 
 
 @register("opo", needs=("lengths",))
@@ -336,7 +465,14 @@ def opo(r: torch.Tensor, g: Groups, *, lengths: torch.Tensor) -> torch.Tensor:
 
     A_i = r_i - sum_j l_j r_j / sum_j l_j over the group, with l the response lengths.
     """
-    return r - g.expand(g.sum(lengths * r) / g.sum(lengths))
+    baseline = g.sum(lengths * r) / g.sum(lengths)
+    if not bool(torch.isfinite(baseline.sum())):
+        # lengths * r or the sums overflow: a weighted mean is unchanged by scaling the weights,
+        # and scales with the rewards, so divide both by powers of two.
+        m = g.magnitude(r)
+        v = lengths / g.expand(g.magnitude(lengths))
+        baseline = g.sum(v * (r / g.expand(m))) / g.sum(v) * m
+    return r - g.expand(baseline)
 
 
 @register("remax", needs=("baseline_rewards",))
@@ -386,4 +522,9 @@ def w_reinforce(r: torch.Tensor, g: Groups, *, lam: float) -> torch.Tensor:
 
     lam times PSR plus NSR: a+ = lam, a- = -1, m_S = lam p, m_F = q. Rewards in [0, 1].
     """
+    if lam > torch.finfo(r.dtype).max:
+        raise ValueError(
+            f"lam={lam!r} is not representable in {r.dtype} (max {torch.finfo(r.dtype).max:.3g}): "
+            "pass float64 rewards or a smaller lam"
+        )
     return lam * r - (1 - r)

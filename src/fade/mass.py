@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from .registry import Estimator, estimator
-from .segments import Groups, as_groups, as_rewards, check_finite
+from .segments import Groups, as_groups, as_rewards, as_tensor, check_finite
 
 __all__ = ["MassProfile", "MassReport", "mass_profile", "decompose"]
 
@@ -64,7 +64,7 @@ def decompose(
     value); ``rewards`` and ``groups`` are as for the estimators.
     """
     r = as_rewards(rewards)
-    a = torch.as_tensor(np.asarray(advantages) if not isinstance(advantages, torch.Tensor) else advantages)
+    a = as_tensor(advantages, "advantages")
     if a.dim() != 1:
         raise ValueError(
             f"advantages must be 1-D (one per rollout), got shape {tuple(a.shape)}; "

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .segments import Groups, as_groups, as_rewards, check_finite
+from .segments import Groups, as_groups, as_rewards, as_tensor, check_finite
 
 __all__ = ["Estimator", "EstimatorSpec", "register", "estimator", "available", "advantages", "spec", "INPUTS"]
 
@@ -178,7 +178,9 @@ class Estimator:
         g = as_groups(groups, r.numel(), r.device)
         inputs = self._inputs(r, lengths=lengths, baseline_rewards=baseline_rewards)
         _check_reward_kind(self.spec, r)
-        return self.compute(r, g, **inputs)
+        out = self.compute(r, g, **inputs)
+        _check_output(self.name, out, r)
+        return out
 
     def compute(self, rewards: torch.Tensor, groups: Groups, **inputs: torch.Tensor) -> torch.Tensor:
         """The formula on validated inputs. Subclasses with state override this."""
@@ -207,8 +209,7 @@ class Estimator:
             value = given.get(key)
             if value is None:
                 continue
-            t = torch.as_tensor(np.asarray(value) if not isinstance(value, torch.Tensor) else value)
-            t = t.to(device=r.device, dtype=r.dtype)
+            t = as_tensor(value, key).to(device=r.device, dtype=r.dtype)
             if t.dim() != 1 or t.numel() != r.numel():
                 raise ValueError(f"{key} must have one value per rollout ({r.numel()}), got shape {tuple(t.shape)}")
             check_finite(t, key)
@@ -220,6 +221,21 @@ class Estimator:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
         return f"fade.estimator({self.name!r}{', ' if args else ''}{args})"
+
+
+def _check_output(name: str, adv: torch.Tensor, r: torch.Tensor) -> None:
+    """Finite rewards must give finite advantages: the estimators compute in scaled form where
+    an intermediate would overflow, so a non-finite value here is a true result beyond the dtype."""
+    if bool(torch.isfinite(adv.sum())):
+        return
+    bad = ~torch.isfinite(adv)
+    if bool(bad.any()):
+        i = int(bad.nonzero()[0, 0])
+        raise ValueError(
+            f"estimator {name!r} gives advantage {adv[i].item()} at position {i} (reward {r[i].item()!r}): "
+            f"the result exceeds the range of {adv.dtype} (max {torch.finfo(adv.dtype).max:.3g}); "
+            "rescale the rewards or pass them as float64"
+        )
 
 
 def _check_reward_kind(s: EstimatorSpec, r: torch.Tensor) -> None:
@@ -248,7 +264,7 @@ def _check_signal(key: str, value: Any) -> float:
         raise ValueError(f"unknown training signal {key!r}; known: {', '.join(SIGNALS)}")
     try:
         x = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{key} must be a number ({SIGNALS[key]}), got {value!r}") from None
     ok = math.isfinite(x) and x >= 0
     if key == "step":

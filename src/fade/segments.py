@@ -15,7 +15,30 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-__all__ = ["Groups", "as_rewards", "as_groups", "check_finite"]
+__all__ = ["Groups", "as_tensor", "as_rewards", "as_groups", "check_finite"]
+
+
+def as_tensor(x: torch.Tensor | np.ndarray | Sequence[float], name: str) -> torch.Tensor:
+    """``x`` as a tensor holding real numbers; anything else raises ValueError naming ``name``.
+
+    Numpy arrays with negative strides (a reversed view) are copied, which ``torch.as_tensor``
+    refuses to do; meta tensors (shape without data) are refused.
+    """
+    if not isinstance(x, torch.Tensor):
+        arr = np.asarray(x) if not isinstance(x, np.ndarray) else x
+        if arr.dtype.kind not in "biuf":
+            raise ValueError(f"{name} must be a 1-D array of numbers, got {type(x).__name__} of dtype {arr.dtype}")
+        if any(s < 0 for s in arr.strides):
+            arr = arr.copy()
+        try:
+            x = torch.as_tensor(arr)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name} must be a 1-D array of numbers, got {type(x).__name__}: {exc}") from None
+    if x.is_meta:
+        raise ValueError(f"{name} is a meta tensor (a shape without data): expected values on a real device")
+    if x.is_complex():
+        raise ValueError(f"{name} must be real numbers, got dtype {x.dtype}")
+    return x
 
 
 def as_rewards(rewards: torch.Tensor | np.ndarray | Sequence[float], *, name: str = "rewards") -> torch.Tensor:
@@ -24,13 +47,7 @@ def as_rewards(rewards: torch.Tensor | np.ndarray | Sequence[float], *, name: st
     Integer and boolean inputs become the default float dtype; floating inputs keep their dtype
     and device.
     """
-    if not isinstance(rewards, torch.Tensor):
-        try:
-            rewards = torch.as_tensor(np.asarray(rewards))
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{name} must be a 1-D array of numbers, got {type(rewards).__name__}: {exc}") from None
-    if rewards.is_complex():
-        raise ValueError(f"{name} must be real numbers, got dtype {rewards.dtype}")
+    rewards = as_tensor(rewards, name)
     if not rewards.is_floating_point():
         rewards = rewards.to(torch.get_default_dtype())
     if rewards.dim() != 1:
@@ -95,9 +112,29 @@ class Groups:
         return self.counts.to(dtype)
 
     def mean(self, x: torch.Tensor) -> torch.Tensor:
+        m = self._plain_mean(x)
+        # A group sum can overflow though its mean cannot (four rewards of 3e38 in float32): one
+        # check of the group means decides the rare rescaled pass.
+        if bool(torch.isfinite(m.sum())):
+            return m
+        s = self.magnitude(x)
+        return self._plain_mean(x / self.expand(s)) * s
+
+    def _plain_mean(self, x: torch.Tensor) -> torch.Tensor:
         if self.size is not None:
             return x.view(-1, self.size).mean(dim=1)
         return self.sum(x) / self.count(x.dtype)
+
+    def magnitude(self, x: torch.Tensor) -> torch.Tensor:
+        """Per group, the power of two s with max |x| / s in [1, 2) (1 for an all-zero group).
+
+        Dividing by s is exact (short of underflow) and bounds the group's values by 2, so sums,
+        squares and differences of the scaled values cannot overflow.
+        """
+        peak = self.max(x.abs())
+        _, e = torch.frexp(peak)
+        one = torch.ones_like(peak)
+        return torch.where(peak > 0, torch.ldexp(one, e - 1), one)
 
     def var(self, x: torch.Tensor, *, unbiased: bool = True, mean: torch.Tensor | None = None) -> torch.Tensor:
         """Within-group variance. Unbiased variance of a one-rollout group is defined as 0."""
@@ -163,30 +200,36 @@ def as_groups(groups: int | torch.Tensor | np.ndarray | Sequence, n: int, device
         return Groups(index=index, counts=counts, size=g)
 
     if isinstance(groups, torch.Tensor):
+        if groups.is_meta:
+            raise ValueError("groups is a meta tensor (a shape without data): expected one id per rollout")
         ids = groups
     else:
+        if isinstance(groups, (list, tuple)):
+            # np.asarray(["1", 1]) turns every id into a string and np.asarray([1, True]) every id
+            # into an int, silently merging groups: look at the Python types first.
+            _check_id_types(set(map(type, groups)))
         arr = np.asarray(groups)
         if arr.dtype.kind in "OUS":  # strings or objects: map to dense ids in numpy
             if arr.ndim != 1:
                 raise ValueError(f"groups must be 1-D (one id per rollout), got shape {arr.shape}")
-            if arr.dtype.kind == "O" and not all(isinstance(v, (str, bytes, int, np.integer)) for v in arr[:1]):
-                raise ValueError(f"group ids must be integers or strings, got {type(arr[0]).__name__}")
             # A dict maps ids in order of first appearance in one pass: np.unique sorts the
             # strings, ten times slower for verl's 10^6 uuid uids (0.6-1.1 s against 0.1 s).
             first: dict = {}
+            values = arr.tolist()
             try:
-                dense = [first.setdefault(v, len(first)) for v in arr.tolist()]
+                dense = [first.setdefault(v, len(first)) for v in values]
             except TypeError as exc:
                 raise ValueError(f"group ids must be integers or strings: {exc}") from None
-            kinds = {str if isinstance(v, str) else bytes if isinstance(v, bytes) else int for v in first}
-            if len(kinds) > 1 or not all(isinstance(v, (str, bytes, int, np.integer)) for v in first):
-                found = sorted({type(v).__name__ for v in first})
-                raise ValueError(f"group ids must be integers or strings of one type, got {found}")
+            kinds = set(map(type, first))
+            if not kinds <= {str} and not kinds <= {bytes}:
+                # A bool or a float equal to an int id lands on that id's key (True == 1), so
+                # only the types of all ids tell; strings never equal anything else.
+                _check_id_types(set(map(type, values)), objects=True)
             ids = torch.tensor(dense, dtype=torch.int64)
         else:
             if arr.dtype.kind == "b" or arr.dtype.kind not in "iu":
                 raise ValueError(f"group ids must be integers, got dtype {arr.dtype}")
-            ids = torch.from_numpy(arr.astype(np.int64, copy=False))
+            ids = torch.from_numpy(np.ascontiguousarray(arr, dtype=np.int64))
 
     if ids.dtype == torch.bool or not _is_integer_dtype(ids.dtype):
         raise ValueError(f"group ids must be integers, got dtype {ids.dtype}")
@@ -197,6 +240,31 @@ def as_groups(groups: int | torch.Tensor | np.ndarray | Sequence, n: int, device
     ids = ids.to(device=device, dtype=torch.int64)
     index, counts = _densify(ids)
     return Groups(index=index, counts=counts, size=None)
+
+
+def _check_id_types(types: set[type], *, objects: bool = False) -> None:
+    """Refuse bool ids and ids that mix strings with anything else.
+
+    With ``objects`` (the values of an object array, which numpy will not check) every id must
+    be an int or every id a string.
+    """
+    kinds = set()
+    for t in types:
+        if issubclass(t, (bool, np.bool_)):
+            raise ValueError("group ids must be integers or strings, got a bool: True, False would merge with 1, 0")
+        if issubclass(t, str):
+            kinds.add("str")
+        elif issubclass(t, bytes):
+            kinds.add("bytes")
+        else:
+            kinds.add("int" if issubclass(t, (int, np.integer)) else t.__name__)
+    if len(kinds) > 1 and (kinds & {"str", "bytes"} or objects):
+        raise ValueError(
+            f"group ids must be integers or strings of one type, got a mix of {sorted(kinds)}: "
+            "'1' and 1 would silently become one group"
+        )
+    if objects and kinds and not kinds <= {"str", "bytes", "int"}:
+        raise ValueError(f"group ids must be integers or strings, got {sorted(kinds)[0]}")
 
 
 def _densify(ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

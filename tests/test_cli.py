@@ -12,7 +12,7 @@ import matplotlib.image
 import pytest
 
 import fade
-from fade.cli import DEFAULT_ATLAS_ESTIMATORS, main, parse_estimator_spec, parse_value
+from fade.cli import DEFAULT_ATLAS_ESTIMATORS, main
 from fade.plots import atlas_pixel_size
 
 
@@ -35,25 +35,6 @@ def _assert_user_error(capsys, argv: list[str], *needles: str) -> str:
 
 
 # -- parameter syntax ----------------------------------------------------------------------------
-
-
-def test_parse_value_types():
-    assert parse_value("3") == 3 and isinstance(parse_value("3"), int)
-    assert parse_value("0.5") == 0.5
-    assert parse_value("1e-4") == 1e-4
-    assert parse_value("true") is True and parse_value("False") is False
-    assert parse_value("none") is None
-    assert parse_value("population") == "population"
-
-
-def test_parse_estimator_spec():
-    assert parse_estimator_spec("grpo") == ("grpo", {})
-    assert parse_estimator_spec("grpo:eps=1e-4:std=population") == ("grpo", {"eps": 1e-4, "std": "population"})
-    with pytest.raises(ValueError, match="KEY=VALUE"):
-        parse_estimator_spec("power:alpha")
-
-
-# -- fade atlas ----------------------------------------------------------------------------------
 
 
 def test_atlas_pixel_size_formula():

@@ -218,6 +218,25 @@ def test_cli_train_writes_metrics_plots_and_resumes(tiny_model, tmp_path, capsys
     assert err.startswith("fade: error:") and "nope" in err and len(err.strip().splitlines()) == 1
 
 
+def test_cli_train_takes_an_estimator_spec_and_merges_estimator_args(tiny_model, tmp_path, capsys):
+    from fade.cli import main
+
+    base = ["train", "--model", tiny_model, "--steps", "1", "--prompts-per-step", "2", "--group-size", "4",
+            "--eval-every", "0", "--no-progress"]
+    out = tmp_path / "power"
+    assert main([*base, "--estimator", "power:alpha=3", "--estimator-args", "alpha=3", "--out", str(out)]) == 0
+    config = json.loads((out / "run.json").read_text())
+    assert config["estimator"] == "power" and config["estimator_args"] == {"alpha": 3}
+    out = tmp_path / "merged"
+    assert main([*base, "--estimator", "grpo:eps=1e-4", "--estimator-args", "std=population", "--out", str(out)]) == 0
+    assert json.loads((out / "run.json").read_text())["estimator_args"] == {"eps": 1e-4, "std": "population"}
+    capsys.readouterr()
+    out = tmp_path / "clash"
+    assert main([*base, "--estimator", "power:alpha=3", "--estimator-args", "alpha=2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "alpha=3 and alpha=2" in err and not out.exists()
+
+
 def test_learning_sanity_reward_rises_on_easy_problems(tiny_model, tmp_path):
     """From a random policy, one-digit sums: reward climbs from chance (~1/200) within 60 steps."""
     data = tmp_path / "easy.jsonl"

@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 import fade
-from fade.cli import parse_params
+from fade.specs import parse_params
 from fade.verifiers.rewards import math_reward
 
 SYSTEM = "Solve the problem step by step, then give the final answer in \\boxed{}."

@@ -7,9 +7,9 @@ Each subcommand is a pair of functions, ``_add_<name>(subparsers)`` that declare
 ``fade: error: ...`` on stderr and exit status 2; the core signals them with ValueError, so
 that is what :func:`main` catches, together with OSError and argument errors.
 
-Estimator specs, used by every subcommand that takes an estimator, are ``name`` or
-``name:key=value:key2=value2``; values parse as bool (true/false), None (none/null), int,
-float, or else stay strings.
+Estimator specs, used by every subcommand that takes an estimator, follow :mod:`fade.specs`:
+``name`` or ``name:key=value,key2=value2``; values parse as bool (true/false), None
+(none/null), int, float, or else stay strings.
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "parse_value", "parse_estimator_spec", "parse_params"]
+from .registry import spec as registry_spec
+from .specs import SPEC_SYNTAX, format_value, merge_params, parse_params, parse_spec
+
+__all__ = ["main"]
 
 DEFAULT_ATLAS_ESTIMATORS = (
     "dr_grpo",
@@ -37,17 +40,14 @@ DEFAULT_ATLAS_ESTIMATORS = (
     "passk:k=4",
     "pkpo:k=4",
     "logmeanexp:beta=2",
-    # FADE's two ends: early (entropy above target, low solve rate) hard focus and balanced
-    # sign; late (entropy below target, solves common) medium focus and failure-biased.
-    "fade:alpha=3:delta=1",
-    "fade:alpha=1:delta=0.3",
+    # FADE's two ends, from its defaults: early (entropy above target, low solve rate) hard
+    # focus and balanced sign; late (entropy below target, solves common) medium focus and
+    # failure-biased.
+    f"fade:alpha={format_value(registry_spec('fade').defaults['alpha_max'])}:delta=1",
+    f"fade:alpha=1:delta={format_value(registry_spec('fade').defaults['delta_min'])}",
 )
 
-SPEC_HELP = (
-    "An estimator spec is NAME or NAME:KEY=VALUE[:KEY=VALUE...], e.g. power:alpha=3, "
-    "asym_grpo:delta=0.5, passk:k=8, grpo:eps=1e-4:std=population. Values parse as "
-    "true/false, none, int, float, else string."
-)
+SPEC_HELP = f"An estimator spec is {SPEC_SYNTAX}."
 
 
 class UsageError(Exception):
@@ -61,66 +61,18 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
-# -- parameter syntax --------------------------------------------------------------------------
-
-
-def parse_value(text: str) -> Any:
-    """A command-line parameter value: bool, None, int, float, or the string itself."""
-    s = text.strip()
-    low = s.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low in ("none", "null"):
-        return None
-    try:
-        return int(s)
-    except ValueError:
-        pass
-    try:
-        return float(s)
-    except ValueError:
-        return s
-
-
-def _parse_pair(item: str, where: str) -> tuple[str, Any]:
-    key, sep, value = item.partition("=")
-    key = key.strip()
-    if not sep or not key or not key.isidentifier():
-        raise ValueError(f"bad parameter {item!r} in {where!r}: expected KEY=VALUE")
-    return key, parse_value(value)
-
-
-def parse_params(text: str, *, sep: str = ",", where: str | None = None) -> dict[str, Any]:
-    """``k=v,k2=v2`` (or with another separator) as a dict of parsed values."""
-    out: dict[str, Any] = {}
-    for item in text.split(sep):
-        if not item.strip():
-            continue
-        key, value = _parse_pair(item, where or text)
-        if key in out:
-            raise ValueError(f"parameter {key!r} given twice in {where or text!r}")
-        out[key] = value
-    return out
-
-
-def parse_estimator_spec(text: str) -> tuple[str, dict[str, Any]]:
-    """``name:key=value:key2=value2`` as (name, params); the name is not checked here."""
-    name, _, rest = text.strip().partition(":")
-    name = name.strip()
-    if not name:
-        raise ValueError(f"bad estimator spec {text!r}: expected NAME or NAME:KEY=VALUE[:KEY=VALUE...]")
-    return name, parse_params(rest, sep=":", where=text.strip())
-
-
-def _format_value(v: Any) -> str:
-    return f"{v:g}" if isinstance(v, float) else str(v)
-
-
 def estimator_label(name: str, params: dict[str, Any]) -> str:
     """``power(alpha=3)``: the name with the parameters the user gave."""
     if not params:
         return name
-    return f"{name}({', '.join(f'{k}={_format_value(v)}' for k, v in params.items())})"
+    return f"{name}({', '.join(f'{k}={format_value(v)}' for k, v in params.items())})"
+
+
+def _estimator_flags(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """``--estimator SPEC`` and ``--estimator-args K=V,...`` as one (name, params)."""
+    name, params = parse_spec(args.estimator)
+    extra = parse_params(args.estimator_args, where=f"--estimator-args {args.estimator_args}")
+    return name, merge_params(params, extra, where="--estimator and --estimator-args")
 
 
 def _json_safe(x: Any) -> Any:
@@ -188,7 +140,6 @@ def _add_atlas(sub: argparse._SubParsersAction) -> None:
 
 def _run_atlas(args: argparse.Namespace) -> int:
     import fade
-    from fade.registry import spec as registry_spec
 
     specs = [s for s in args.estimators.split(",") if s.strip()]
     if not specs:
@@ -199,7 +150,7 @@ def _run_atlas(args: argparse.Namespace) -> int:
 
     entries = []
     for text in specs:
-        name, params = parse_estimator_spec(text)
+        name, params = parse_spec(text)
         s = registry_spec(name)
         if "baseline_rewards" in s.needs and args.baseline_reward is None:
             raise ValueError(f"estimator {name!r} needs --baseline-reward (the reward of its baseline response)")
@@ -331,7 +282,6 @@ def _column(rows: list[tuple[int, dict[str, Any]]], key: str, path: str, *, requ
 
 def _run_decompose(args: argparse.Namespace) -> int:
     import fade
-    from fade.registry import spec as registry_spec
 
     rows = read_rollouts(args.rollouts)
     path = args.rollouts
@@ -341,12 +291,7 @@ def _run_decompose(args: argparse.Namespace) -> int:
     groups = [dense.setdefault((type(obj["prompt_id"]), obj["prompt_id"]), len(dense)) for _, obj in rows]
 
     if args.estimator is not None:
-        name, params = parse_estimator_spec(args.estimator)
-        extra = parse_params(args.estimator_args, where=args.estimator_args)
-        clash = sorted(set(params) & set(extra))
-        if clash:
-            raise ValueError(f"parameter(s) {clash} given both in --estimator and --estimator-args")
-        params.update(extra)
+        name, params = _estimator_flags(args)
         s = registry_spec(name)
         inputs: dict[str, Any] = {}
         for key, field, flag in (("lengths", "length", "response length"), ("baseline_rewards", "baseline_reward", "baseline reward")):
@@ -472,12 +417,12 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
         epilog=TRAIN_RESUME_RULE,
         formatter_class=_DefaultsHelpFormatter,
     )
-    # The defaults repeat TrainConfig's (tests/test_cli.py checks they agree): building the parser
-    # does not import torch.
+    # The defaults repeat TrainConfig's (tests/test_cli.py checks they agree).
     p.add_argument("--task", default="arithmetic", choices=("arithmetic", "countdown"), help="the built-in task")
-    p.add_argument("--estimator", default="fade", metavar="NAME", help="a registered estimator")
+    p.add_argument("--estimator", default="fade", metavar="SPEC",
+                   help="a registered estimator, with parameters if wanted (power:alpha=3)")
     p.add_argument("--estimator-args", default="", metavar="K=V[,K=V...]",
-                   help="estimator parameters, comma-separated (default: none)")
+                   help="more estimator parameters, merged with the spec's (default: none)")
     p.add_argument("--steps", type=int, default=400, metavar="N", help="training steps; with --resume, more extends the run")
     p.add_argument("--seed", type=int, default=0, help="seeds every random draw of the run")
     p.add_argument("--out", required=True, metavar="DIR", help="the run's folder (required)")
@@ -532,9 +477,8 @@ def _run_train(args: argparse.Namespace) -> int:
 
     fields = {f.name for f in dataclasses.fields(trainer.TrainConfig)}
     settings = {key: value for key, value in vars(args).items() if key in fields}
-    settings.update(
-        estimator_args=parse_params(args.estimator_args, where=args.estimator_args), progress=not args.no_progress,
-    )
+    name, params = _estimator_flags(args)
+    settings.update(estimator=name, estimator_args=params, progress=not args.no_progress)
     config = trainer.TrainConfig(**settings)
     try:
         out = trainer.train(config, resume=args.resume)
@@ -779,6 +723,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="fade",
         description="Advantage estimators for RL with verifiable rewards: their gradient mass, and FADE.",
     )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"fade {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for add in COMMANDS:
         add(sub)

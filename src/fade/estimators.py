@@ -378,8 +378,15 @@ def grpo_passk(r: torch.Tensor, g: Groups, *, eps: float, norm_by_std: bool) -> 
     top_mask = r == g.expand(top)
     is_top = top_mask.to(r.dtype)
     n_top = g.sum(is_top)
-    # The group max of what is left once the maxima are -inf is the runner-up.
-    second = g.max(r.masked_fill(top_mask, -torch.inf))
+    # Push every group's maxima to at most the batch minimum: the group max of what is left is
+    # the runner-up (exact, the other rewards are untouched), with no masked select. top - span
+    # <= top - 2 max|r| <= min r under monotone rounding; where 2 max|r| overflows, mask instead.
+    lo, hi = torch.aminmax(r)
+    span = 2 * max(abs(float(lo)), abs(float(hi))) + 1
+    if span <= torch.finfo(r.dtype).max:
+        second = g.max(r - is_top * span)
+    else:
+        second = g.max(r.masked_fill(top_mask, -torch.inf))
     unique = n_top == 1  # a tie at the top: no unique best
     gap = torch.where(unique, top - second, torch.zeros_like(top))
     if not norm_by_std:

@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 EXTRAS ?= testbed,trl,verl,math,test
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo clean-demo test install bench bench-trainer bench-peers base sweep-quick results clean
+.PHONY: demo clean-demo test lint install bench bench-trainer bench-peers base sweep-quick results clean
 
 $(VENV)/.installed-$(EXTRAS): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -33,7 +33,11 @@ clean-demo:
 	rm -rf $(DEMO_OUT)
 
 test: install
+	$(PY) -m ruff check src tests benchmarks examples
 	$(PY) -m pytest -q -n 2
+
+lint: install
+	$(PY) -m ruff check src tests benchmarks examples
 
 bench: install
 	$(PY) benchmarks/advantages.py

@@ -261,7 +261,7 @@ def test_bad_entropy_raises(bad):
 def test_h_star_before_any_entropy_raises_when_ratio_based():
     est = fade.estimator("fade")
     with pytest.raises(ValueError, match="observe\\(entropy"):
-        est.h_star
+        _ = est.h_star
     assert fade.estimator("fade", h_star=0.7).h_star == 0.7
 
 

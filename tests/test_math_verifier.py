@@ -98,7 +98,7 @@ def test_timeout_stops_even_c_level_hangs(verifier):
 
 
 def test_works_from_threads_and_in_parallel(verifier):
-    pairs = [("\\boxed{%d}" % i, str(i if i % 3 else i + 1)) for i in range(12)]
+    pairs = [(f"\\boxed{{{i}}}", str(i if i % 3 else i + 1)) for i in range(12)]
     with ThreadPoolExecutor(max_workers=4) as pool:
         got = list(pool.map(lambda p: verifier.score(*p).reason, pairs))
     assert got == ["wrong" if i % 3 == 0 else "correct" for i in range(12)]

@@ -433,7 +433,7 @@ def fake_rollouts(seed: int, group: int) -> tuple[dict[str, dict], dict]:
     """Rows for 4 prompts x ``group`` rollouts, keyed ``{uid}_{session}_0`` as verl's agent loop does."""
     rng = np.random.default_rng(seed)
     rows, uids, rewards, lengths = {}, [], [], []
-    for p in range(4):
+    for _ in range(4):
         uid = uuid.UUID(int=int(rng.integers(1 << 62))).hex
         solve = rng.random()
         for s in range(group):

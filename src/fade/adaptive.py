@@ -33,13 +33,17 @@ import numpy as np
 import torch
 
 from .estimators import _check_delta_value, _number, _plain, focal
-from .mass import decompose_grouped
+from .mass import DIAGNOSTICS, decompose_grouped
 from .registry import Estimator, _check_signal, register
 from .segments import Groups
 
-__all__ = ["FadeEstimator"]
+__all__ = ["SCHEDULE", "VARIANTS", "FadeEstimator"]
 
 _STATE_KEYS = ("p_hat", "h_hat", "h_first", "h_star", "step", "rank1_share")
+
+#: The schedule FADE reports in ``last`` beside the batch's :data:`~fade.mass.DIAGNOSTICS`: what
+#: trainers and the engine integrations log for it.
+SCHEDULE = ("alpha", "delta", "p_hat", "h_hat", "h_star")
 
 
 class FadeEstimator(Estimator):
@@ -61,6 +65,24 @@ class FadeEstimator(Estimator):
     @property
     def stateful(self) -> bool:
         return True
+
+    @property
+    def reads_entropy(self) -> bool:
+        """Whether this variant's schedule, with the knobs this instance fixes, reads the entropy.
+
+        The feedback variants read it for delta, ``fade_entropy_only`` for both knobs, and the
+        decay schedule not at all; a knob fixed by ``alpha=`` or ``delta=`` reads nothing.
+        """
+        mode = self.spec.schedule
+        if mode == "decay":
+            return False
+        if mode == "entropy":
+            return self.params["alpha"] is None or self.params["delta"] is None
+        return self.params["delta"] is None
+
+    @property
+    def awaiting_entropy(self) -> bool:
+        return self.reads_entropy and self.h_hat is None
 
     # -- signals and state ------------------------------------------------------------------
 
@@ -133,7 +155,7 @@ class FadeEstimator(Estimator):
     def schedule(self) -> tuple[float, float]:
         """(alpha, delta) for the current state."""
         p = self.params
-        mode = _MODES[self.name]
+        mode = self.spec.schedule
         if mode == "decay":
             t = min(1.0, math.log1p(self.step) / math.log1p(p["total_steps"]))
             alpha = p["alpha_max"] - (p["alpha_max"] - 1) * t
@@ -189,8 +211,9 @@ class FadeEstimator(Estimator):
             "step": float(self.step),
             "batch_solve_rate": solve_rate,
         }
-        rep = decompose_grouped(adv, rewards, groups)
-        for key in ("positive_mass", "negative_mass", "sign_balance", "difficulty", "effective_sample_fraction"):
+        # Measured in float64, as a trainer measures a batch, so that it can log these as they are.
+        rep = decompose_grouped(adv.double(), rewards, groups)
+        for key in DIAGNOSTICS:
             self.last[key] = getattr(rep, key)
         self.step += 1
         return adv
@@ -257,25 +280,21 @@ _DEFAULTS: dict[str, Any] = dict(
     rank_guard=None,
 )
 
-_MODES = {
-    "fade": "feedback",
-    "fade_alpha": "feedback",
-    "fade_delta": "feedback",
-    "fade_entropy_only": "entropy",
-    "fade_decay": "decay",
+#: FADE's variants: how each schedules its knobs (:attr:`EstimatorSpec.schedule`) and the
+#: parameters it adds to or fixes among the defaults.
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "fade": ("feedback", {}),
+    "fade_alpha": ("feedback", {"delta": 1.0}),
+    "fade_delta": ("feedback", {"alpha": 1.0}),
+    "fade_entropy_only": ("entropy", {}),
+    "fade_decay": ("decay", {"total_steps": None}),
 }
 
 
 def _register_variants() -> None:
-    variants: dict[str, dict[str, Any]] = {
-        "fade": {},
-        "fade_alpha": {"delta": 1.0},
-        "fade_delta": {"alpha": 1.0},
-        "fade_entropy_only": {},
-        "fade_decay": {"total_steps": None},
-    }
-    for name, extra in variants.items():
-        register(name, rewards="unit", check=_check_fade, cls=FadeEstimator, **{**_DEFAULTS, **extra})(_fade_formula)
+    for name, (schedule, extra) in VARIANTS.items():
+        register(name, rewards="unit", check=_check_fade, cls=FadeEstimator, schedule=schedule,
+                 **{**_DEFAULTS, **extra})(_fade_formula)
 
 
 def _fade_formula(r: torch.Tensor, g: Groups, **params: Any) -> torch.Tensor:

@@ -21,7 +21,7 @@ import torch
 from .registry import Estimator, estimator
 from .segments import Groups, as_groups, as_rewards, as_tensor, check_finite
 
-__all__ = ["MassProfile", "MassReport", "mass_profile", "decompose"]
+__all__ = ["DIAGNOSTICS", "MassProfile", "MassReport", "mass_profile", "decompose"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,10 @@ class MassReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+#: The batch diagnostics every trainer and integration logs, as :class:`MassReport` names them.
+DIAGNOSTICS = ("positive_mass", "negative_mass", "sign_balance", "difficulty", "effective_sample_fraction")
 
 
 def decompose(

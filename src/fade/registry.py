@@ -44,6 +44,10 @@ class EstimatorSpec:
     check: Callable[[dict[str, Any]], None] | None = None
     cls: type[Estimator] | None = None
     summary: str = ""
+    #: How a stateful estimator schedules its parameters from training signals (FADE's variants:
+    #: "feedback", "entropy", "decay"); None for a stateless one. The class reads it, so a
+    #: variant describes itself instead of being looked up by name.
+    schedule: str | None = None
 
 
 _REGISTRY: dict[str, EstimatorSpec] = {}
@@ -58,6 +62,7 @@ def register(
     rewards: RewardKind = "any",
     check: Callable[[dict[str, Any]], None] | None = None,
     cls: type[Estimator] | None = None,
+    schedule: str | None = None,
     **defaults: Any,
 ) -> Callable[[Callable[..., torch.Tensor]], Callable[..., torch.Tensor]]:
     """Register ``fn(rewards, groups, **params, **inputs) -> advantages`` under ``name``.
@@ -69,6 +74,7 @@ def register(
         rewards: which rewards the formula is defined for: "any", "unit" or "binary".
         check: validates a full parameter dict, raising ValueError.
         cls: the :class:`Estimator` subclass to build (stateful estimators).
+        schedule: how that class schedules this variant's parameters (see :class:`EstimatorSpec`).
         **defaults: the parameters and their default values.
     """
     if rewards not in ("any", "unit", "binary"):
@@ -92,6 +98,7 @@ def register(
             check=check,
             cls=cls,
             summary=doc[0] if doc else "",
+            schedule=schedule,
         )
         return fn
 
@@ -164,6 +171,16 @@ class Estimator:
 
     @property
     def stateful(self) -> bool:
+        return False
+
+    @property
+    def reads_entropy(self) -> bool:
+        """Whether the advantage depends on the entropy fed through ``observe(entropy=...)``."""
+        return False
+
+    @property
+    def awaiting_entropy(self) -> bool:
+        """True while the estimator reads entropy and has been fed none: a trainer should feed it."""
         return False
 
     def __call__(

@@ -11,16 +11,10 @@ import math
 from typing import Any
 
 import fade
+from fade.adaptive import SCHEDULE
+from fade.mass import DIAGNOSTICS
 
 __all__ = ["DIAGNOSTICS", "SCHEDULE", "batch_metrics"]
-
-#: The batch's gradient-mass diagnostics, as :class:`fade.MassReport` names them: what every
-#: estimator's batch is logged with here, in the testbed's ``metrics.jsonl``
-#: (:mod:`fade.testbed.runlog`) and in FADE's ``last``.
-DIAGNOSTICS = ("positive_mass", "negative_mass", "sign_balance", "difficulty", "effective_sample_fraction")
-#: A stateful estimator's schedule as FADE reports it in ``last`` (logged when present).
-SCHEDULE = ("alpha", "delta", "p_hat", "h_hat", "h_star")
-
 
 def batch_metrics(est: fade.Estimator, advantages: Any, rewards: Any, groups: Any) -> dict[str, float]:
     """``fade/<key>`` for the latest call of ``est`` on (``rewards``, ``groups``) giving ``advantages``.

@@ -173,12 +173,9 @@ class FadeGRPOTrainer(GRPOTrainer):
             value = sum(self._fade_pending_entropy) / len(self._fade_pending_entropy)
             self._fade_pending_entropy.clear()
             return value
-        if self.fade_entropy_source == "current" or not self._fade_has_entropy():
+        if self.fade_entropy_source == "current" or self.fade_estimator.awaiting_entropy:
             return self._current_entropy(out)
         return None  # resumed with no loss pass since: the restored state carries on
-
-    def _fade_has_entropy(self) -> bool:
-        return getattr(self.fade_estimator, "h_hat", 0.0) is not None  # stateless: nothing to set up
 
     @torch.no_grad()
     def _current_entropy(self, out: Mapping[str, Any]) -> float:

@@ -48,7 +48,6 @@ __all__ = [
     "fade_name",
     "is_fade_name",
     "params_from_config",
-    "reads_entropy",
     "register",
     "registered_names",
     "reset_estimators",
@@ -171,15 +170,6 @@ def reset_estimators() -> None:
     _WARNED_NO_ENTROPY.clear()
 
 
-def reads_entropy(est: fade.Estimator) -> bool:
-    """Whether ``est``'s schedule depends on the entropy it is fed (see :mod:`fade.adaptive`)."""
-    if not est.stateful or est.name == "fade_decay":
-        return False
-    if est.name == "fade_entropy_only":  # both knobs from entropy unless both are fixed
-        return est.params.get("alpha") is None or est.params.get("delta") is None
-    return est.params.get("delta") is None  # the feedback variants read entropy for delta only
-
-
 def fade_metrics(name: str, params: Mapping[str, Any] | None = None) -> dict[str, float]:
     """``fade/...`` metrics of the latest call of ``name`` with ``params`` in this process.
 
@@ -233,7 +223,7 @@ def _verl_fn(name: str) -> Callable[..., tuple[torch.Tensor, torch.Tensor]]:
         params = params_from_config(config)
         est = estimator_for(name, params)
         key = _key(name, params)
-        if reads_entropy(est) and getattr(est, "h_hat", None) is None and key not in _WARNED_NO_ENTROPY:
+        if est.awaiting_entropy and key not in _WARNED_NO_ENTROPY:
             _WARNED_NO_ENTROPY.add(key)
             logger.warning(
                 "%s has been given no entropy, so its sign knob delta stays 1; run verl with "
@@ -343,7 +333,7 @@ if _TRAINER_MISSING is None:
             est = self._fade_estimator()
             if est is not None and est.stateful:
                 entropy = metrics.get(ENTROPY_METRIC)
-                if entropy is None and reads_entropy(est):
+                if entropy is None and est.reads_entropy:
                     raise ValueError(
                         f"{self.config.algorithm.adv_estimator} needs the policy entropy, but verl computed none "
                         f"before the advantage (metrics has no {ENTROPY_METRIC!r}): with "

@@ -25,6 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from fade.adaptive import SCHEDULE
+from fade.mass import DIAGNOSTICS
+
 __all__ = [
     "CONFIG_FILE",
     "DIAGNOSTICS",
@@ -60,12 +63,6 @@ METRICS_FILE, EVAL_FILE, CONFIG_FILE = "metrics.jsonl", "eval.jsonl", "run.json"
 
 #: The key every record of both logs is indexed by.
 STEP = "step"
-# DIAGNOSTICS and SCHEDULE equal fade.integrations.diagnostics' (a test pins them): the testbed may
-# not import the integrations, so they are spelled here until both import them from the core.
-#: The batch's gradient-mass diagnostics, as :class:`fade.MassReport` names them.
-DIAGNOSTICS = ("positive_mass", "negative_mass", "sign_balance", "difficulty", "effective_sample_fraction")
-#: A stateful estimator's schedule as FADE reports it in ``last``.
-SCHEDULE = ("alpha", "delta", "p_hat", "h_hat", "h_star")
 #: The batch's rewards: mean reward and the fraction of rollouts scoring 1.
 REWARD_KEYS = ("reward_mean", "solve_rate")
 #: Logged again per difficulty bucket b of the step's prompts, as ``bucket_key(key, b)``.

@@ -53,13 +53,14 @@ from fade.segments import as_groups
 from .checkpoint import JsonlLog, load_checkpoint, save_checkpoint
 from .evaluation import decode_completions, encode_prompt, evaluate
 from .policy import load_policy, resolve_device, save_policy
+from .runlog import CONFIG_FILE, DIAGNOSTICS, EVAL_FILE, METRICS_FILE, SCHEDULE, bucket_key
 from .sampling import greedy, sample, sequence_logprobs
 from .tasks import Problem, Task, get_task
 
 __all__ = ["RESUME_MAY_CHANGE", "TrainConfig", "base_model_dir", "resume_changes", "train"]
 
 CHECKPOINT = "checkpoint.pt"
-RUN_FILE, METRICS_FILE, EVAL_FILE, RESUMES_FILE = "run.json", "metrics.jsonl", "eval.jsonl", "resumes.jsonl"
+RUN_FILE, RESUMES_FILE = CONFIG_FILE, "resumes.jsonl"
 #: Settings a resumed run may change, because the training trajectory does not depend on them:
 #: where the run lives and how it reports (out, progress, checkpoint_every, eval_every: evaluation
 #: draws from its own generator), the device (a different one continues the run but draws other
@@ -395,7 +396,11 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             prompt_ids = rollouts.prompt_index.cpu()
             adv = est(rewards, prompt_ids, **extra_inputs(rollouts, problems, prompts))
             t3 = time.perf_counter()
-            report = decompose_grouped(adv.double(), rewards, as_groups(prompt_ids, rewards.numel(), "cpu"))
+            # A stateful estimator (FADE) has measured the batch already; the others are measured here.
+            diagnostics = {k: est.last[k] for k in DIAGNOSTICS if k in est.last}
+            if len(diagnostics) < len(DIAGNOSTICS):
+                report = decompose_grouped(adv.double(), rewards, as_groups(prompt_ids, rewards.numel(), "cpu"))
+                diagnostics = {k: getattr(report, k) for k in DIAGNOSTICS}
             adv_dev = adv.to(device=device, dtype=torch.float32)
             # 5. PPO-clip update
             rows = rewards.numel()
@@ -431,20 +436,20 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             }
             for b in sorted(set(difficulty.tolist())):
                 sel = difficulty == b
-                record[f"reward_mean/d{b}"] = float(rewards[sel].mean())
-                record[f"solve_rate/d{b}"] = float((rewards[sel] == 1).float().mean())
+                record[bucket_key("reward_mean", b)] = float(rewards[sel].mean())
+                record[bucket_key("solve_rate", b)] = float((rewards[sel] == 1).float().mean())
             record.update({
                 "entropy": entropy,
                 "param_norm": _norm(model.parameters()),
                 "grad_norm": grad_norms[-1],
                 "rank1_share": share,
-                **{k: getattr(report, k) for k in ("positive_mass", "negative_mass", "sign_balance", "difficulty", "effective_sample_fraction")},
+                **diagnostics,
                 "clip_fraction": clip_sum / max(tokens * config.epochs, 1),
                 "kl": kl_sum / max(tokens * config.epochs, 1) if ref_lp is not None else None,
                 "completion_tokens": tokens,
                 "lr": config.lr,
             })
-            for key in ("alpha", "delta", "p_hat", "h_hat", "h_star"):
+            for key in SCHEDULE:
                 if key in est.last:
                     record[key] = est.last[key]
             record.update({
@@ -511,7 +516,15 @@ def step_bar(description: str, total: int, completed: int = 0, enabled: bool = T
     if not enabled:
         yield lambda stats: None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
     from rich.text import Text
 
     class Rate(ProgressColumn):

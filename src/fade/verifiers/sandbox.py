@@ -49,9 +49,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 __all__ = ["HARNESS", "UID_BASE", "Limits", "SandboxRun", "isolation_report"]
 

@@ -23,17 +23,18 @@ ROOT = SRC.parent.parent
 LAYERS: dict[str, set[str]] = {
     "core": set(),
     "plots": {"core"},
-    "verifiers": {"core"},
-    "testbed": {"core", "plots", "verifiers"},
+    "progress": set(),
+    "verifiers": {"core", "progress"},
+    "testbed": {"core", "plots", "progress", "verifiers"},
     "integrations": {"core", "verifiers"},
-    "experiments": {"core", "plots", "testbed"},
-    "cli": {"core", "plots", "verifiers", "testbed", "integrations", "experiments"},
+    "experiments": {"core", "plots", "progress", "testbed"},
+    "cli": {"core", "plots", "progress", "verifiers", "testbed", "integrations", "experiments"},
 }
 
 
 def _layer(module: str) -> str:
     parts = module.split(".")
-    if len(parts) > 1 and parts[1] in ("testbed", "verifiers", "integrations", "experiments", "plots", "cli"):
+    if len(parts) > 1 and parts[1] in ("testbed", "verifiers", "integrations", "experiments", "plots", "progress", "cli"):
         return parts[1]
     if len(parts) > 1 and parts[1] == "__main__":
         return "cli"

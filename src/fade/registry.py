@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .segments import Groups, as_groups, as_rewards, as_tensor, check_finite
+from .segments import Groups, as_groups, as_rewards, as_tensor, check_finite, first_non_finite
 
 __all__ = ["Estimator", "EstimatorSpec", "register", "estimator", "available", "advantages", "spec", "INPUTS"]
 
@@ -243,11 +243,8 @@ class Estimator:
 def _check_output(name: str, adv: torch.Tensor, r: torch.Tensor) -> None:
     """Finite rewards must give finite advantages: the estimators compute in scaled form where
     an intermediate would overflow, so a non-finite value here is a true result beyond the dtype."""
-    if bool(torch.isfinite(adv.sum())):
-        return
-    bad = ~torch.isfinite(adv)
-    if bool(bad.any()):
-        i = int(bad.nonzero()[0, 0])
+    i = first_non_finite(adv)
+    if i is not None:
         raise ValueError(
             f"estimator {name!r} gives advantage {adv[i].item()} at position {i} (reward {r[i].item()!r}): "
             f"the result exceeds the range of {adv.dtype} (max {torch.finfo(adv.dtype).max:.3g}); "

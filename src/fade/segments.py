@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-__all__ = ["Groups", "as_tensor", "as_rewards", "as_groups", "check_finite"]
+__all__ = ["Groups", "as_tensor", "as_rewards", "as_groups", "check_finite", "first_non_finite"]
 
 
 def as_tensor(x: torch.Tensor | np.ndarray | Sequence[float], name: str) -> torch.Tensor:
@@ -58,19 +58,22 @@ def as_rewards(rewards: torch.Tensor | np.ndarray | Sequence[float], *, name: st
     return rewards
 
 
-def check_finite(x: torch.Tensor, name: str) -> None:
-    """Raise ValueError naming the first non-finite entry of ``x``."""
+def first_non_finite(x: torch.Tensor) -> int | None:
+    """The position of the first non-finite entry of ``x``, or None when all are finite."""
     # One reduction decides the common case: a finite sum means every entry is finite. A
     # non-finite sum can also come from overflow, so only then scan for the offending entry.
     if bool(torch.isfinite(x.sum())):
-        return
+        return None
     bad = ~torch.isfinite(x)
-    if bool(bad.any()):
-        i = int(bad.nonzero()[0, 0])
-        raise ValueError(
-            f"{name} must be finite, got {x[i].item()} at position {i} "
-            f"({int(bad.sum())} non-finite value(s) in {x.numel()})"
-        )
+    return int(bad.nonzero()[0, 0]) if bool(bad.any()) else None
+
+
+def check_finite(x: torch.Tensor, name: str) -> None:
+    """Raise ValueError naming the first non-finite entry of ``x``."""
+    i = first_non_finite(x)
+    if i is not None:
+        count = int((~torch.isfinite(x)).sum())
+        raise ValueError(f"{name} must be finite, got {x[i].item()} at position {i} ({count} non-finite value(s) in {x.numel()})")
 
 
 def _is_integer_dtype(dtype: torch.dtype) -> bool:

@@ -23,12 +23,14 @@ from typing import Any
 
 import torch
 
+from fade.progress import step_bar
+
 from .checkpoint import JsonlLog
 from .evaluation import encode_prompt, evaluate
 from .policy import build_policy, parameter_count, resolve_device, save_policy, tiny_llama_config
 from .tasks import get_task
 from .tokenizer import encode, task_tokenizer
-from .trainer import _generator, _seed_for, step_bar
+from .trainer import _generator, _seed_for
 
 __all__ = ["PretrainConfig", "pretrain"]
 

@@ -27,7 +27,6 @@ starts again.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import hashlib
@@ -36,7 +35,6 @@ import math
 import random
 import shutil
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +46,7 @@ import fade
 from fade.atomic import remove_orphaned_temp_files, write_json_atomic
 from fade.geometry import rank1_share
 from fade.mass import decompose_grouped
+from fade.progress import step_bar
 from fade.segments import as_groups
 
 from .checkpoint import JsonlLog, load_checkpoint, save_checkpoint
@@ -510,30 +509,3 @@ def _tensorboard(directory: Path):
     return SummaryWriter(log_dir=str(directory))
 
 
-@contextlib.contextmanager
-def step_bar(description: str, total: int, completed: int = 0, enabled: bool = True) -> Iterator[Callable[[str], None]]:
-    """A rich progress bar with a stats field, steps/s and ETA; yields ``update(stats)`` for one step."""
-    if not enabled:
-        yield lambda stats: None
-        return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        ProgressColumn,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-    from rich.text import Text
-
-    class Rate(ProgressColumn):
-        def render(self, task) -> Text:
-            return Text(f"{task.speed:.2f} steps/s" if task.speed else "")
-
-    with Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[stats]}"), Rate(), TimeElapsedColumn(), TimeRemainingColumn(),
-    ) as bar:
-        task = bar.add_task(description, total=total, completed=completed, stats="")
-        yield lambda stats: bar.update(task, advance=1, stats=stats)

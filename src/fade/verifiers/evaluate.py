@@ -35,7 +35,6 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ import numpy as np
 
 from fade.atomic import atomic_write
 from fade.passk import pass_at_k
+from fade.progress import step_bar
 
 from .code_exec import CodeVerifier
 from .math_answer import MathVerifier
@@ -277,27 +277,6 @@ def _check_settings(out: Path, settings: dict[str, Any]) -> None:
 # -- scoring -------------------------------------------------------------------------------------
 
 
-@contextmanager
-def _progress_bar(total: int, completed: int, enabled: bool) -> Iterator[Callable[[str], None]]:
-    """A rich bar in the testbed's style (done/total, a stats field, rate, elapsed, ETA)."""
-    if not enabled:
-        yield lambda stats: None
-        return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    with Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-    ) as bar:
-        task = bar.add_task("scoring", total=total, completed=completed, stats="")
-        yield lambda stats: bar.update(task, advance=1, stats=stats)
 
 
 def _scorer(config: EvalConfig) -> tuple[Callable[[str, Any], VerifierResult], Callable[[], None], int]:
@@ -317,7 +296,7 @@ def _score_missing(todo: list[Sample], refs: dict[str, Any], config: EvalConfig,
     finished = len(done)
     scored = 0
     try:
-        with open(scores_path, "a", encoding="utf-8") as log, _progress_bar(total, finished, config.progress) as advance, \
+        with open(scores_path, "a", encoding="utf-8") as log, step_bar("scoring", total, finished, config.progress, unit="samples") as advance, \
                 ThreadPoolExecutor(max_workers=workers) as pool:
             pending = iter(todo)
             running: dict[Any, Sample] = {}

@@ -21,7 +21,7 @@ import torch
 from .registry import Estimator, estimator
 from .segments import Groups, as_groups, as_rewards, as_tensor, check_finite
 
-__all__ = ["DIAGNOSTICS", "MassProfile", "MassReport", "mass_profile", "decompose"]
+__all__ = ["BALANCED_SIGN", "DIAGNOSTICS", "MassProfile", "MassReport", "mass_profile", "decompose"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,9 @@ class MassReport:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+
+#: The sign balance of an advantage with as much positive as negative mass (m_S = m_F).
+BALANCED_SIGN = 0.5
 
 #: The batch diagnostics every trainer and integration logs, as :class:`MassReport` names them.
 DIAGNOSTICS = ("positive_mass", "negative_mass", "sign_balance", "difficulty", "effective_sample_fraction")

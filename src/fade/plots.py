@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .mass import MassProfile
+from .mass import BALANCED_SIGN, MassProfile
 
-__all__ = ["ATLAS_DPI", "atlas_pixel_size", "draw_atlas", "profile_summary"]
+__all__ = ["ATLAS_DPI", "NEGATIVE_COLOUR", "POSITIVE_COLOUR", "atlas_pixel_size", "draw_atlas", "plane_guides", "profile_summary"]
 
 ATLAS_DPI = 100
 ATLAS_COLUMNS = 4
@@ -114,9 +114,28 @@ def draw_atlas(profiles: Sequence[tuple[str, MassProfile]], path: str | Path) ->
     return out
 
 
+def plane_guides(ax, *, fontsize: float = 8, labels: bool = True, lw: float = 1.0) -> None:
+    """The sign/difficulty plane's axes and reading, the same wherever the plane is drawn.
+
+    Dashed: the balanced sign (m_S = m_F); dotted: a medium difficulty focus. Above the dashed
+    line success-heavy weights collapse entropy; below it failure-heavy ones funnel the output
+    head's update toward rank 1 (FADE paper, sign axis).
+    """
+    ax.axhline(BALANCED_SIGN, color="0.4", ls="--", lw=lw)
+    ax.axvline(0.5, color="0.75", ls=":", lw=lw)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.06, 1.06)
+    if labels:
+        ax.text(0.005, 1.03, "success-heavy: entropy collapse", fontsize=fontsize - 0.5, color="0.45", va="top")
+        ax.text(0.005, -0.03, "failure-heavy: rank-1 funnel", fontsize=fontsize - 0.5, color="0.45", va="bottom")
+        ax.set_xlabel("difficulty: mass-weighted mean solve rate  (low = hard focus, high = easy focus)", fontsize=fontsize)
+        ax.set_ylabel("sign_balance = m_S / (m_S + m_F)", fontsize=fontsize)
+    ax.tick_params(labelsize=fontsize - 1)
+    ax.grid(alpha=0.2)
+
+
 def _draw_plane(ax, profiles: Sequence[tuple[str, MassProfile]]) -> None:
-    ax.axhline(0.5, color="0.4", ls="--", lw=1)
-    ax.axvline(0.5, color="0.75", ls=":", lw=1)
+    plane_guides(ax, fontsize=9)
     # Estimators with the same scalars (dr_grpo, grpo, rloo, ...) share one point and one label.
     points: dict[tuple[float, float], list[str]] = {}
     for label, prof in profiles:
@@ -158,12 +177,4 @@ def _draw_plane(ax, profiles: Sequence[tuple[str, MassProfile]]) -> None:
             rotation_mode="anchor",
             color="0.1",
         )
-    ax.set_xlim(0, 1)
-    ax.set_ylim(-0.06, 1.06)
-    ax.set_xlabel("difficulty: mass-weighted mean solve rate  (low = hard focus, high = easy focus)", fontsize=9)
-    ax.set_ylabel("sign_balance = m_S / (m_S + m_F)", fontsize=9)
     ax.set_title("sign/difficulty plane (0.5 dashed = sign-balanced; one group per p = k/G)", fontsize=10)
-    ax.text(0.005, 1.03, "success-heavy: entropy collapse", fontsize=7.5, color="0.45", va="top", transform=ax.transData)
-    ax.text(0.005, -0.03, "failure-heavy: rank-1 funnel", fontsize=7.5, color="0.45", va="bottom", transform=ax.transData)
-    ax.tick_params(labelsize=8)
-    ax.grid(alpha=0.2)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fade.plots import plane_guides
 from fade.specs import parse_spec
 from fade.testbed.report import REPORT_DPI, finish_axes, headless_pyplot, panel_grid, smoothing_window
 from fade.testbed.runlog import moving_average, peak_eval_index
@@ -154,8 +155,7 @@ def draw_plane_paths(runs_by_spec: RunsBySpec, path: str | Path, *, title: str) 
                        f"{title}: each run's path (circle: start, star: end)") as axes:
         for ax, spec in zip(axes, specs):
             runs = runs_by_spec[spec]
-            ax.axhline(0.5, color="0.4", ls="--", lw=0.8)
-            ax.axvline(0.5, color="0.75", ls=":", lw=0.8)
+            plane_guides(ax, labels=False, lw=0.8)
             for i, run in enumerate(runs):
                 x, y = run.curves["difficulty"], run.curves["sign_balance"]
                 keep = np.isfinite(x) & np.isfinite(y)
@@ -167,8 +167,6 @@ def draw_plane_paths(runs_by_spec: RunsBySpec, path: str | Path, *, title: str) 
                 ax.plot(x, y, color=colour, lw=1.3, label=f"seed {run.seed}")
                 ax.plot([x[0]], [y[0]], "o", ms=5, mfc="white", mec=colour, mew=1.2)
                 ax.plot([x[-1]], [y[-1]], "*", ms=9, color=colour, mec="black", mew=0.4)
-            ax.set_xlim(0, 1)
-            ax.set_ylim(-0.06, 1.06)
             ax.set_xlabel("difficulty (low = hard focus)", fontsize=7, labelpad=1)
             ax.set_ylabel("sign_balance", fontsize=7, labelpad=1)
             finish_axes(ax, spec, legend=len(runs) > 1)

@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 from rich.table import Table
 
-from ..plots import NEGATIVE_COLOUR, POSITIVE_COLOUR
+from ..mass import BALANCED_SIGN
+from ..plots import NEGATIVE_COLOUR, POSITIVE_COLOUR, plane_guides
 from .runlog import (
     CONFIG_FILE,
     METRICS_FILE,
@@ -276,18 +277,8 @@ def finish_axes(ax, title: str, *, legend: bool = False) -> None:
 
 
 def _plane_guides(ax) -> None:
-    # Same axes and reading as the atlas's plane (fade.plots), so a run's path can be read
-    # against where the estimators sit.
-    ax.axhline(0.5, color="0.4", ls="--", lw=1)
-    ax.axvline(0.5, color="0.75", ls=":", lw=1)
-    ax.set_xlim(0, 1)
-    ax.set_ylim(-0.06, 1.06)
-    ax.text(0.005, 1.03, "success-heavy: entropy collapse", fontsize=7.5, color="0.45", va="top")
-    ax.text(0.005, -0.03, "failure-heavy: rank-1 funnel", fontsize=7.5, color="0.45", va="bottom")
-    ax.set_xlabel("difficulty: mass-weighted mean solve rate  (low = hard focus)", fontsize=8)
-    ax.set_ylabel("sign_balance = m_S / (m_S + m_F)", fontsize=8)
-    ax.tick_params(labelsize=7)
-    ax.grid(alpha=0.2)
+    # The atlas's plane (fade.plots), so a run's path reads against where the estimators sit.
+    plane_guides(ax, fontsize=8)
 
 
 def _plane_path(cols: dict[str, np.ndarray], steps: np.ndarray, window: int):
@@ -341,7 +332,7 @@ def _training_panels(
         panels.append(("gradient mass", mass))
 
     def sign_balance(ax):
-        ax.axhline(0.5, color="0.4", ls="--", lw=1)
+        ax.axhline(BALANCED_SIGN, color="0.4", ls="--", lw=1)
         _trace(ax, steps, c("sign_balance"), window, color="tab:blue")
 
     if has("sign_balance"):

@@ -358,3 +358,29 @@ def test_state_accepts_numpy_numbers_and_absolute_h_star_must_survive():
     fixed = fade.estimator("fade", h_star=0.7)
     with pytest.raises(ValueError, match=r"h_star is None, but this estimator has h_star=0.7"):
         fixed.load_state_dict(_GOOD | {"h_hat": None, "h_first": None, "h_star": None})
+
+
+@pytest.mark.parametrize(("name", "params", "schedule", "reads"), [
+    ("fade", {}, "feedback", True),
+    ("fade", {"delta": 1.0}, "feedback", False),
+    ("fade_alpha", {}, "feedback", False),
+    ("fade_delta", {}, "feedback", True),
+    ("fade_entropy_only", {}, "entropy", True),
+    ("fade_entropy_only", {"delta": 1.0}, "entropy", True),
+    ("fade_entropy_only", {"alpha": 2.0, "delta": 1.0}, "entropy", False),
+    ("fade_decay", {"total_steps": 10}, "decay", False),
+])
+def test_variants_describe_their_schedule_and_entropy_needs(name, params, schedule, reads):
+    est = fade.estimator(name, **params)
+    assert fade.spec(name).schedule == schedule
+    assert est.reads_entropy is reads
+    assert est.awaiting_entropy is reads
+    est.observe(entropy=1.0)
+    assert est.awaiting_entropy is False
+
+
+def test_stateless_estimators_read_no_entropy():
+    for name in ("grpo", "power", "passk"):
+        est = fade.estimator(name)
+        assert fade.spec(name).schedule is None
+        assert est.reads_entropy is False and est.awaiting_entropy is False

@@ -31,6 +31,7 @@ from fade.testbed.report import (
 )
 from fade.testbed.runlog import (
     DIAGNOSTICS,
+    ENTROPY_FORMULA_KEYS,
     EVAL_KEYS,
     METRIC_KEYS,
     PER_BUCKET_KEYS,
@@ -75,6 +76,7 @@ def _metrics(steps: range, *, fade: bool, seed: int = 0, kl: bool = True) -> lis
         "sign_balance": 0.5 - 0.05 * t,
         "difficulty": 0.3 + 0.4 * t,
         "effective_sample_fraction": np.full(len(t), 0.6),
+        "cov_adv_logp": 0.05 * rng.standard_normal(len(t)),
         "step_seconds": np.full(len(t), 1.0),
         "sample_seconds": np.full(len(t), 0.7),
         "advantage_seconds": np.full(len(t), 0.01),
@@ -85,6 +87,8 @@ def _metrics(steps: range, *, fade: bool, seed: int = 0, kl: bool = True) -> lis
     }
     if kl:
         columns["kl"] = 0.001 * step
+    columns["mass_entropy_term"] = (columns["positive_mass"] - columns["negative_mass"]) * entropy
+    columns["entropy_drive"] = -(columns["mass_entropy_term"] + columns["cov_adv_logp"])
     for b in BUCKETS:
         columns[f"solve_rate/d{b}"] = columns[f"reward_mean/d{b}"] = np.clip(solve + 0.2 * (2 - b), 0, 1)
     if fade:
@@ -246,7 +250,7 @@ def test_schema_keys_and_helpers():
     assert SCHEDULE is fade.adaptive.SCHEDULE is diagnostics.SCHEDULE
     assert set(DIAGNOSTICS) <= {f.name for f in dataclasses.fields(fade.MassReport)}
     assert len(set(METRIC_KEYS)) == len(METRIC_KEYS)
-    assert set(DIAGNOSTICS) | set(SCHEDULE) <= set(METRIC_KEYS)
+    assert set(DIAGNOSTICS) | set(SCHEDULE) | set(ENTROPY_FORMULA_KEYS) <= set(METRIC_KEYS)
     assert METRIC_KEYS[0] == EVAL_KEYS[0] == "step"
     assert bucket_key("solve_rate", 3) == "solve_rate/d3" and pass_key(16) == "pass@16"
     keys = ["pass@16", "pass@1/d2", "pass@1", "pass@1/d10", "solve_rate/d1", "pass@x", "greedy"]
@@ -280,6 +284,8 @@ def test_the_trainer_writes_the_schema(tmp_path):
     assert buckets
     assert set(record) == set(METRIC_KEYS) | {bucket_key(k, b) for k in PER_BUCKET_KEYS for b in buckets}
     assert list(record)[: 3] == ["step", "reward_mean", "solve_rate"]
+    assert [k for k in record if "/" not in k] == list(METRIC_KEYS)  # written in the schema's order
+    assert all(isinstance(record[k], float) for k in ENTROPY_FORMULA_KEYS)
     for row in run.evals:
         ks = logged_ks(row)
         assert ks and set(EVAL_KEYS) <= set(row)

@@ -16,8 +16,9 @@ from fade import atomic
 from fade.cli import main
 from fade.testbed import checkpoint
 from fade.testbed.checkpoint import load_checkpoint, save_checkpoint
+from fade.testbed.datasets import VERIFIERS
 from fade.testbed.policy import build_policy, save_policy, tiny_llama_config
-from fade.testbed.tasks import get_task
+from fade.testbed.tasks import Verdict, get_task
 from fade.testbed.tokenizer import task_tokenizer
 from fade.testbed.trainer import RESUME_MAY_CHANGE, TrainConfig, train
 
@@ -80,6 +81,7 @@ def _one_error_line(capsys) -> str:
         ({"adam_beta2": 0.999}, "adam_beta2: 0.99 -> 0.999"),
         ({"max_new_tokens": 3}, "max_new_tokens: null -> 3"),
         ({"eval_prompts": 4}, "eval_prompts: 0 -> 4"),
+        ({"optimizer": "sgd"}, "optimizer: adamw -> sgd"),
     ],
 )
 def test_resume_refuses_a_setting_that_changes_the_run(change, shown, run, tiny_model):
@@ -120,6 +122,36 @@ def test_resume_accepts_settings_that_leave_the_run_unchanged(run, tiny_model):
     record["changed"].pop("out")
     assert record == {"step": 2, "changed": {"device": ["auto", "cpu"], "eval_every": [0, 5], "checkpoint_every": [1, 2]}}
     assert set(RESUME_MAY_CHANGE) == {"out", "progress", "checkpoint_every", "eval_every", "device", "steps"}
+
+
+def test_a_checkpoint_from_before_the_optimizer_setting_reads_as_adamw(run, tiny_model):
+    state = load_checkpoint(run / "checkpoint.pt")
+    del state["config"]["optimizer"]
+    save_checkpoint(run / "checkpoint.pt", state)
+    with pytest.raises(ValueError, match="optimizer: adamw -> sgd"):
+        train(_config(run, tiny_model, steps=3, optimizer="sgd"), resume=True)
+    train(_config(run, tiny_model, steps=3), resume=True)
+    (record,) = [json.loads(line) for line in (run / "resumes.jsonl").read_text().splitlines()]
+    record["changed"].pop("out")
+    assert record == {"step": 2, "changed": {"steps": [2, 3]}}  # the default is no change
+
+
+def test_an_sgd_run_resumes_exactly(tiny_model, tmp_path, monkeypatch):
+    # Rewards by the parity of the completion's characters: a random policy gets mixed rewards, so it moves.
+    monkeypatch.setitem(VERIFIERS, "parity", lambda answer, text: Verdict(float(sum(map(ord, text)) % 2 == 0), "parity", None))
+    data = tmp_path / "sums.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"{a}+{b}=", "answer": str(a + b)}) + "\n" for a in range(10) for b in range(10)))
+    kw = dict(optimizer="sgd", lr=0.05, data=str(data), verifier="parity", max_new_tokens=4, prompts_per_step=4, group_size=4)
+    train(_config(tmp_path / "whole", tiny_model, steps=3, **kw))
+    train(_config(tmp_path / "split", tiny_model, steps=2, **kw))
+    train(_config(tmp_path / "split", tiny_model, steps=3, **kw), resume=True)
+    whole_metrics = _metrics(tmp_path / "whole")
+    assert whole_metrics == _metrics(tmp_path / "split")
+    assert all(r["grad_norm"] > 0 and r["cov_adv_logp"] != 0 for r in whole_metrics)  # the policy moved every step
+    whole, split = (load_checkpoint(tmp_path / name / "checkpoint.pt") for name in ("whole", "split"))
+    assert whole["optimizer"]["param_groups"] == split["optimizer"]["param_groups"]
+    for key, value in whole["model"].items():
+        assert torch.equal(value, split["model"][key]), key
 
 
 def test_resume_refuses_steps_below_the_checkpoint(run, tiny_model):

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 
+import numpy as np
 import pytest
 import torch
 
 import fade
 from fade.testbed import checkpoint as ckpt_module
 from fade.testbed.checkpoint import JsonlLog, load_checkpoint, save_checkpoint
+from fade.testbed.datasets import VERIFIERS
 from fade.testbed.policy import build_policy, save_policy, tiny_llama_config
-from fade.testbed.tasks import get_task
+from fade.testbed.tasks import Verdict, get_task
 from fade.testbed.tokenizer import task_tokenizer
-from fade.testbed.trainer import TrainConfig, train
+from fade.testbed.trainer import OPTIMIZERS, TrainConfig, token_covariance, train
 
 # The metrics.jsonl keys FADE.md section 5 promises for every step.
 CONTRACT = (
@@ -127,11 +130,13 @@ def test_refuses_to_overwrite_a_run_and_to_resume_nothing(tiny_model, tmp_path):
         ("max_new_tokens", 0, "max_new_tokens"),
         ("adam_beta2", 1.0, "adam_beta2"),
         ("adam_eps", -1e-8, "adam_eps"),
+        ("optimizer", "adam", "optimizer must be one of 'adamw', 'sgd', got 'adam'"),
     ],
 )
 def test_bad_config_is_a_clear_error(field, value, match, tiny_model, tmp_path):
     with pytest.raises(ValueError, match=match):
         train(_config(tmp_path / "x", tiny_model, **{field: value}))
+    assert not (tmp_path / "x").exists()  # refused before the run's folder is made
 
 
 def test_unknown_estimator_and_bad_params(tiny_model, tmp_path):
@@ -247,3 +252,124 @@ def test_learning_sanity_reward_rises_on_easy_problems(tiny_model, tmp_path):
     reward = [r["reward_mean"] for r in _records(out / "metrics.jsonl")]
     first, last = sum(reward[:10]) / 10, sum(reward[-10:]) / 10
     assert last > 0.04 and last > 3 * first, (first, last)  # measured: first 0.002-0.012, last 0.08-0.16
+
+
+# -- the first-order entropy formula's terms, and plain SGD ------------------------------------------
+
+
+def _tokens(adv, logp, mask) -> tuple[np.ndarray, np.ndarray]:
+    """Each completion token's (A_t, lp_t), A broadcast from its rollout: the definition, token by token."""
+    a = np.broadcast_to(np.asarray(adv, dtype=np.float64)[:, None], np.shape(logp))
+    m = np.asarray(mask, dtype=bool)
+    return a[m], np.asarray(logp, dtype=np.float64)[m]
+
+
+def test_token_covariance_by_hand():
+    # tokens (A, lp): (1, -1), (1, -2), (-1, -3); mean A = 1/3, mean lp = -2, mean A lp = 0
+    adv = torch.tensor([1.0, -1.0])
+    logp = torch.tensor([[-1.0, -2.0, -math.inf], [-3.0, math.nan, 0.0]])  # padding never counts
+    mask = torch.tensor([[True, True, False], [True, False, False]])
+    assert token_covariance(adv, logp, mask) == pytest.approx(2 / 3, abs=1e-15)
+
+
+def test_token_covariance_is_zero_for_a_constant_advantage():
+    gen = torch.Generator().manual_seed(0)
+    logp = -torch.rand(6, 9, generator=gen) * 5
+    mask = torch.arange(9) < torch.tensor([1, 9, 4, 3, 7, 2])[:, None]
+    for value in (0.0, 0.1, -3.7):
+        assert token_covariance(torch.full((6,), value), logp, mask) == pytest.approx(0.0, abs=1e-15)
+
+
+def test_token_covariance_equals_numpy_sample_covariance_and_ignores_rollout_order():
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        rows, width = rng.integers(1, 12), rng.integers(1, 10)
+        lengths = rng.integers(1, width + 1, size=rows)  # right-padded, at least one token each
+        mask = np.arange(width) < lengths[:, None]
+        adv = rng.standard_normal(rows).astype(np.float32)
+        logp = (-rng.exponential(2.0, size=(rows, width))).astype(np.float32)
+        a, lp = _tokens(adv, logp, mask)
+        expected = np.cov(a, lp, bias=True)[0, 1] if a.size > 1 else 0.0
+        got = token_covariance(torch.from_numpy(adv), torch.from_numpy(logp), torch.from_numpy(mask))
+        assert got == pytest.approx(expected, rel=1e-12, abs=1e-14)
+        order = torch.from_numpy(rng.permutation(rows))
+        permuted = token_covariance(torch.from_numpy(adv)[order], torch.from_numpy(logp)[order], torch.from_numpy(mask)[order])
+        assert permuted == pytest.approx(got, rel=1e-12, abs=1e-14)
+
+
+def test_token_covariance_is_float64_and_checks_shapes():
+    # float32 inputs with a large common offset: a float32 sum would lose the covariance's digits.
+    adv = torch.tensor([1000.0 + k / 8 for k in range(64)], dtype=torch.float32)
+    logp = torch.tensor([[-k / 16, -(k % 5) / 4] for k in range(64)], dtype=torch.float32)
+    mask = torch.ones(64, 2, dtype=torch.bool)
+    a, lp = _tokens(adv.numpy(), logp.numpy(), mask.numpy())
+    assert token_covariance(adv, logp, mask) == pytest.approx(np.cov(a, lp, bias=True)[0, 1], rel=1e-12)
+    assert math.isnan(token_covariance(adv, logp, torch.zeros_like(mask)))
+    with pytest.raises(ValueError, match=r"adv \(B,\), logp and mask \(B, T\), got \(3,\), \(64, 2\)"):
+        token_covariance(adv[:3], logp, mask)
+
+
+def _parity(answer: str, completion: str) -> Verdict:
+    """Reward 1 for completions whose characters' codes sum to an even number: mixed rewards from a random policy."""
+    return Verdict(float(sum(map(ord, completion)) % 2 == 0), "parity", None)
+
+
+@pytest.fixture
+def parity_data(tmp_path, monkeypatch) -> dict:
+    """--data and --verifier settings under which a random policy gets mixed rewards."""
+    monkeypatch.setitem(VERIFIERS, "parity", _parity)
+    data = tmp_path / "sums.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"{a}+{b}=", "answer": str(a + b)}) + "\n" for a in range(10) for b in range(10)))
+    return {"data": str(data), "verifier": "parity", "max_new_tokens": 4}
+
+
+def test_sgd_run_logs_the_entropy_formula(tiny_model, tmp_path, parity_data):
+    out = train(_config(tmp_path / "sgd", tiny_model, optimizer="sgd", estimator="grpo", lr=0.05, **parity_data))
+    rows = _records(out / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1, 2]
+    for r in rows:
+        for key in ("cov_adv_logp", "mass_entropy_term", "entropy_drive"):
+            assert isinstance(r[key], float) and math.isfinite(r[key]), (key, r[key])
+        assert r["mass_entropy_term"] == pytest.approx((r["positive_mass"] - r["negative_mass"]) * r["entropy"], rel=1e-12)
+        assert r["entropy_drive"] == pytest.approx(-(r["mass_entropy_term"] + r["cov_adv_logp"]), rel=1e-12)
+    assert any(r["cov_adv_logp"] != 0 for r in rows)  # mixed rewards: the batch carries signal
+    assert json.loads((out / "run.json").read_text())["optimizer"] == "sgd"
+    optimizer = load_checkpoint(out / "checkpoint.pt")["optimizer"]
+    (group,) = optimizer["param_groups"]
+    assert "betas" not in group and (group["lr"], group["momentum"], group["dampening"], group["nesterov"]) == (0.05, 0, 0, False)
+    assert group["weight_decay"] == 0.0
+    # plain SGD keeps no moments (no exp_avg, no momentum buffer)
+    assert all(not any(v is not None for v in state.values()) for state in optimizer["state"].values())
+
+
+def test_sgd_step_is_theta_minus_lr_times_the_clipped_gradient(tiny_model, tmp_path, monkeypatch, parity_data):
+    """The update SGD applies is exactly -lr * grad, the plain gradient step."""
+    seen = []
+    step = torch.optim.SGD.step
+
+    def recording_step(self, *args, **kwargs):
+        params = [p for g in self.param_groups for p in g["params"] if p.grad is not None]
+        before = [p.detach().clone() for p in params]
+        grads = [p.grad.detach().clone() for p in params]
+        result = step(self, *args, **kwargs)
+        seen.extend((p.detach() - b, g) for p, b, g in zip(params, before, grads))
+        return result
+
+    monkeypatch.setattr(torch.optim.SGD, "step", recording_step)
+    monkeypatch.setattr(torch.optim.AdamW, "step", lambda *a, **k: pytest.fail("AdamW stepped in an sgd run"))
+    train(_config(tmp_path / "s", tiny_model, optimizer="sgd", estimator="grpo", steps=1, lr=0.5, **parity_data))
+    assert seen
+    for change, grad in seen:
+        torch.testing.assert_close(change, -0.5 * grad, rtol=1e-5, atol=1e-7)
+
+
+def test_the_cli_offers_exactly_the_trainers_optimizers(tmp_path, capsys):
+    from fade.cli import build_parser, main
+
+    parser = build_parser()
+    for name in OPTIMIZERS:
+        assert parser.parse_args(["train", "--out", "x", "--optimizer", name]).optimizer == name
+    assert main(["train", "--out", str(tmp_path / "x"), "--optimizer", "adam"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fade: error:") and "--optimizer" in err and "'adam'" in err, err
+    assert all(repr(name) in err for name in OPTIMIZERS) and not (tmp_path / "x").exists()

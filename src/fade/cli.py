@@ -442,8 +442,12 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--prompts-per-step", type=int, default=32, metavar="N", help="prompts drawn per step")
     p.add_argument("--group-size", type=int, default=8, metavar="G", help="completions sampled per prompt")
     p.add_argument("--temperature", type=float, default=1.0, metavar="T", help="sampling temperature of the rollouts")
-    p.add_argument("--lr", type=float, default=1e-4, help="AdamW learning rate")
-    p.add_argument("--weight-decay", type=float, default=0.0, metavar="WD", help="AdamW weight decay")
+    p.add_argument("--optimizer", default="adamw", choices=("adamw", "sgd"),
+                   help="adamw, or sgd: plain gradient steps (no momentum), as first-order theory assumes "
+                        "(--grad-clip still clips; the --adam-* flags apply to adamw only)")
+    p.add_argument("--lr", type=float, default=1e-4, help="learning rate")
+    p.add_argument("--weight-decay", type=float, default=0.0, metavar="WD",
+                   help="weight decay (AdamW's decoupled decay; an L2 term for sgd)")
     p.add_argument("--adam-beta1", type=float, default=0.9, metavar="B1", help="AdamW beta1")
     p.add_argument("--adam-beta2", type=float, default=0.99, metavar="B2", help="AdamW beta2")
     p.add_argument("--adam-eps", type=float, default=1e-8, metavar="EPS", help="AdamW epsilon")

@@ -31,6 +31,7 @@ from fade.mass import DIAGNOSTICS
 __all__ = [
     "CONFIG_FILE",
     "DIAGNOSTICS",
+    "ENTROPY_FORMULA_KEYS",
     "EVAL_FILE",
     "EVAL_KEYS",
     "METRICS_FILE",
@@ -70,6 +71,16 @@ PER_BUCKET_KEYS = REWARD_KEYS
 #: The policy after the update: mean token entropy (of the batch, before the update), the norms,
 #: and the rank-1 share of the output head's change since step 0.
 POLICY_KEYS = ("entropy", "param_norm", "grad_norm", "rank1_share")
+#: The first-order entropy formula's terms (FADE.md section 6, corrected sign), measured on the
+#: update batch before the update: dH ~ -eta [(m_S - m_F) H + Cov(A, log pi)].
+#: ``cov_adv_logp`` = mean_t(A_t lp_t) - mean_t(A_t) mean_t(lp_t), over every completion token t
+#: of the batch, A_t the advantage of t's rollout and lp_t the sampled token's log-prob under the
+#: pre-update policy at the sampling temperature (float64; :func:`fade.testbed.trainer.token_covariance`).
+#: ``mass_entropy_term`` = (positive_mass - negative_mass) * entropy, the step's logged values
+#: (the masses are rollout means, the entropy a token mean).
+#: ``entropy_drive`` = -(mass_entropy_term + cov_adv_logp), the bracket the predicted entropy
+#: change dH / eta equals: positive predicts entropy rising, negative falling.
+ENTROPY_FORMULA_KEYS = ("cov_adv_logp", "mass_entropy_term", "entropy_drive")
 #: The PPO update: fraction of clipped tokens, KL to the base policy (null without a KL term),
 #: completion tokens of the batch, learning rate.
 UPDATE_KEYS = ("clip_fraction", "kl", "completion_tokens", "lr")
@@ -77,8 +88,11 @@ UPDATE_KEYS = ("clip_fraction", "kl", "completion_tokens", "lr")
 TIMING_KEYS = ("sample_seconds", "advantage_seconds", "update_seconds", "step_seconds")
 #: Every key of a ``metrics.jsonl`` record besides the per-bucket ones, in the order the trainer
 #: writes them; SCHEDULE (FADE's alpha, delta, p_hat, h_hat, h_star) only when the estimator
-#: reports it, DIAGNOSTICS (the batch's gradient mass, :func:`fade.decompose`) always.
-METRIC_KEYS = (STEP, *REWARD_KEYS, *POLICY_KEYS, *DIAGNOSTICS, *UPDATE_KEYS, *SCHEDULE, *TIMING_KEYS)
+#: reports it, DIAGNOSTICS (the batch's gradient mass, :func:`fade.decompose`) and
+#: ENTROPY_FORMULA_KEYS always.
+METRIC_KEYS = (
+    STEP, *REWARD_KEYS, *POLICY_KEYS, *DIAGNOSTICS, *ENTROPY_FORMULA_KEYS, *UPDATE_KEYS, *SCHEDULE, *TIMING_KEYS,
+)
 #: The keys of an ``eval.jsonl`` record besides ``pass_key(k)`` for each k and the per-bucket
 #: ``bucket_key(pass_key(k), b)`` and ``bucket_key("distinct_correct", b)``.
 EVAL_KEYS = (STEP, "distinct_correct", "greedy", "entropy", "n_prompts", "n_samples")

@@ -9,11 +9,12 @@ One step, top to bottom in :func:`train`:
    order verl uses), and feed the entropy to the estimator with ``observe``;
 4. compute the advantages with any registered estimator, by name and parameters;
 5. update with the PPO-clip policy-gradient loss (``epochs`` passes over ``minibatches``
-   minibatches, token-mean aggregation by default, optional KL to the base policy), AdamW and
-   gradient clipping;
+   minibatches, token-mean aggregation by default, optional KL to the base policy), AdamW or
+   plain SGD, and gradient clipping;
 6. log the step's metrics (reward and solve rate per difficulty bucket, entropy, norms, the
-   output head's rank-1 share, the batch's gradient-mass diagnostics, the estimator's
-   schedule, timings), evaluate every ``eval_every`` steps, checkpoint every
+   output head's rank-1 share, the batch's gradient-mass diagnostics, the terms of the
+   first-order entropy formula measured before the update, the estimator's schedule, timings),
+   evaluate every ``eval_every`` steps, checkpoint every
    ``checkpoint_every`` steps.
 
 All randomness of step t comes from generators seeded by (seed, t), and a checkpoint holds the
@@ -56,7 +57,7 @@ from .runlog import CONFIG_FILE, DIAGNOSTICS, EVAL_FILE, METRICS_FILE, SCHEDULE,
 from .sampling import greedy, sample, sequence_logprobs
 from .tasks import Problem, Task, get_task
 
-__all__ = ["RESUME_MAY_CHANGE", "TrainConfig", "base_model_dir", "resume_changes", "train"]
+__all__ = ["OPTIMIZERS", "RESUME_MAY_CHANGE", "TrainConfig", "base_model_dir", "resume_changes", "token_covariance", "train"]
 
 CHECKPOINT = "checkpoint.pt"
 RUN_FILE, RESUMES_FILE = CONFIG_FILE, "resumes.jsonl"
@@ -68,6 +69,10 @@ RUN_FILE, RESUMES_FILE = CONFIG_FILE, "resumes.jsonl"
 #: arguments, task, model, data, optimizer, eval_prompts and eval_samples, which define what
 #: eval.jsonl measures) is refused.
 RESUME_MAY_CHANGE = ("out", "progress", "checkpoint_every", "eval_every", "device", "steps")
+#: The optimizers ``TrainConfig.optimizer`` names: AdamW (with the adam_* settings), or plain SGD
+#: (no momentum, no dampening, weight decay only if asked), the gradient step first-order theory
+#: such as FADE.md section 6's entropy formula is about.
+OPTIMIZERS = ("adamw", "sgd")
 _EVAL_STREAM = 1_000_003  # keeps evaluation randomness apart from the training steps'
 
 
@@ -94,6 +99,7 @@ class TrainConfig:
     prompts_per_step: int = 32
     group_size: int = 8
     temperature: float = 1.0
+    optimizer: str = "adamw"  # or "sgd": plain gradient steps (OPTIMIZERS)
     lr: float = 1e-4
     weight_decay: float = 0.0
     adam_beta1: float = 0.9
@@ -137,6 +143,8 @@ class TrainConfig:
             value = getattr(self, key)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ValueError(f"{key} must be a finite number >= 0, got {value!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(map(repr, OPTIMIZERS))}, got {self.optimizer!r}")
         if self.loss_agg not in ("token-mean", "seq-mean"):
             raise ValueError(f"loss_agg must be 'token-mean' or 'seq-mean', got {self.loss_agg!r}")
         rows = self.prompts_per_step * self.group_size
@@ -226,6 +234,53 @@ def _norm(tensors) -> float:
     return float(torch.sqrt(sum((t.detach().float() ** 2).sum() for t in tensors)))
 
 
+def token_covariance(adv: torch.Tensor, logp: torch.Tensor, mask: torch.Tensor) -> float:
+    """Cov(A, log pi) over the batch's completion tokens, each token carrying its rollout's advantage.
+
+    Cov = mean_t(A_t lp_t) - mean_t(A_t) mean_t(lp_t) = (1/N) sum_t (A_t - mean_t A) lp_t, the sums
+    over the N tokens where ``mask`` is True. It is the covariance term of the first-order entropy
+    change dH ~ -eta [(m_S - m_F) H + Cov(A, log pi)] (Cui et al., arXiv 2505.22617; FADE.md
+    section 6). Computed in float64 from each rollout's token count and log-prob sum (one
+    reduction over the tokens); the centred form keeps it exact for a constant A.
+
+    Args:
+        adv: (B,) the advantage of each rollout.
+        logp: (B, T) the log-prob of each sampled token (anything where ``mask`` is False).
+        mask: (B, T) bool, True on the completion tokens.
+
+    Returns:
+        The covariance as a float; NaN when ``mask`` selects no token.
+
+    Raises:
+        ValueError: ``logp`` and ``mask`` are not (B, T) of one shape, or ``adv`` is not (B,).
+    """
+    if logp.ndim != 2 or mask.shape != logp.shape or adv.shape != logp.shape[:1]:
+        raise ValueError(
+            f"token_covariance needs adv (B,), logp and mask (B, T), got {tuple(adv.shape)}, "
+            f"{tuple(logp.shape)} and {tuple(mask.shape)}"
+        )
+    m = mask.to(torch.float64)
+    lp = torch.where(mask.bool(), logp.to(torch.float64), 0.0)  # padding may hold -inf or NaN
+    counts, sums = torch.stack((m, lp)).sum(dim=2)  # tokens and log-prob sum of each rollout
+    n = float(counts.sum())
+    if n == 0:
+        return math.nan
+    a = adv.to(device=counts.device, dtype=torch.float64)
+    mean_a = (a * counts).sum() / n
+    return float(((a - mean_a) * sums).sum() / n)
+
+
+def _optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    if config.optimizer == "sgd":
+        # A plain step, theta -= lr * grad (plus lr * weight_decay * theta when asked).
+        return torch.optim.SGD(model.parameters(), lr=config.lr, momentum=0.0, dampening=0.0,
+                               weight_decay=config.weight_decay, nesterov=False)
+    return torch.optim.AdamW(
+        model.parameters(), lr=config.lr, weight_decay=config.weight_decay,
+        betas=(config.adam_beta1, config.adam_beta2), eps=config.adam_eps,
+    )
+
+
 def _policy_loss(
     new_lp: torch.Tensor,
     old_lp: torch.Tensor,
@@ -290,10 +345,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
         max_new = config.max_new_tokens
     else:
         max_new = task.max_answer_chars + 1 if config.model is None else max(task.max_answer_chars * 4, 16)
-    optimizer = torch.optim.AdamW(
-        model.parameters(), lr=config.lr, weight_decay=config.weight_decay,
-        betas=(config.adam_beta1, config.adam_beta2), eps=config.adam_eps,
-    )
+    optimizer = _optimizer(model, config)
     ref_model = copy.deepcopy(model).eval().requires_grad_(False) if config.kl_coef > 0 else None
     head0 = _head(model).detach().clone()
     if state is not None:
@@ -400,6 +452,9 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             if len(diagnostics) < len(DIAGNOSTICS):
                 report = decompose_grouped(adv.double(), rewards, as_groups(prompt_ids, rewards.numel(), "cpu"))
                 diagnostics = {k: getattr(report, k) for k in DIAGNOSTICS}
+            # The first-order entropy formula's terms on this batch, before the update (FADE.md section 6).
+            cov_adv_logp = token_covariance(adv, old_lp, c_mask)
+            mass_entropy_term = (float(diagnostics["positive_mass"]) - float(diagnostics["negative_mass"])) * entropy
             adv_dev = adv.to(device=device, dtype=torch.float32)
             # 5. PPO-clip update
             rows = rewards.numel()
@@ -443,6 +498,9 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
                 "grad_norm": grad_norms[-1],
                 "rank1_share": share,
                 **diagnostics,
+                "cov_adv_logp": cov_adv_logp,
+                "mass_entropy_term": mass_entropy_term,
+                "entropy_drive": 0.0 - (mass_entropy_term + cov_adv_logp),  # 0.0 -: never a -0.0
                 "clip_fraction": clip_sum / max(tokens * config.epochs, 1),
                 "kl": kl_sum / max(tokens * config.epochs, 1) if ref_lp is not None else None,
                 "completion_tokens": tokens,

@@ -7,14 +7,22 @@ the run, the final entropy and rank-1 share of the output head's update, the mea
 sample fraction, the peak pass@1 and its step, the final pass@k for every k, pass@1 gains per
 difficulty bucket, and the per-block terms of the first-order entropy check. :func:`evaluate`
 groups runs by task and estimator identity, takes mean and standard deviation over seeds
-(:class:`Stat`), and answers each claim with tables and verdict lines.
+(:class:`Stat`, which keeps the seed of each value), and answers each claim with tables and
+verdict lines.
 
-The verdict rule (:func:`compare`): a claim that X exceeds Y is *supported* when X's seed mean is
-above Y's and the intervals mean +- std over seeds do not overlap; *not supported* when the
-opposite ordering holds with non-overlapping intervals; *inconclusive (spread overlaps)*
-otherwise. Fewer than :data:`MIN_SEEDS` seeds on either side gives *inconclusive (fewer than 3
-seeds)*. A claim made of several comparisons is supported when all are, not supported when any
-comparison contradicts it, and inconclusive otherwise.
+Every comparison goes through :func:`compare`, which picks the rule by the number of seeds the two
+sides share. With at least :data:`MIN_PAIRED_SEEDS` (5) shared seeds, the *paired rule*: runs of
+one seed share the base policy and the prompt stream, so the claim that X exceeds Y is judged on
+the per-seed differences X_s - Y_s, by the bootstrap 95% interval of their mean
+(:mod:`fade.experiments.stats`): *supported* when the interval lies above 0, *contradicted* when
+it lies below 0, *unresolved* otherwise (with the interval's half-width printed). Against a
+constant the same rule runs on X_s - c. With fewer shared seeds, the *spread rule* of the 3-seed
+sweeps: *supported* when X's seed mean is above Y's and the intervals mean +- std over seeds do
+not overlap; *not supported* when the opposite ordering holds with non-overlapping intervals;
+*inconclusive (spread overlaps)* otherwise; fewer than :data:`MIN_SEEDS` seeds on either side
+gives *inconclusive (fewer than 3 seeds)*. A claim made of several comparisons is supported when
+all are, contradicted (not supported) when any comparison contradicts it, and unresolved
+(inconclusive) otherwise.
 """
 
 from __future__ import annotations
@@ -57,15 +65,19 @@ from .presets import (
     canonical_spec,
     identity,
 )
+from .stats import CONTRADICTED, MIN_PAIRED_SEEDS, SUPPORTED, UNRESOLVED, PairedVerdict, paired_verdict
 
 __all__ = [
+    "CONTRADICTED",
     "FEW_SEEDS",
     "MASS_RTOL",
+    "MIN_PAIRED_SEEDS",
     "MIN_SEEDS",
     "NOT_MEASURED",
     "NOT_SUPPORTED",
     "OVERLAP",
     "SUPPORTED",
+    "UNRESOLVED",
     "CURVES",
     "ClaimSection",
     "RunSummary",
@@ -83,12 +95,13 @@ __all__ = [
 
 DONE_FILE = "done.json"
 
-SUPPORTED = "supported"
+# The spread rule's words (fewer than MIN_PAIRED_SEEDS shared seeds); the paired rule's are
+# SUPPORTED, CONTRADICTED and UNRESOLVED from .stats.
 NOT_SUPPORTED = "not supported"
 OVERLAP = "inconclusive (spread overlaps)"
 FEW_SEEDS = "inconclusive (fewer than 3 seeds)"
 NOT_MEASURED = "not measured"
-#: Seeds needed on each side of a comparison before it gets a verdict.
+#: Seeds needed on each side of a comparison before the spread rule gives a verdict.
 MIN_SEEDS = 3
 #: Steps per block in the first-order entropy check: long enough to average the batch-to-batch
 #: noise of the entropy, short enough to leave many blocks per run.
@@ -262,13 +275,21 @@ def summarise(run: RunSpec, out: str | Path) -> RunSummary:
 
 @dataclass(frozen=True)
 class Stat:
-    """Mean and sample standard deviation over seeds of the finite values given."""
+    """Mean and sample standard deviation over seeds of the finite values given; ``seeds`` (when
+    known) names the seed of each value, which lets :func:`compare` pair two estimators by seed."""
 
     values: tuple[float, ...]
+    seeds: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, values: Iterable[float]) -> Stat:
         return cls(tuple(float(v) for v in values if v is not None and math.isfinite(float(v))))
+
+    @classmethod
+    def by_seed(cls, pairs: Iterable[tuple[int, float]]) -> Stat:
+        """The finite values of (seed, value) pairs, each kept with its seed."""
+        kept = [(int(seed), float(v)) for seed, v in pairs if v is not None and math.isfinite(float(v))]
+        return cls(tuple(v for _, v in kept), tuple(seed for seed, _ in kept))
 
     @property
     def n(self) -> int:
@@ -282,6 +303,12 @@ class Stat:
     def std(self) -> float:
         return float(np.std(self.values, ddof=1)) if self.n >= 2 else math.nan
 
+    def per_seed(self) -> dict[int, float] | None:
+        """{seed: value}, or None where the seeds are unknown or one seed holds two values."""
+        if len(self.seeds) != self.n or len(set(self.seeds)) != self.n:
+            return None
+        return dict(zip(self.seeds, self.values))
+
     def text(self, digits: int = 3, scale: float = 1.0) -> str:
         if not self.values:
             return "—"
@@ -293,10 +320,12 @@ class Stat:
 
 @dataclass(frozen=True)
 class Verdict:
-    """One claim's outcome (one of the module's verdict strings) and the numbers behind it."""
+    """One comparison's outcome (one of the module's verdict strings), the numbers behind it, and,
+    under the paired rule, the interval of the mean paired difference it was read from."""
 
     outcome: str
     detail: str
+    interval: PairedVerdict | None = None
 
 
 def _band(x: Stat | float) -> tuple[float, float]:
@@ -310,12 +339,32 @@ def _describe(x: Stat | float, digits: int) -> str:
     return x.text(digits) + f" (n={x.n})" if isinstance(x, Stat) else f"{x:.{digits}g}"
 
 
+def paired_seeds(a: Stat, b: Stat | float) -> tuple[dict[int, float], dict[int, float]] | None:
+    """The two sides as {seed: value} over the seeds they share, or None where they cannot be
+    paired (a side's seeds unknown). Against a constant every value of ``a`` pairs with it."""
+    if not isinstance(b, Stat):
+        a_values = a.per_seed() or dict(enumerate(a.values))
+        return a_values, dict.fromkeys(a_values, float(b))
+    a_values, b_values = a.per_seed(), b.per_seed()
+    if a_values is None or b_values is None:
+        return None
+    shared = sorted(set(a_values) & set(b_values))
+    return {s: a_values[s] for s in shared}, {s: b_values[s] for s in shared}
+
+
 def compare(a: Stat, b: Stat | float, *, greater: bool, digits: int = 3) -> Verdict:
-    """Verdict on "a > b" (``greater``) or "a < b" by the module's rule; ``b`` may be a constant."""
+    """Verdict on "a > b" (``greater``) or "a < b"; ``b`` may be a constant. The rule is picked by
+    the seeds the sides share (module docstring): the paired bootstrap interval from
+    :data:`MIN_PAIRED_SEEDS` shared seeds on, the mean +- std spread rule below."""
     detail = f"{_describe(a, digits)} vs {_describe(b, digits)}"
     n_b = b.n if isinstance(b, Stat) else a.n
     if a.n == 0 or n_b == 0:
         return Verdict(NOT_MEASURED, detail)
+    pairs = paired_seeds(a, b)
+    if pairs is not None and len(pairs[0]) >= MIN_PAIRED_SEEDS:
+        interval = paired_verdict(*pairs, greater=greater)
+        label = "paired difference" if isinstance(b, Stat) else "difference"
+        return Verdict(interval.verdict, f"{detail}; {label} {interval.text(digits)}", interval)
     if min(a.n, n_b) < MIN_SEEDS:
         return Verdict(FEW_SEEDS, detail)
     (lo_a, hi_a), (lo_b, hi_b) = _band(a), _band(b)
@@ -328,17 +377,21 @@ def compare(a: Stat, b: Stat | float, *, greater: bool, digits: int = 3) -> Verd
 
 
 def combine(verdicts: Sequence[Verdict]) -> str:
-    """The outcome of a claim made of several comparisons (see the module docstring)."""
+    """The outcome of a claim made of several comparisons (see the module docstring), in either
+    rule's words: a contradiction under the paired rule outranks one under the spread rule, and
+    an undecided part keeps the spread rule's words when any part used them."""
     outcomes = [v.outcome for v in verdicts if v.outcome != NOT_MEASURED]
     if not outcomes:
         return NOT_MEASURED
-    if NOT_SUPPORTED in outcomes:
-        return NOT_SUPPORTED
+    for against in (CONTRADICTED, NOT_SUPPORTED):
+        if against in outcomes:
+            return against
     if all(o == SUPPORTED for o in outcomes):
         return SUPPORTED
-    if FEW_SEEDS in outcomes:
-        return FEW_SEEDS
-    return OVERLAP
+    for undecided in (FEW_SEEDS, OVERLAP):
+        if undecided in outcomes:
+            return undecided
+    return UNRESOLVED
 
 
 def pearson(x: np.ndarray, y: np.ndarray) -> float:
@@ -412,7 +465,7 @@ class Runs:
         return bool(self.of(spec))
 
     def stat(self, spec: str, key: str) -> Stat:
-        return Stat.of(s.scalars.get(key, math.nan) for s in self.of(spec))
+        return Stat.by_seed((s.seed, s.scalars.get(key, math.nan)) for s in self.of(spec))
 
     def by_seed(self, spec: str) -> dict[int, RunSummary]:
         return {s.seed: s for s in self.of(spec)}
@@ -568,9 +621,11 @@ def _entropy_check(task: str, summaries: Sequence[RunSummary], steps: int) -> Cl
     section.verdicts.append(_line(
         "The first-order term predicts which runs lose entropy early (positive correlation across runs)",
         [("runs", compare(Stat.of(run_r), 0.0, greater=True, digits=2))]))
-    if compare(Stat.of(block_r), 0.0, greater=False).outcome == SUPPORTED:
+    negative = compare(Stat.of(block_r), 0.0, greater=False)
+    if negative.outcome == SUPPORTED:
+        margin = "with its 95% interval over seeds below 0" if negative.interval else "beyond the spread over seeds"
         section.notes.append(
-            "The observed change correlates *negatively* with (m_S - m_F) H beyond the spread over seeds: the "
+            f"The observed change correlates *negatively* with (m_S - m_F) H {margin}: the "
             "mass-imbalance term acts with the sign of the prose claim (more success mass, lower entropy), the "
             "opposite of the formula as written here (FADE.md section 1, which warns its formulas are second hand)."
         )
@@ -671,17 +726,19 @@ def _fade_vs_baselines(task: str, runs: Runs, fade: str, tuned_here: bool = Fals
     steps_to, ratios = reach(fade)
     n = len(ratios)
     unreached = sum(1 for v in steps_to.values() if not math.isfinite(v))
-    ratio_stat = Stat.of(ratios.values())
+    ratio_stat = Stat.by_seed(ratios.items())
+    # The words of the rule in force at this many paired seeds (module docstring).
+    against, undecided = (CONTRADICTED, UNRESOLVED) if n >= MIN_PAIRED_SEEDS else (NOT_SUPPORTED, OVERLAP)
     if n == 0:
         earlier = Verdict(NOT_MEASURED, "no seed with both runs")
     elif unreached * 2 > n:
-        earlier = Verdict(NOT_SUPPORTED, f"FADE never reached {best}'s peak in {unreached} of {n} seeds")
+        earlier = Verdict(against, f"FADE never reached {best}'s peak in {unreached} of {n} seeds")
     elif n < MIN_SEEDS:
         earlier = Verdict(FEW_SEEDS, f"ratio {ratio_stat.text(2)} (n={n}), unreached in {unreached} of {n} seeds")
     elif unreached:
-        earlier = Verdict(OVERLAP, f"ratio {ratio_stat.text(2)} where reached; unreached in {unreached} of {n} seeds")
+        earlier = Verdict(undecided, f"ratio {ratio_stat.text(2)} where reached; unreached in {unreached} of {n} seeds")
     elif ratio_stat.n < n:
-        earlier = Verdict(OVERLAP, f"{best} peaked at the base model (step 0) on some seed: no ratio there")
+        earlier = Verdict(undecided, f"{best} peaked at the base model (step 0) on some seed: no ratio there")
     else:
         earlier = compare(ratio_stat, 1.0, greater=False, digits=2)
     section.verdicts.append(_line(

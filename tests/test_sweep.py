@@ -9,6 +9,7 @@ import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from fade.cli import main
@@ -351,3 +352,66 @@ def test_entropy_check_draws_no_correlation_from_rounding_of_centred_runs(tmp_pa
     assert check.verdicts == []
     assert any("Every run here is of a centred estimator" in note for note in check.notes)
     assert all(s.scalars["entropy_predicted_early"] == 0.0 for s in summaries)
+
+
+def test_five_seeds_give_paired_verdicts_a_verdict_table_and_the_detectable_difference(tmp_path):
+    """Hand-written logs of 5 seeds: psr's entropy falls faster than grpo's and dr_grpo's on every
+    seed by a margin the seed-to-seed spread hides, so the spread rule overlaps while the paired
+    interval lies above 0; the report states the paired rule, its verdict table and the MDE."""
+    from fade.experiments.results_report import write_report
+    from fade.experiments.stats import MIN_PAIRED_SEEDS, minimum_detectable_difference, paired_differences
+
+    seeds = tuple(range(MIN_PAIRED_SEEDS))
+    plan = TaskPlan(task="arithmetic", estimators=("grpo", "dr_grpo", "psr"), steps=30, eval_every=30, eval_prompts=4,
+                    eval_samples=2)
+    preset = Preset(name="paired", description="Five seeds, paired.", seeds=seeds, plans=(plan,))
+    shared = [0.0, 0.004, -0.003, 0.006, -0.005]  # per-seed offsets every estimator shares
+    own = {"grpo": [0.0002, -0.0004, 0.0, 0.0004, -0.0002], "dr_grpo": [-0.0002, 0.0, 0.0004, -0.0004, 0.0002],
+           "psr": [0.0001, -0.0001, 0.0, 0.0001, -0.0001]}  # what each run adds of its own: small
+    summaries = []
+    for seed in seeds:
+        for spec, pos, neg in (("grpo", 0.2, 0.2), ("dr_grpo", 0.2, 0.2), ("psr", 0.4, 0.0)):
+            run = plan.run(spec, seed)
+            slope = 0.005 + shared[seed] + own[spec][seed] + (0.001 if spec == "psr" else 0.0)
+            _write_run(tmp_path, run, slope, 0.0, pos, neg)
+            path = run.directory(tmp_path) / "eval.jsonl"
+            rows = [json.loads(line) for line in path.read_text().splitlines()]
+            rows[-1]["pass@1"] += 2 * (shared[seed] + own[spec][seed])
+            path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+            summaries.append(claims.summarise(run, tmp_path))
+    sections = claims.evaluate(summaries, preset)
+    sign = next(s for s in sections if s.key == "sign")
+    line = sign.verdicts[0]
+    assert line.outcome == claims.SUPPORTED
+    for name, part in line.parts:
+        assert part.interval is not None and part.interval.n == 5 and part.interval.low > 0, name
+        assert "paired difference +0.001" in part.detail
+        # The spread rule on the same numbers cannot tell them apart.
+        assert compare(Stat.of(part_values(summaries, name.split(" vs ")[0])),
+                       Stat.of(part_values(summaries, name.split(" vs ")[1])), greater=True).outcome == OVERLAP
+
+    out = tmp_path / "report"
+    write_report(out, preset=preset, runs=preset.runs(), summaries=summaries, sections=sections, failures={},
+                 command="fade sweep --preset paired", workers=1)
+    text = (out / "README.md").read_text()
+    assert "Rule in force: **paired by seed**" in text
+    table = text.split("## Verdict table")[1].split("\n## ")[0]
+    assert "| task | claim | comparison | mean difference | 95% CI | verdict |" in table
+    assert re.search(r"\| arithmetic \| Success-biased weights .* \| psr vs grpo \| \+0\.0010\d* \| \[\+0\.\d+, \+0\.\d+\] "
+                     r"\(n=5\) \| \*\*supported\*\* \|", table), table
+    peaks = {spec: {s.seed: s.scalars["peak_pass1"] for s in summaries if s.run.estimator == spec} for spec in own}
+    sd = float(np.std(paired_differences(peaks["grpo"], peaks["dr_grpo"]), ddof=1))
+    mdd = minimum_detectable_difference(sd, 5)
+    stated = re.search(r"- arithmetic: \*\*([0-9.]+)\*\* at n = 5 seeds \(SD of paired differences ([0-9.]+), "
+                       r"between grpo, dr_grpo; 5 differences\)", text)
+    assert stated, text
+    assert float(stated[1]) == pytest.approx(mdd, rel=0.05) and float(stated[2]) == pytest.approx(sd, rel=0.05)
+    results = json.loads((out / "results.json").read_text())
+    assert results["design"]["rule"] == "paired"
+    assert results["design"]["minimum_detectable_pass1"]["arithmetic"]["mdd"] == pytest.approx(mdd)
+    part = results["claims"][0]["verdicts"][0]["parts"][0]
+    assert part["interval"]["n"] == 5 and part["interval"]["low"] > 0
+
+
+def part_values(summaries, spec: str) -> list[float]:
+    return [s.scalars["entropy_drop_rate"] for s in summaries if s.run.estimator == spec]

@@ -21,6 +21,7 @@ import platform
 import warnings
 from collections import defaultdict
 from collections.abc import Sequence
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -30,20 +31,26 @@ from fade.testbed.report import compare_runs
 
 from . import figures, presets
 from .claims import (
+    CONTRADICTED,
     FEW_SEEDS,
+    MIN_PAIRED_SEEDS,
     MIN_SEEDS,
     NOT_MEASURED,
     NOT_SUPPORTED,
     OVERLAP,
     SUPPORTED,
+    UNRESOLVED,
     ClaimSection,
+    Runs,
     RunSummary,
     Stat,
     Table,
+    VerdictLine,
     early_steps,
     fade_spec,
 )
 from .presets import FADE, Preset, RunSpec, estimate_seconds, identity
+from .stats import PairedVerdict, minimum_detectable_difference, paired_differences, pooled_paired_sd
 
 __all__ = ["README", "RESULTS_JSON", "ANALYSIS", "write_report"]
 
@@ -55,7 +62,15 @@ _EXPLAIN = {
     NOT_SUPPORTED: "the measured ordering is the opposite of the claim, beyond the spread over seeds (or the "
                    "target was not reached on most seeds)",
     FEW_SEEDS: f"fewer than {MIN_SEEDS} seeds were run, so no verdict is given",
+    UNRESOLVED: "the 95% interval of the paired difference contains 0: the effect, if there is one, is smaller "
+                "than these seeds resolve (the interval's half-width says how small; compare the minimum detectable "
+                "difference above)",
+    CONTRADICTED: "the 95% interval of the paired difference lies entirely on the side opposite to the claim (or the "
+                  "target was not reached on most seeds)",
 }
+
+#: The power at which the report states the minimum detectable difference (the usual 80%).
+POWER = 0.8
 
 
 def _md_table(table: Table) -> list[str]:
@@ -238,23 +253,54 @@ def write_report(
     lines += [f"The cost model estimated {total_estimate:.0f} CPU minutes for the whole sweep "
               f"(`{command} --dry-run` prints the estimate per run).", ""]
 
-    lines += ["## How to read the verdicts", "",
-              f"Every number is a mean ± standard deviation over seeds (n = seeds with a finished run). A claim that X "
-              f"exceeds Y is **{SUPPORTED}** when X's seed mean is above Y's and the intervals mean ± std do not "
-              f"overlap, **{NOT_SUPPORTED}** when the opposite ordering holds with non-overlapping intervals, and "
-              f"**{OVERLAP}** otherwise; with fewer than {MIN_SEEDS} seeds a comparison is **{FEW_SEEDS}**. A claim made "
-              "of several comparisons is supported when all are, not supported when any contradicts it, and "
-              f"inconclusive otherwise. The entropy drop rate is the least-squares slope of the training entropy over "
-              f"the first third of the run (sign flipped); final entropy is the mean over the last tenth of the steps; "
-              "pass@k mean is the mean of the final pass@k over k = 1, 2, 4, ..., 64.", ""]
-
     verdict_rows = [(s, v) for s in sections for v in s.verdicts]
+    paired = _paired(verdict_rows)
+    spread_rule = (  # follows "a claim that X "
+        f"exceeds Y is **{SUPPORTED}** when X's seed mean is above Y's and the intervals mean ± std do "
+        f"not overlap, **{NOT_SUPPORTED}** when the opposite ordering holds with non-overlapping intervals, and "
+        f"**{OVERLAP}** otherwise; with fewer than {MIN_SEEDS} seeds a comparison is **{FEW_SEEDS}**. ")
+    glossary = ("The entropy drop rate is the least-squares slope of the training entropy over "
+                "the first third of the run (sign flipped); final entropy is the mean over the last tenth of the steps; "
+                "pass@k mean is the mean of the final pass@k over k = 1, 2, 4, ..., 64.")
+    lines += ["## How to read the verdicts", ""]
+    if not paired:
+        lines += ["Every number is a mean ± standard deviation over seeds (n = seeds with a finished run). A claim that X "
+                  + spread_rule + "A claim made of several comparisons is supported when all "
+                  "are, not supported when any contradicts it, and inconclusive otherwise. " + glossary, ""]
+    else:
+        lines += [
+            f"Rule in force: **paired by seed**. Seed s gives every estimator the same base policy and the same prompt "
+            f"stream, so where both sides of a comparison share at least {MIN_PAIRED_SEEDS} seeds, a claim that X "
+            f"exceeds Y is judged on the per-seed differences X_s − Y_s: the 95% interval of their mean is a seeded "
+            f"bootstrap (10,000 resamples, expanded percentile interval; `fade.experiments.stats`). The claim is "
+            f"**{SUPPORTED}** when the interval lies above 0, **{CONTRADICTED}** when it lies below 0, and "
+            f"**{UNRESOLVED}** otherwise, printed with the interval's half-width. Against a constant (a step ratio of "
+            f"1, a correlation of 0) the same rule runs on X_s − c. A comparison with fewer than {MIN_PAIRED_SEEDS} "
+            f"shared seeds keeps the spread rule: a claim that X " + spread_rule + "A claim made of several comparisons is supported "
+            "when all are, contradicted when any contradicts it, and unresolved otherwise. Tables show mean ± "
+            "standard deviation over seeds. " + glossary, ""]
+        mdd = [(task, _minimum_detectable(task, summaries)) for task in tasks]
+        mdd = [(task, m) for task, m in mdd if m]
+        if mdd:
+            lines += [f"Minimum detectable pass@1 difference of this design (paired, two-sided 95%, power "
+                      f"{POWER:.0%}: (t_0.975 + t_{POWER}) · SD / √n with t on n − 1 degrees of freedom, SD the observed "
+                      "standard deviation of paired peak-pass@1 differences. A true difference of this size clears 0 "
+                      f"in {POWER:.0%} of such experiments, a smaller one less often; the bootstrap interval behaves "
+                      "like the t-test this formula is for. The SD is itself estimated from n seeds, so the figure is "
+                      "a guide, not a guarantee):", ""]
+            lines += [f"- {task}: {m['text']}" for task, m in mdd] + [""]
+
     if verdict_rows:
         summary = Table(["task", "claim", "verdict"])
         summary.rows = [[s.task, v.statement, f"**{v.outcome}**"] for s, v in verdict_rows]
         lines += ["## Verdicts at a glance", ""] + _md_table(summary) + [""]
     else:
         lines += ["## Verdicts at a glance", "", "No claim could be measured: no finished run covers one.", ""]
+    if paired:
+        lines += ["## Verdict table", "", "Each comparison behind each claim: the mean paired difference (the claim's "
+                  "first side minus its second, over the seeds both share), its 95% bootstrap interval and the verdict "
+                  "read off it; a claim's own verdict (above) combines its rows.", ""]
+        lines += _md_table(_verdict_table(verdict_rows)) + [""]
 
     atlas_specs = [spec for spec in all_specs if spec]
     if atlas_specs:
@@ -335,8 +381,69 @@ def write_report(
     tmp = readme.with_suffix(".md.tmp")
     tmp.write_text("\n".join(lines))
     os.replace(tmp, readme)
-    write_json_atomic(out / RESULTS_JSON, _results_json(preset, runs, summaries, sections, failures, command, choice))
+    design = {"rule": "paired" if paired else "spread",
+              "minimum_detectable_pass1": {task: m for task in tasks if (m := _minimum_detectable(task, summaries))}}
+    write_json_atomic(out / RESULTS_JSON, _results_json(preset, runs, summaries, sections, failures, command, choice, design))
     return readme
+
+
+def _paired(verdict_rows: Sequence[tuple[ClaimSection, VerdictLine]]) -> bool:
+    """Whether any comparison was judged by the paired rule (enough shared seeds)."""
+    return any(part.interval is not None for _, line in verdict_rows for _, part in line.parts)
+
+
+def _decimals(x: float) -> int:
+    """Decimals that show ``x`` to two significant digits (at least 3)."""
+    return 3 if not (math.isfinite(x) and x > 0) else max(3, 1 - math.floor(math.log10(x)))
+
+
+def _verdict_table(verdict_rows: Sequence[tuple[ClaimSection, VerdictLine]]) -> Table:
+    """One row per comparison of each claim line: the paired difference, its interval, the verdict."""
+    table = Table(["task", "claim", "comparison", "mean difference", "95% CI", "verdict"],
+                  caption="a dash: the comparison had fewer than "
+                          f"{MIN_PAIRED_SEEDS} shared seeds (or none measured) and kept the spread rule")
+    for section, line in verdict_rows:
+        for i, (name, part) in enumerate(line.parts):
+            claim = line.statement if i == 0 else ""
+            iv = part.interval
+            if iv is None:
+                table.rows.append([section.task, claim, name, "—", "—", part.outcome])
+                continue
+            d = _decimals(iv.half_width)
+            verdict = f"**{part.outcome}**" + (f" (±{iv.half_width:.{d}f})" if part.outcome == UNRESOLVED else "")
+            table.rows.append([section.task, claim, name, f"{iv.mean:+.{d}f}", f"[{iv.low:+.{d}f}, {iv.high:+.{d}f}] "
+                               f"(n={iv.n})", verdict])
+    return table
+
+
+def _minimum_detectable(task: str, summaries: Sequence[RunSummary]) -> dict[str, Any] | None:
+    """The design's minimum detectable peak-pass@1 difference on ``task``, with what it rests on.
+
+    n is the number of seeds run on the task; the SD is that of the paired peak-pass@1 differences
+    between the balanced baselines (grpo, dr_grpo: two estimators whose difference the paper does
+    not claim, so their spread is noise), or pooled over every pair of estimators when fewer than
+    two balanced baselines ran (:func:`~fade.experiments.stats.pooled_paired_sd`).
+    """
+    task_summaries = [s for s in summaries if s.task == task]
+    n = len({s.seed for s in task_summaries})
+    if n < MIN_PAIRED_SEEDS:
+        return None
+    runs = Runs(task_summaries)
+    specs = list(runs.spec_of.values())
+    balanced = runs.present(presets.BALANCED)
+    pool = balanced if len(balanced) >= 2 else specs
+    peak = {spec: runs.stat(spec, "peak_pass1").per_seed() or {} for spec in pool}
+    pairs = list(combinations(pool, 2))
+    sd, count = pooled_paired_sd([paired_differences(peak[x], peak[y]) for x, y in pairs])
+    source = (f"between {', '.join(balanced)}" if pool is balanced
+              else f"pooled over {len(pairs)} pair(s) of estimators (fewer than two balanced baselines ran)")
+    if not math.isfinite(sd):
+        return {"n": n, "sd": None, "mdd": None, "source": source,
+                "text": f"not measurable: no pair of estimators shares 2 seeds ({source})"}
+    mdd = minimum_detectable_difference(sd, n, power=POWER)
+    d = _decimals(min(mdd, sd) if sd > 0 else mdd)
+    return {"n": n, "sd": sd, "mdd": mdd, "differences": count, "source": source,
+            "text": f"**{mdd:.{d}f}** at n = {n} seeds (SD of paired differences {sd:.{d}f}, {source}; {count} differences)"}
 
 
 def _num(x: float, digits: int = 3) -> str:
@@ -362,10 +469,19 @@ def _clean(x: Any) -> Any:
     return x
 
 
-def _results_json(preset: Preset, runs, summaries, sections, failures, command: str, choice: str | None) -> dict:
+def _interval_json(interval: PairedVerdict | None) -> dict[str, Any] | None:
+    if interval is None:
+        return None
+    return {"mean": interval.mean, "low": interval.low, "high": interval.high, "half_width": interval.half_width,
+            "n": interval.n, "level": interval.level}
+
+
+def _results_json(preset: Preset, runs, summaries, sections, failures, command: str, choice: str | None,
+                  design: dict[str, Any]) -> dict:
     return _clean({
         "preset": preset.name,
         "command": command,
+        "design": design,
         "early_steps": {r.task: early_steps(r.steps) for r in runs},
         "tuned_choice": choice,
         "runs": [
@@ -376,7 +492,8 @@ def _results_json(preset: Preset, runs, summaries, sections, failures, command: 
         "claims": [
             {"key": s.key, "task": s.task, "title": s.title,
              "verdicts": [{"statement": v.statement, "outcome": v.outcome, "detail": v.detail,
-                           "parts": [{"name": n, "outcome": p.outcome, "detail": p.detail} for n, p in v.parts]}
+                           "parts": [{"name": n, "outcome": p.outcome, "detail": p.detail,
+                                      "interval": _interval_json(p.interval)} for n, p in v.parts]}
                           for v in s.verdicts],
              "tables": [{"header": t.header, "rows": t.rows, "caption": t.caption} for t in s.tables]}
             for s in sections

@@ -331,6 +331,7 @@ ALL_PANELS = [
     "mean token entropy",
     "gradient mass",
     "sign_balance (0.5 = balanced)",
+    "entropy_drive = -[(m_S - m_F) H + Cov(A, log pi)]",
     "difficulty (low = hard focus)",
     "effective_sample_fraction",
     "rank1_share of the head's update",
@@ -379,7 +380,13 @@ def test_training_panels_follow_what_was_logged(tmp_path):
         for b in BUCKETS:
             del row[f"solve_rate/d{b}"]
     _write_jsonl(directory / "metrics.jsonl", rows)
-    assert training_panels(load_run(directory)) == ["reward_mean"] + ALL_PANELS[1:8]
+    assert training_panels(load_run(directory)) == ["reward_mean"] + ALL_PANELS[1:9]
+    for row in rows:
+        for key in ENTROPY_FORMULA_KEYS:
+            del row[key]  # a run from before the entropy formula was logged
+    _write_jsonl(directory / "metrics.jsonl", rows)
+    formula = "entropy_drive = -[(m_S - m_F) H + Cov(A, log pi)]"
+    assert training_panels(load_run(directory)) == ["reward_mean"] + [t for t in ALL_PANELS[1:9] if t != formula]
 
 
 def test_plot_run_without_evals_or_plane_signal_writes_training_and_plane(tmp_path):

@@ -6,8 +6,8 @@ warning; a repeated step keeps its last record). :func:`plot_run` writes three P
 directory, at 100 dpi with fixed sizes so a PNG's pixel size depends only on what it shows:
 
 - ``training.png``: a grid of panels against step, one per signal the run logged (reward and
-  per-bucket solve rates, entropy with its target, positive/negative mass, sign_balance,
-  difficulty, effective_sample_fraction, rank1_share, grad/param norm, FADE's alpha and delta,
+  per-bucket solve rates, entropy with its target, positive/negative mass, sign_balance, the
+  first-order entropy formula's drive and its two terms, difficulty, effective_sample_fraction, rank1_share, grad/param norm, FADE's alpha and delta,
   clip fraction and KL, seconds per step), moving-average smoothed over the faint raw values;
   size :func:`training_pixel_size`.
 - ``passk.png``: pass@1 (with pass@4, 16, 64) against step with the peak marked, the pass@k curve
@@ -35,6 +35,7 @@ from ..mass import BALANCED_SIGN
 from ..plots import NEGATIVE_COLOUR, POSITIVE_COLOUR, plane_guides
 from .runlog import (
     CONFIG_FILE,
+    ENTROPY_FORMULA_KEYS,
     METRICS_FILE,
     SCHEDULE,
     Run,
@@ -337,6 +338,17 @@ def _training_panels(
 
     if has("sign_balance"):
         panels.append(("sign_balance (0.5 = balanced)", sign_balance))
+
+    def entropy_formula(ax):
+        # dH ~ -eta [(m_S - m_F) H + Cov(A, log pi)] (FADE.md section 6): the drive is the bracket
+        # negated, so above zero predicts rising entropy; the entropy panel shows what happened.
+        ax.axhline(0.0, color="0.6", ls=":", lw=1)
+        _trace(ax, steps, c("mass_entropy_term"), window, label="(m_S - m_F) H", color="tab:olive", lw=1.0)
+        _trace(ax, steps, c("cov_adv_logp"), window, label="Cov(A, log pi)", color="tab:pink", lw=1.0)
+        _trace(ax, steps, c("entropy_drive"), window, label="entropy_drive", color="black")
+
+    if any(has(k) for k in ENTROPY_FORMULA_KEYS):
+        panels.append(("entropy_drive = -[(m_S - m_F) H + Cov(A, log pi)]", entropy_formula))
 
     for key, title, colour in (
         ("difficulty", "difficulty (low = hard focus)", "tab:orange"),

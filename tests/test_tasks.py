@@ -20,10 +20,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fade.testbed.tasks import (
+    MULTI_MIN_SOLUTIONS,
     REASONS,
     TASKS,
     TEST_FRACTION,
     ArithmeticTask,
+    CountdownMultiTask,
     CountdownTask,
     Problem,
     Verdict,
@@ -262,12 +264,13 @@ FACTORIES = {
     "arithmetic": ArithmeticTask,
     "arithmetic+*": lambda: ArithmeticTask(ops=("*", "+")),
     "countdown": CountdownTask,
+    "countdown_multi": CountdownMultiTask,
 }
 
 
 @pytest.mark.parametrize("name", sorted(FACTORIES))
 def test_a_draw_is_a_function_of_split_n_and_seed(name):
-    fresh, shared = FACTORIES[name](), TASK_OBJECTS[name]
+    fresh, shared = FACTORIES[name](), TASK_OBJECTS.get(name) or FACTORIES[name]()
     for split in ("train", "test"):
         draw = fresh.problems(split, 60, seed=3)
         assert len(draw) == 60
@@ -276,10 +279,10 @@ def test_a_draw_is_a_function_of_split_n_and_seed(name):
 
 
 def test_registry():
-    assert TASKS == {"arithmetic": ArithmeticTask, "countdown": CountdownTask}
+    assert TASKS == {"arithmetic": ArithmeticTask, "countdown": CountdownTask, "countdown_multi": CountdownMultiTask}
     assert isinstance(get_task("countdown"), CountdownTask)
     assert get_task("arithmetic", ops=("*", "+")).alphabet == "*+0123456789="
-    with pytest.raises(ValueError, match="arithmetic, countdown"):
+    with pytest.raises(ValueError, match="arithmetic, countdown, countdown_multi"):
         get_task("sudoku")
 
 
@@ -494,7 +497,7 @@ def test_sft_answers_are_correct_distinct_solutions_drawn_at_random():
     assert ARITHMETIC.sft_answer(p, rng) == "522"
 
 
-@pytest.mark.parametrize("name", ["arithmetic", "countdown"])
+@pytest.mark.parametrize("name", ["arithmetic", "countdown", "countdown_multi"])
 def test_verify_many_is_verify_in_order(name):
     task = get_task(name)
     problems = task.problems("test", n=6, seed=3)
@@ -502,3 +505,22 @@ def test_verify_many_is_verify_in_order(name):
     assert task.verify_many(problems, texts) == [task.verify(p, t) for p, t in zip(problems, texts)]
     with pytest.raises(ValueError, match="as many of each"):
         task.verify_many(problems, texts[:5])
+
+
+def test_countdown_multi_is_countdown_with_several_solutions_in_countdowns_split():
+    multi = CountdownMultiTask()
+    assert multi.base == "countdown" and COUNTDOWN.base is None
+    for split in ("train", "test"):
+        drawn = multi.problems(split, n=80, seed=1)
+        assert Counter(p.difficulty for p in drawn) == {1: 20, 2: 20, 3: 20, 4: 20}
+        for p in drawn:
+            numbers, target = p.data
+            solutions = multi.solutions(p)
+            assert len(solutions) >= MULTI_MIN_SOLUTIONS and 1 <= target <= 99
+            assert len(numbers) == (3 if p.difficulty == 1 else 4)
+            assert {2: len(solutions) >= 4, 3: len(solutions) == 3, 4: len(solutions) == 2}.get(p.difficulty, True)
+            # the same problem in countdown: same prompt, same split, same verdicts
+            twin = COUNTDOWN._problem(numbers, target, 0)
+            assert twin.prompt == p.prompt and COUNTDOWN.split_of(twin) == split
+            assert multi.verify(p, p.answer).score == 1.0
+            assert {multi.verify(p, s).canonical for s in solutions} == set(solutions)

@@ -24,8 +24,12 @@ from typing import Any
 
 from .registry import spec as registry_spec
 from .specs import SPEC_SYNTAX, format_value, merge_params, parse_params, parse_spec
+from .testbed.tasks import TASKS
 
 __all__ = ["main"]
+
+#: The testbed's built-in tasks (fade.testbed.tasks imports the standard library only).
+TASK_NAMES = tuple(TASKS)
 
 DEFAULT_ATLAS_ESTIMATORS = (
     "dr_grpo",
@@ -351,7 +355,7 @@ def _add_pretrain(sub: argparse._SubParsersAction) -> None:
             "tokenizer, pretrain.jsonl and base_eval.json (test pass@k per bucket) into --out."
         ),
     )
-    p.add_argument("--task", required=True, choices=("arithmetic", "countdown"))
+    p.add_argument("--task", required=True, choices=TASK_NAMES)
     p.add_argument("--out", required=True, metavar="DIR")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-steps", type=int, default=2000)
@@ -418,7 +422,7 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
         formatter_class=_DefaultsHelpFormatter,
     )
     # The defaults repeat TrainConfig's (tests/test_cli.py checks they agree).
-    p.add_argument("--task", default="arithmetic", choices=("arithmetic", "countdown"), help="the built-in task")
+    p.add_argument("--task", default="arithmetic", choices=TASK_NAMES, help="the built-in task")
     p.add_argument("--estimator", default="fade", metavar="SPEC",
                    help="a registered estimator, with parameters if wanted (power:alpha=3)")
     p.add_argument("--estimator-args", default="", metavar="K=V[,K=V...]",

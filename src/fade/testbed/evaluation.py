@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -19,7 +20,7 @@ from fade.passk import pass_at_k
 from .sampling import greedy, sample
 from .tasks import Problem, Task
 
-__all__ = ["EVAL_KS", "decode_completions", "encode_prompt", "evaluate", "pass_at_k_table"]
+__all__ = ["EVAL_KS", "decode_completions", "encode_prompt", "evaluate", "pass_at_k_table", "solve_counts"]
 
 #: The k of pass@k the testbed reports: powers of two up to the 64 samples per prompt.
 EVAL_KS = (1, 2, 4, 8, 16, 32, 64)
@@ -70,37 +71,11 @@ def evaluate(
     """
     if not problems:
         raise ValueError("evaluate needs at least one problem")
-    was_training = model.training
-    model.eval()
-    per_chunk = max(1, max_rows // samples)
-    correct: list[int] = []
-    distinct: list[int] = []
-    greedy_correct = 0
-    entropy_sum, token_count = 0.0, 0
-    for start in range(0, len(problems), per_chunk):
-        chunk = problems[start : start + per_chunk]
-        prompts = [encode_prompt(tokenizer, p.prompt) for p in chunk]
-        g_ids, g_mask = greedy(model, prompts, max_new_tokens=max_new_tokens, eos_id=eos_id, pad_id=pad_id)
-        greedy_texts = decode_completions(tokenizer, g_ids, g_mask, eos_id)
-        greedy_correct += sum(v.score == 1.0 for v in task.verify_many(list(chunk), greedy_texts))
-        rollouts = sample(
-            model,
-            prompts,
-            num_samples=samples,
-            max_new_tokens=max_new_tokens,
-            eos_id=eos_id,
-            pad_id=pad_id,
-            generator=generator,
-        )
-        texts = decode_completions(tokenizer, rollouts.completion_ids, rollouts.completion_mask, eos_id)
-        entropy_sum += float(rollouts.entropy.sum())
-        token_count += int(rollouts.completion_mask.sum())
-        every = task.verify_many([p for p in chunk for _ in range(samples)], texts)
-        for i in range(len(chunk)):
-            verdicts = every[i * samples : (i + 1) * samples]
-            correct.append(sum(v.score == 1.0 for v in verdicts))
-            distinct.append(len({v.canonical for v in verdicts if v.score == 1.0}))
-    model.train(was_training)
+    scored = _sample_and_verify(
+        model, tokenizer, task, problems, samples=samples, max_new_tokens=max_new_tokens, eos_id=eos_id,
+        pad_id=pad_id, generator=generator, max_rows=max_rows, with_greedy=True,
+    )
+    correct, distinct = scored.correct, scored.distinct
 
     result: dict[str, float] = {}
     for k, value in pass_at_k_table(samples, correct, EVAL_KS).items():
@@ -113,8 +88,66 @@ def evaluate(
             result[f"pass@{k}/d{b}"] = value
         result[f"distinct_correct/d{b}"] = sum(distinct[i] for i in rows) / len(rows)
     result["distinct_correct"] = sum(distinct) / len(distinct)
-    result["greedy"] = greedy_correct / len(problems)
-    result["entropy"] = entropy_sum / max(token_count, 1)
+    result["greedy"] = scored.greedy_correct / len(problems)
+    result["entropy"] = scored.entropy_sum / max(scored.tokens, 1)
     result["n_prompts"] = len(problems)
     result["n_samples"] = samples
     return result
+
+
+@dataclass
+class _Scored:
+    correct: list[int] = field(default_factory=list)  # correct samples per problem
+    distinct: list[int] = field(default_factory=list)  # distinct correct answers per problem
+    greedy_correct: int = 0
+    entropy_sum: float = 0.0
+    tokens: int = 0
+
+
+def _sample_and_verify(
+    model: torch.nn.Module, tokenizer: Any, task: Task, problems: Sequence[Problem], *, samples: int,
+    max_new_tokens: int, eos_id: int, pad_id: int, generator: torch.Generator | None, max_rows: int, with_greedy: bool,
+) -> _Scored:
+    """Sample ``samples`` completions of each problem (``max_rows // samples`` prompts at a time) and verify them."""
+    was_training = model.training
+    model.eval()
+    per_chunk = max(1, max_rows // samples)
+    out = _Scored()
+    try:
+        for start in range(0, len(problems), per_chunk):
+            chunk = list(problems[start : start + per_chunk])
+            prompts = [encode_prompt(tokenizer, p.prompt) for p in chunk]
+            if with_greedy:
+                g_ids, g_mask = greedy(model, prompts, max_new_tokens=max_new_tokens, eos_id=eos_id, pad_id=pad_id)
+                greedy_texts = decode_completions(tokenizer, g_ids, g_mask, eos_id)
+                out.greedy_correct += sum(v.score == 1.0 for v in task.verify_many(chunk, greedy_texts))
+            rollouts = sample(
+                model, prompts, num_samples=samples, max_new_tokens=max_new_tokens, eos_id=eos_id, pad_id=pad_id,
+                generator=generator,
+            )
+            texts = decode_completions(tokenizer, rollouts.completion_ids, rollouts.completion_mask, eos_id)
+            out.entropy_sum += float(rollouts.entropy.sum())
+            out.tokens += int(rollouts.completion_mask.sum())
+            every = task.verify_many([p for p in chunk for _ in range(samples)], texts)
+            for i in range(len(chunk)):
+                verdicts = every[i * samples : (i + 1) * samples]
+                out.correct.append(sum(v.score == 1.0 for v in verdicts))
+                out.distinct.append(len({v.canonical for v in verdicts if v.score == 1.0}))
+    finally:
+        model.train(was_training)
+    return out
+
+
+@torch.no_grad()
+def solve_counts(
+    model: torch.nn.Module, tokenizer: Any, task: Task, problems: Sequence[Problem], *, samples: int = 64,
+    max_new_tokens: int, eos_id: int, pad_id: int, generator: torch.Generator | None = None, max_rows: int = 4096,
+) -> list[int]:
+    """How many of ``samples`` completions of each problem are correct: a per-prompt solve rate is
+    ``count / samples``. The calibration of an experiment's regime reads these."""
+    if not problems:
+        raise ValueError("solve_counts needs at least one problem")
+    return _sample_and_verify(
+        model, tokenizer, task, problems, samples=samples, max_new_tokens=max_new_tokens, eos_id=eos_id,
+        pad_id=pad_id, generator=generator, max_rows=max_rows, with_greedy=False,
+    ).correct

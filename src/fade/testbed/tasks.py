@@ -101,6 +101,10 @@ class Task(ABC):
     difficulties: tuple[int, ...]
     max_prompt_chars: int
     max_answer_chars: int
+    #: A task this one is a subset of (None: itself). A subset shares the parent's prompts,
+    #: verifier, train/test split and shipped base policy, so its test problems are never among
+    #: the problems the base policy was pretrained on.
+    base: str | None = None
 
     def __init__(self) -> None:
         self._pools: dict[tuple[str, int], list[tuple]] = {}
@@ -141,7 +145,7 @@ class Task(ABC):
         return "test" if self._in_split(self._split_key(problem), "test") else "train"
 
     def _in_split(self, key: str, split: str) -> bool:
-        return (_hash_unit(f"{self.name}/{key}") < TEST_FRACTION) == (split == "test")
+        return (_hash_unit(f"{self.base or self.name}/{key}") < TEST_FRACTION) == (split == "test")
 
     @abstractmethod
     def verify(self, problem: Problem, completion: str) -> Verdict:
@@ -610,7 +614,44 @@ class CountdownTask(Task):
         ]
 
 
-TASKS: dict[str, type[Task]] = {"arithmetic": ArithmeticTask, "countdown": CountdownTask}
+#: countdown_multi's problems have at least this many distinct solutions (normal forms).
+MULTI_MIN_SOLUTIONS = 2
+#: countdown_multi's difficulty buckets: (how many numbers, fewest and most distinct solutions).
+#: Fewer solutions make a problem harder to hit by sampling; three numbers are the easy end.
+_MULTI_BUCKETS = {1: (3, 2, 99), 2: (4, 4, 99), 3: (4, 3, 3), 4: (4, 2, 2)}
+
+
+class CountdownMultiTask(CountdownTask):
+    """Countdown problems (targets 1 to 99) that have several distinct solutions.
+
+    The calibrated regime of the experiments: every problem has at least
+    ``MULTI_MIN_SOLUTIONS`` answers that differ beyond commutativity and associativity, so
+    diversity, pass@k and distinct-answer counts mean something. Buckets: 1, three numbers; 2,
+    four numbers with four or more solutions; 3, four numbers with three; 4, four numbers with
+    exactly two. It is a subset of ``countdown`` (same prompts, verifier and split), so
+    countdown's shipped base policy serves it and never saw its test problems;
+    ``fade calibrate --task countdown_multi`` measures that policy's solve rates on it.
+    """
+
+    name = "countdown_multi"
+    base = "countdown"
+    difficulties = tuple(_MULTI_BUCKETS)
+
+    def _bucket(self, difficulty: int, split: str) -> list[tuple]:
+        count, fewest, most = _MULTI_BUCKETS[difficulty]
+        return [
+            (numbers, target, difficulty)
+            for numbers in itertools.combinations_with_replacement(range(1, 10), count)
+            for target in sorted(_reachable(numbers))
+            if 1 <= target <= 99
+            and self._in_split(self._key(numbers, target), split)
+            and fewest <= len(_solutions(numbers, target)) <= most
+        ]
+
+
+TASKS: dict[str, type[Task]] = {
+    "arithmetic": ArithmeticTask, "countdown": CountdownTask, "countdown_multi": CountdownMultiTask,
+}
 
 
 def get_task(name: str, **options) -> Task:

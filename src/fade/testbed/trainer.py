@@ -324,7 +324,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
     est = fade.estimator(config.estimator, **config.estimator_args)
     device = resolve_device(config.device)
     task = _load_task(config)
-    model_dir = Path(config.model) if config.model else base_model_dir(config.task)
+    model_dir = Path(config.model) if config.model else base_model_dir(task.base or config.task)
     if config.model is None and not (model_dir / "config.json").is_file():
         raise ValueError(
             f"no base policy is shipped for task {config.task!r}: write one with "

@@ -1,0 +1,51 @@
+"""Calibration of the experiments' regime: the base policy's solve rates and the requirements on them."""
+
+from __future__ import annotations
+
+import pytest
+
+from fade.experiments.calibrate import MID_RANGE, Calibration, calibrate, regime_checks
+
+
+def _cal(pass1, rates, solutions=3.0) -> Calibration:
+    return Calibration(task="t", samples=64, pass1_by_bucket=pass1, train_solve_rates=rates,
+                       train_buckets=[1] * len(rates), mean_solutions=solutions)
+
+
+def test_regime_checks_state_each_requirement_with_its_value():
+    good = _cal({1: 0.4, 4: 0.07}, [0.0, 0.05, 0.1, 0.4, 0.9])
+    assert good.mid_fraction == pytest.approx(3 / 5)
+    assert all(c.ok for c in regime_checks(good))
+    too_hard = _cal({1: 0.4, 4: 0.0}, [0.0, 0.0, 0.0, 0.2], solutions=1.0)
+    checks = regime_checks(too_hard)
+    assert [c.ok for c in checks] == [False, False, False]
+    assert checks[0].value == "0.000" and checks[1].value == "25.0%" and checks[2].value == "1.00"
+    assert len(regime_checks(_cal({1: 0.1}, [0.1], solutions=None))) == 2  # a task that cannot count answers
+
+
+def test_histogram_covers_every_prompt_once():
+    rates = [0.0, 0.01, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 0.99, 1.0]
+    hist = dict(_cal({1: 0.1}, rates).histogram())
+    assert sum(hist.values()) == pytest.approx(1.0)
+    assert hist["0"] == hist["1"] == hist["(0, 0.05)"] == pytest.approx(0.1)
+    assert MID_RANGE == (0.05, 0.4)
+
+
+def test_calibrate_samples_the_shipped_base_of_a_subset_task():
+    cal = calibrate("countdown_multi", train_prompts=8, test_prompts=8, samples=4, seed=0, device="cpu")
+    assert cal.task == "countdown_multi" and cal.samples == 4
+    assert sorted(cal.pass1_by_bucket) == [1, 2, 3, 4]
+    assert len(cal.train_solve_rates) == 8 and all(0 <= r <= 1 for r in cal.train_solve_rates)
+    assert cal.mean_solutions >= 2
+    again = calibrate("countdown_multi", train_prompts=8, test_prompts=8, samples=4, seed=0, device="cpu")
+    assert again == cal  # seeded
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"samples": 0}, "samples"), ({"train_prompts": True}, "train_prompts"), ({"test_prompts": -1}, "test_prompts"),
+])
+def test_bad_arguments_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        calibrate("countdown_multi", **kwargs)
+    with pytest.raises(ValueError, match="unknown task"):
+        calibrate("sudoku")

@@ -49,3 +49,21 @@ def test_bad_arguments_are_refused(kwargs, match):
         calibrate("countdown_multi", **kwargs)
     with pytest.raises(ValueError, match="unknown task"):
         calibrate("sudoku")
+
+
+def test_fade_calibrate_writes_json_and_png(tmp_path, capsys):
+    import json
+
+    import matplotlib.image
+
+    from fade.cli import main
+
+    out = tmp_path / "cal"
+    assert main(["calibrate", "--task", "countdown_multi", "--train-prompts", "8", "--test-prompts", "4",
+                 "--samples", "4", "--device", "cpu", "--out", str(out)]) == 0
+    doc = json.loads((out / "calibration.json").read_text())
+    assert len(doc["train_solve_rates"]) == 8 and len(doc["checks"]) == 3
+    assert {"requirement", "value", "ok"} <= set(doc["checks"][0])
+    assert matplotlib.image.imread(out / "calibration.png").shape[0] > 100
+    assert "hardest bucket" in capsys.readouterr().out
+    assert main(["calibrate", "--task", "countdown_multi", "--samples", "0", "--out", str(tmp_path / "x")]) == 2

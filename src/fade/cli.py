@@ -344,6 +344,59 @@ def _testbed():
     return pretrain, trainer
 
 
+def _add_calibrate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="where a base policy starts on a task: pass@1 per bucket, per-prompt solve rates, the regime's checks",
+        description=(
+            "Sample the task's shipped base policy (or --model) on training and test prompts and measure the "
+            "base pass@1 per difficulty bucket, the spread of per-prompt solve rates and the distinct answers per "
+            "problem, against the calibrated regime's requirements. Writes calibration.json and calibration.png."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--task", required=True, choices=TASK_NAMES)
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for calibration.json and calibration.png")
+    p.add_argument("--model", default=None, metavar="DIR", help="a local policy instead of the task's shipped base")
+    p.add_argument("--train-prompts", type=int, default=256, metavar="N")
+    p.add_argument("--test-prompts", type=int, default=256, metavar="N")
+    p.add_argument("--samples", type=int, default=64, metavar="N", help="completions per prompt")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.set_defaults(func=_run_calibrate)
+
+
+def _run_calibrate(args: argparse.Namespace) -> int:
+    _testbed()
+    from .atomic import write_json_atomic
+    from .experiments.calibrate import calibrate, draw_calibration, regime_checks
+
+    cal = calibrate(
+        args.task, model=args.model, train_prompts=args.train_prompts, test_prompts=args.test_prompts,
+        samples=args.samples, seed=args.seed, device=args.device,
+    )
+    checks = regime_checks(cal)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / "calibration.json", {
+        **cal.to_dict(), "checks": [{"requirement": c.requirement, "value": c.value, "ok": c.ok} for c in checks],
+    })
+    png = draw_calibration(cal, out / "calibration.png")
+    from rich.table import Table
+
+    table = Table(title=f"{args.task}: base policy, {cal.samples} samples per prompt")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    for b, v in cal.pass1_by_bucket.items():
+        table.add_row(f"test pass@1, bucket {b}", _fmt(v))
+    for c in checks:
+        table.add_row(c.requirement, f"{c.value} {'ok' if c.ok else 'NOT MET'}")
+    console = _console()
+    console.print(table)
+    console.print(f"wrote {out / 'calibration.json'} and {png}")
+    return 0
+
+
 def _add_pretrain(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "pretrain",
@@ -722,7 +775,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
 
 #: Subcommands in the order ``fade --help`` lists them.
 COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
-    _add_atlas, _add_decompose, _add_pretrain, _add_train, _add_eval, _add_sweep,
+    _add_atlas, _add_decompose, _add_pretrain, _add_calibrate, _add_train, _add_eval, _add_sweep,
 )
 
 

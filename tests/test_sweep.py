@@ -189,7 +189,7 @@ def test_presets_cover_the_claims_within_budget():
     from fade.experiments.presets import estimate_seconds, estimate_wall_seconds
 
     quick, full = get_preset("quick"), get_preset("full")
-    assert set(PRESETS) == {"quick", "full"}
+    assert set(PRESETS) == {"quick", "full", "paper"}
     for preset in (quick, full):
         preset.check()
     quick_wall = estimate_wall_seconds([estimate_seconds(r) for r in quick.runs()], 2)
@@ -202,6 +202,31 @@ def test_presets_cover_the_claims_within_budget():
                  "fade:h_star_ratio=0.7", "rloo", "maxrl", "w_reinforce", "passk:k=4"):
         assert spec in arithmetic, spec
     assert full.plan("countdown").tuned == ("fade",) and full.tuning.task == "arithmetic"
+
+
+def test_the_paper_preset_is_the_calibrated_paired_design_within_eight_cpu_hours():
+    from fade.experiments.presets import PAPER_FADE_ARMS, estimate_seconds
+
+    paper = get_preset("paper")
+    paper.check()
+    runs = paper.runs()
+    assert len(paper.seeds) >= 5 and paper.tuning is None
+    assert sum(estimate_seconds(r) for r in runs) < 8.5 * 3600  # "about 8 CPU-hours"
+    adam, sgd = paper.plan("countdown_multi"), paper.plan("countdown_multi-sgd")
+    assert adam.group_size == sgd.group_size == 16
+    for spec in ("grpo", "dr_grpo", "psr", "nsr", "asym_grpo:delta=2", "asym_grpo:delta=0.5", "power:alpha=3",
+                 *PAPER_FADE_ARMS, "fade_alpha", "fade_decay"):
+        assert spec in adam.estimators, spec
+    assert {"fade:h_star_ratio=1.0", "fade:h_star_ratio=1.2", "fade:h_star=1.0", "fade:ema=0.98"} <= set(PAPER_FADE_ARMS)
+    # the SGD setting trains the same task, apart in folders and reports, with a plain unclipped step
+    run = next(r for r in runs if r.task == "countdown_multi-sgd" and r.name == "nsr" and r.seed == 0)
+    assert run.key == "countdown_multi-sgd/nsr/seed0" and run.testbed_task == "countdown_multi"
+    kwargs = run.train_kwargs("OUT")
+    assert kwargs["task"] == "countdown_multi" and kwargs["optimizer"] == "sgd" and kwargs["grad_clip"] >= 1e6
+    assert kwargs["out"].replace("\\", "/").endswith("runs/countdown_multi-sgd/nsr/seed0")
+    assert {r.key for r in runs} == {r.key for r in paper.with_overrides(tasks=list(paper.tasks)).runs()}
+    only_sgd = paper.with_overrides(tasks=["countdown_multi-sgd"]).runs()
+    assert {r.task for r in only_sgd} == {"countdown_multi-sgd"} and len(only_sgd) == 15
 
 
 # -- the verdict rule and claims computed from the numbers -----------------------------------------

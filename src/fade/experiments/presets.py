@@ -152,6 +152,12 @@ class RunSpec:
     checkpoint_every: int = 50
     trainer: tuple[tuple[str, Any], ...] = ()
     tuned_from: str | None = None
+    trains_on: str | None = None
+
+    @property
+    def testbed_task(self) -> str:
+        """The testbed task the run trains on: ``trains_on``, or ``task`` when that is a task itself."""
+        return self.trains_on or self.task
 
     @property
     def estimator(self) -> str:
@@ -173,7 +179,7 @@ class RunSpec:
     def train_kwargs(self, out: str | Path) -> dict[str, Any]:
         """Keyword arguments of the run's TrainConfig (progress off: the sweep draws its own)."""
         kwargs: dict[str, Any] = dict(
-            out=str(self.directory(out)), task=self.task, estimator=self.name,
+            out=str(self.directory(out)), task=self.testbed_task, estimator=self.name,
             estimator_args=_auto_params(self.name, dict(self.params), self.steps), steps=self.steps, seed=self.seed,
             eval_every=self.eval_every, eval_prompts=self.eval_prompts, eval_samples=self.eval_samples,
             prompts_per_step=self.prompts_per_step, group_size=self.group_size,
@@ -192,7 +198,12 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class TaskPlan:
-    """What a preset trains on one task: estimator specs, trainer settings, tuned estimators."""
+    """What a preset trains on one task: estimator specs, trainer settings, tuned estimators.
+
+    ``task`` names the plan in run folders and reports; it is the testbed task trained on unless
+    ``trains_on`` names another, so that one task can be trained in two settings (say Adam and
+    plain SGD) that the claims read apart.
+    """
 
     task: str
     estimators: tuple[str, ...]
@@ -205,6 +216,7 @@ class TaskPlan:
     checkpoint_every: int = 50
     tuned: tuple[str, ...] = ()
     trainer: tuple[tuple[str, Any], ...] = ()
+    trains_on: str | None = None
 
     def run(self, estimator: str, seed: int, tuned_from: str | None = None) -> RunSpec:
         name, params = parse_spec(estimator)
@@ -213,6 +225,7 @@ class TaskPlan:
             eval_every=self.eval_every, eval_prompts=self.eval_prompts, eval_samples=self.eval_samples,
             prompts_per_step=self.prompts_per_step, group_size=self.group_size,
             checkpoint_every=self.checkpoint_every, trainer=self.trainer, tuned_from=tuned_from,
+            trains_on=self.trains_on,
         )
 
 
@@ -294,11 +307,15 @@ class Preset:
 
             if not tasks:
                 raise ValueError("--tasks is empty: expected at least one task")
-            unknown = [t for t in tasks if t not in TASKS]
-            if unknown:
-                raise ValueError(f"unknown task(s) {unknown}; known tasks: {', '.join(sorted(TASKS))}")
             by_task = {plan.task: plan for plan in plans}
-            plans = [by_task.get(t) or dataclasses.replace(plans[0], task=t, tuned=()) for t in dict.fromkeys(tasks)]
+            known = sorted({*TASKS, *by_task})
+            unknown = [t for t in tasks if t not in known]
+            if unknown:
+                raise ValueError(f"unknown task(s) {unknown}; known tasks: {', '.join(known)}")
+            plans = [
+                by_task.get(t) or dataclasses.replace(plans[0], task=t, tuned=(), trains_on=None)
+                for t in dict.fromkeys(tasks)
+            ]
             if tuning is not None and tuning.task not in tasks:
                 tuning = None
                 plans = [dataclasses.replace(plan, tuned=()) for plan in plans]
@@ -392,8 +409,59 @@ _FULL = Preset(
     tuning=Tuning(task="arithmetic", candidates=tuple(spec for _, spec in H_STAR_LEVELS)),
 )
 
+# -- the paper preset: a calibrated regime where both axes can matter ------------------------------
+
+#: The calibrated regime (docs/results/paper/PILOT.md): countdown problems with several solutions,
+#: G = 16, and a learning rate at which the balanced baselines peak and level off within the run.
+PAPER_TASK = "countdown_multi"
+PAPER_TRAINER: tuple[tuple[str, Any], ...] = (("lr", 1.5e-4),)
+#: Plain SGD for the first-order entropy formula (FADE.md section 6 is about plain gradient steps):
+#: a learning rate at which its steps move the policy about as far as Adam's, and no clipping.
+PAPER_SGD_TRAINER: tuple[tuple[str, Any], ...] = (("optimizer", "sgd"), ("lr", 0.1), ("grad_clip", 1e9))
+#: FADE with its sign knob engaged: H* at 0.7, 1.0 and 1.2 of the first entropy (at and above 1
+#: delta < 1 from the start), the paper's headline absolute H* = 1.0, and the other reading of
+#: the EMA (the new value's weight 0.98), beside the default (0.5 of the first entropy).
+PAPER_FADE_ARMS: tuple[str, ...] = (
+    FADE, "fade:h_star_ratio=0.7", "fade:h_star_ratio=1.0", "fade:h_star_ratio=1.2", "fade:h_star=1.0",
+    "fade:ema=0.98",
+)
+#: The ablations with the sign knob acting (H* at the first entropy), and the fixed schedule.
+PAPER_ABLATIONS: tuple[str, ...] = (
+    "fade_alpha", "fade_delta:h_star_ratio=1.0", "fade_entropy_only:h_star_ratio=1.0", "fade_decay",
+)
+#: The estimators run with plain SGD: one of each sign, for the entropy formula under both signs.
+PAPER_SGD: tuple[str, ...] = ("psr", "grpo", "nsr")
+
+_PAPER = Preset(
+    name="paper",
+    description=(
+        "The instrument for the paper's claims: countdown_multi (several solutions per problem, the base "
+        "policy solving 5-40% of most training prompts), G = 16 and 16 prompts a step, 5 seeds paired by seed; "
+        "the sign and difficulty axes, the static baselines, FADE with its sign knob engaged (H* arms, the EMA "
+        "reading) and its ablations with Adam, and one estimator of each sign with plain SGD for the entropy "
+        "formula. Verdicts from paired bootstrap intervals."
+    ),
+    seeds=(0, 1, 2, 3, 4),
+    plans=(
+        TaskPlan(
+            task=PAPER_TASK,
+            estimators=_ordered(
+                BALANCED, SUCCESS_BIASED, FAILURE_BIASED, [spec for _, spec in POWER_LEVELS],
+                ("rloo", "maxrl", "passk:k=4"), PAPER_FADE_ARMS, PAPER_ABLATIONS,
+            ),
+            steps=200, eval_every=20, eval_prompts=64, eval_samples=32, prompts_per_step=16, group_size=16,
+            checkpoint_every=50, trainer=PAPER_TRAINER,
+        ),
+        TaskPlan(
+            task=f"{PAPER_TASK}-sgd", trains_on=PAPER_TASK, estimators=PAPER_SGD,
+            steps=200, eval_every=20, eval_prompts=64, eval_samples=32, prompts_per_step=16, group_size=16,
+            checkpoint_every=50, trainer=PAPER_SGD_TRAINER,
+        ),
+    ),
+)
+
 #: The presets ``fade sweep --preset`` knows, by name.
-PRESETS: dict[str, Preset] = {p.name: p for p in (_QUICK, _FULL)}
+PRESETS: dict[str, Preset] = {p.name: p for p in (_QUICK, _FULL, _PAPER)}
 
 
 def get_preset(name: str) -> Preset:
@@ -407,9 +475,9 @@ def get_preset(name: str) -> Preset:
 
 #: CPU seconds per training step at 32 prompts x G = 8 with one torch thread while a second
 #: worker runs, measured on the 2-core development machine with the shipped base policies.
-STEP_SECONDS: Mapping[str, float] = {"arithmetic": 0.55, "countdown": 0.95}
+STEP_SECONDS: Mapping[str, float] = {"arithmetic": 0.55, "countdown": 0.95, "countdown_multi": 0.95}
 #: CPU seconds per evaluated rollout (one sampled completion, plus its share of the greedy decode).
-EVAL_ROLLOUT_SECONDS: Mapping[str, float] = {"arithmetic": 0.0014, "countdown": 0.0022}
+EVAL_ROLLOUT_SECONDS: Mapping[str, float] = {"arithmetic": 0.0014, "countdown": 0.0022, "countdown_multi": 0.0022}
 #: Loading the policy, writing the final policy, checkpoints and the run's own plots.
 RUN_OVERHEAD_SECONDS = 5.0
 _REFERENCE_ROLLOUTS = 32 * 8
@@ -417,8 +485,8 @@ _REFERENCE_ROLLOUTS = 32 * 8
 
 def estimate_seconds(run: RunSpec) -> float:
     """Expected CPU seconds of ``run`` from the cost model (unknown tasks cost like countdown)."""
-    step = STEP_SECONDS.get(run.task, max(STEP_SECONDS.values()))
-    per_rollout = EVAL_ROLLOUT_SECONDS.get(run.task, max(EVAL_ROLLOUT_SECONDS.values()))
+    step = STEP_SECONDS.get(run.testbed_task, max(STEP_SECONDS.values()))
+    per_rollout = EVAL_ROLLOUT_SECONDS.get(run.testbed_task, max(EVAL_ROLLOUT_SECONDS.values()))
     rollouts = run.prompts_per_step * run.group_size
     train = run.steps * step * rollouts / _REFERENCE_ROLLOUTS
     evaluation = run.num_evals * run.eval_prompts * run.eval_samples * per_rollout

@@ -606,11 +606,16 @@ class CountdownTask(Task):
 
     def _bucket(self, difficulty: int, split: str) -> list[tuple]:
         count, low, high = _COUNTDOWN_BUCKETS[difficulty]
+        return self._select(difficulty, split, count, lambda numbers, target: low <= target <= high)
+
+    def _select(self, difficulty: int, split: str, count: int, keep) -> list[tuple]:
+        """Every (numbers, target) of ``split`` with ``count`` numbers 1-9 and a reachable target
+        for which ``keep(numbers, target)`` holds, in a fixed order, as ``_problem`` arguments."""
         return [
             (numbers, target, difficulty)
             for numbers in itertools.combinations_with_replacement(range(1, 10), count)
             for target in sorted(_reachable(numbers))
-            if low <= target <= high and self._in_split(self._key(numbers, target), split)
+            if keep(numbers, target) and self._in_split(self._key(numbers, target), split)
         ]
 
 
@@ -639,14 +644,10 @@ class CountdownMultiTask(CountdownTask):
 
     def _bucket(self, difficulty: int, split: str) -> list[tuple]:
         count, fewest, most = _MULTI_BUCKETS[difficulty]
-        return [
-            (numbers, target, difficulty)
-            for numbers in itertools.combinations_with_replacement(range(1, 10), count)
-            for target in sorted(_reachable(numbers))
-            if 1 <= target <= 99
-            and self._in_split(self._key(numbers, target), split)
-            and fewest <= len(_solutions(numbers, target)) <= most
-        ]
+        return self._select(
+            difficulty, split, count,
+            lambda numbers, target: 1 <= target <= 99 and fewest <= len(_solutions(numbers, target)) <= most,
+        )
 
 
 TASKS: dict[str, type[Task]] = {

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -79,3 +80,35 @@ def test_a_killed_worker_loses_no_finished_run(tmp_path):
     for metrics in out.glob("runs/*/*/*/metrics.jsonl"):
         steps = [line for line in metrics.read_text().splitlines() if line.strip()]
         assert len(steps) == 8, metrics
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the worker processes through /proc")
+def test_workers_end_when_the_sweep_is_killed(tmp_path):
+    script = tmp_path / "sweep.py"
+    script.write_text(SWEEP)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, str(script), str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while len(workers) < 2 and time.monotonic() < deadline:
+            workers = _workers(proc.pid)
+            time.sleep(0.2)
+        assert workers, "no worker process started"
+        proc.kill()  # the sweep cannot clean up: its workers must notice and end by themselves
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while any(Path(f"/proc/{pid}").exists() and _state(pid) != "Z" for pid in workers):
+            assert time.monotonic() < deadline, "a worker outlived its sweep"
+            time.sleep(0.2)
+    finally:
+        for pid in workers:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"

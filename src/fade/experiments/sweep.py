@@ -28,6 +28,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -156,8 +157,27 @@ def _quiet_transformers() -> None:
     hf_logging.set_verbosity_error()
 
 
-def _init_worker() -> None:
-    """A worker process: one thread for torch and its math libraries, so N workers use N cores."""
+#: How often a worker checks that the sweep that started it is still alive.
+_PARENT_POLL_SECONDS = 1.0
+
+
+def _exit_with_parent(parent: int) -> None:
+    """End this worker once ``parent`` is gone. A sweep killed by a signal it cannot clean up
+    after (SIGTERM, SIGKILL) would otherwise leave its workers training on, writing into run
+    folders that the next sweep resumes; an ended run resumes from its last checkpoint."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(_PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+def _init_worker(sweep: int | None = None) -> None:
+    """A worker process: one thread for torch and its math libraries, so N workers use N cores;
+    it ends when the sweep (process ``sweep``, which may have died while this one started) does."""
+    _exit_with_parent(os.getppid() if sweep is None else sweep)
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[name] = "1"
     import torch
@@ -230,7 +250,9 @@ class _ProcessPool:
     def __init__(self, workers: int, out: str, keep_checkpoints: bool):
         import multiprocessing
 
-        self._executor = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker)
+        self._executor = ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker, initargs=(os.getpid(),),
+        )
         self._futures: dict[Future, RunSpec] = {}
         self._out, self._keep = out, keep_checkpoints
 

@@ -17,19 +17,8 @@ from fade.cli import main
 from fade.testbed import checkpoint
 from fade.testbed.checkpoint import load_checkpoint, save_checkpoint
 from fade.testbed.datasets import VERIFIERS
-from fade.testbed.policy import build_policy, save_policy, tiny_llama_config
-from fade.testbed.tasks import Verdict, get_task
-from fade.testbed.tokenizer import task_tokenizer
+from fade.testbed.tasks import Verdict
 from fade.testbed.trainer import RESUME_MAY_CHANGE, TrainConfig, train
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> str:
-    tok = task_tokenizer(get_task("arithmetic"))
-    config = tiny_llama_config(len(tok), hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_positions=32)
-    directory = tmp_path_factory.mktemp("tiny") / "policy"
-    save_policy(build_policy(config, seed=0), tok, directory)
-    return str(directory)
 
 
 def _config(out, model, **kw) -> TrainConfig:

@@ -14,9 +14,7 @@ import fade
 from fade.testbed import checkpoint as ckpt_module
 from fade.testbed.checkpoint import JsonlLog, load_checkpoint, save_checkpoint
 from fade.testbed.datasets import VERIFIERS
-from fade.testbed.policy import build_policy, save_policy, tiny_llama_config
-from fade.testbed.tasks import Verdict, get_task
-from fade.testbed.tokenizer import task_tokenizer
+from fade.testbed.tasks import Verdict
 from fade.testbed.trainer import OPTIMIZERS, TrainConfig, token_covariance, train
 
 # The metrics.jsonl keys FADE.md section 5 promises for every step.
@@ -24,17 +22,6 @@ CONTRACT = (
     "step", "reward_mean", "entropy", "param_norm", "grad_norm", "rank1_share", "positive_mass",
     "negative_mass", "sign_balance", "difficulty", "effective_sample_fraction", "step_seconds",
 )
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> str:
-    """A randomly initialised tiny Llama with the arithmetic tokenizer (untrained: rewards ~0)."""
-    task = get_task("arithmetic")
-    tok = task_tokenizer(task)
-    config = tiny_llama_config(len(tok), hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_positions=32)
-    directory = tmp_path_factory.mktemp("tiny") / "policy"
-    save_policy(build_policy(config, seed=0), tok, directory)
-    return str(directory)
 
 
 def _config(out, model, **kw) -> TrainConfig:

@@ -5,10 +5,13 @@ a verdict computed from them by one stated rule.
 :class:`RunSummary` of the numbers the claims use: the entropy drop rate over the first third of
 the run, the final entropy and rank-1 share of the output head's update, the mean effective
 sample fraction, the peak pass@1 and its step, the final pass@k for every k, pass@1 gains per
-difficulty bucket, and the per-block terms of the first-order entropy check. :func:`evaluate`
-groups runs by task and estimator identity, takes mean and standard deviation over seeds
-(:class:`Stat`, which keeps the seed of each value), and answers each claim with tables and
-verdict lines.
+difficulty bucket, the per-block terms of the first-order entropy check, and (where the trainer
+logged them) the entropy formula's drive and FADE's schedule. :func:`evaluate` groups runs by task
+and estimator identity, takes mean and standard deviation over seeds (:class:`Stat`, which keeps
+the seed of each value), and answers each claim with tables and verdict lines.
+:func:`design_checks` answers what must hold before the claims can be read at all: that the
+balanced baselines peak before the end of the run (the regime is calibrated), and that FADE's
+sign knob acts (delta < 1 on a real share of the steps).
 
 Every comparison goes through :func:`compare`, which picks the rule by the number of seeds the two
 sides share. With at least :data:`MIN_PAIRED_SEEDS` (5) shared seeds, the *paired rule*: runs of
@@ -29,17 +32,19 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from fade.specs import parse_spec
+from fade.specs import format_spec, parse_spec
 from fade.testbed.runlog import (
     DIAGNOSTICS,
+    ENTROPY_FORMULA_KEYS,
     METRICS_FILE,
+    SCHEDULE,
     bucket_key,
     load_run,
     logged_buckets,
@@ -79,6 +84,14 @@ __all__ = [
     "SUPPORTED",
     "UNRESOLVED",
     "CURVES",
+    "ENGAGED_FADE",
+    "REGIME_CALIBRATED",
+    "REGIME_NOT_CALIBRATED",
+    "REGIME_PEAK_FRACTION",
+    "REQUIREMENT_MET",
+    "REQUIREMENT_NOT_MET",
+    "SIGN_CLASSES",
+    "SIGN_KNOB_SHARE",
     "ClaimSection",
     "RunSummary",
     "Stat",
@@ -86,10 +99,14 @@ __all__ = [
     "choose_tuned",
     "combine",
     "compare",
+    "design_checks",
+    "drive_blocks",
     "early_steps",
     "entropy_blocks",
     "evaluate",
+    "formula_terms",
     "mass_imbalance",
+    "sign_class",
     "summarise",
 ]
 
@@ -108,7 +125,22 @@ MIN_SEEDS = 3
 ENTROPY_BLOCK = 10
 
 #: The per-step metrics a summary keeps as curves: the figures draw them, the claims average them.
-CURVES = ("entropy", "rank1_share", *DIAGNOSTICS, "reward_mean", "alpha", "delta", "step_seconds")
+#: Runs logged before a key existed read it as NaN throughout, and the claims that need it skip them.
+CURVES = ("entropy", "rank1_share", *DIAGNOSTICS, *ENTROPY_FORMULA_KEYS, "reward_mean", *SCHEDULE, "step_seconds")
+
+#: The regime check: a balanced baseline (grpo, dr_grpo) whose pass@1 peaks later than this fraction
+#: of its run is still climbing, and a regime where it does has no decline for FADE to prevent.
+REGIME_PEAK_FRACTION = 0.8
+REGIME_CALIBRATED, REGIME_NOT_CALIBRATED = "regime calibrated", "regime not calibrated"
+#: FADE's sign knob engages when delta < 1; the paper sweep needs an arm where it does on more than
+#: this share of the steps (project issue 12), or the sign half of FADE was never tested.
+SIGN_KNOB_SHARE = 0.3
+REQUIREMENT_MET, REQUIREMENT_NOT_MET = "requirement met", "requirement not met"
+#: The FADE arm whose sign knob acts from the start (H* at the first entropy): the reference the
+#: ablations without a target of their own are measured against.
+ENGAGED_FADE = "fade:h_star_ratio=1.0"
+#: A run's side of the sign axis, by the sign of its mean mass imbalance m_S - m_F.
+SIGN_CLASSES = ("success-heavy", "failure-heavy", "centred")
 
 
 def early_steps(steps: int) -> int:
@@ -192,18 +224,69 @@ def entropy_blocks(steps: np.ndarray, entropy: np.ndarray, m_s: np.ndarray, m_f:
     left out, and eta (Adam's effective step is not the learning rate) is left to the fit.
     """
     g = mass_imbalance(m_s, m_f) * entropy
-    n = len(steps)
-    count = n // block
     predicted, observed = [], []
-    for j in range(count - 1):
-        this, nxt = slice(j * block, (j + 1) * block), slice((j + 1) * block, (j + 2) * block)
-        lo, hi = j * block + block // 2, (j + 1) * block + block // 2
+    for this, nxt, span in _block_spans(len(steps), block):
         obs = _finite_mean(entropy[nxt]) - _finite_mean(entropy[this])
-        pred = float(np.nansum(g[lo:hi]))
+        pred = float(np.nansum(g[span]))
         if math.isfinite(obs) and math.isfinite(pred):
             predicted.append(pred)
             observed.append(obs)
     return np.array(predicted), np.array(observed)
+
+
+def _block_spans(n: int, block: int) -> Iterator[tuple[slice, slice, slice]]:
+    """(block j, block j + 1, the updates from the centre of j to the centre of j + 1) for each pair
+    of consecutive whole blocks of ``block`` steps among ``n``."""
+    for j in range(n // block - 1):
+        yield (slice(j * block, (j + 1) * block), slice((j + 1) * block, (j + 2) * block),
+               slice(j * block + block // 2, (j + 1) * block + block // 2))
+
+
+def drive_blocks(entropy: np.ndarray, drive: np.ndarray, block: int = ENTROPY_BLOCK) -> tuple[np.ndarray, np.ndarray]:
+    """(predicted, observed) per-step entropy change between consecutive blocks of ``block`` steps.
+
+    The corrected first-order formula (FADE.md section 6) is dH ~ eta * drive with
+    drive = -[(m_S - m_F) H + Cov(A, log pi)], logged per step as ``entropy_drive``. Observed: the
+    mean entropy of block j + 1 minus that of block j, per update between their centres.
+    Predicted: the mean drive over those same updates (its finite values). ``drive`` may be either
+    term alone (-(m_S - m_F) H, -Cov(A, log pi)) to ask how much each explains. A span without a
+    finite drive (a key the run did not log) gives no pair.
+    """
+    predicted, observed = [], []
+    for this, nxt, span in _block_spans(len(entropy), block):
+        obs = (_finite_mean(entropy[nxt]) - _finite_mean(entropy[this])) / block
+        pred = _finite_mean(drive[span])
+        if math.isfinite(obs) and math.isfinite(pred):
+            predicted.append(pred)
+            observed.append(obs)
+    return np.array(predicted), np.array(observed)
+
+
+def formula_terms(curves: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The entropy formula's drive and its two terms per step, each signed so that a positive value
+    predicts rising entropy: ``drive`` (as logged), ``mass`` = -(m_S - m_F) H with float32
+    rounding of a centred imbalance read as 0 (:func:`mass_imbalance`), ``cov`` = -Cov(A, log pi).
+    NaN where the run did not log the formula."""
+    logged = np.isfinite(curves["mass_entropy_term"])
+    mass = -mass_imbalance(curves["positive_mass"], curves["negative_mass"]) * curves["entropy"]
+    return {"drive": curves["entropy_drive"], "mass": np.where(logged, mass, math.nan), "cov": -curves["cov_adv_logp"]}
+
+
+#: The formula's terms in the report's words, keyed as :func:`formula_terms` returns them.
+FORMULA_TERMS = {"drive": "drive", "mass": "-(m_S - m_F) H", "cov": "-Cov(A, log pi)"}
+
+
+def _term_key(name: str) -> str:
+    return "drive" if name == "drive" else f"drive_{name}"
+
+
+def sign_class(summary: RunSummary) -> str:
+    """The run's side of the sign axis (:data:`SIGN_CLASSES`): ``centred`` when m_S = m_F in every
+    batch up to float rounding, else by the sign of the mean imbalance m_S - m_F over the run."""
+    mean = summary.scalars.get("mass_imbalance_mean", math.nan)
+    if not math.isfinite(mean) or mean == 0:
+        return "centred"
+    return "success-heavy" if mean > 0 else "failure-heavy"
 
 
 def _numbers(record: dict[str, Any]) -> dict[str, float]:
@@ -251,7 +334,18 @@ def summarise(run: RunSpec, out: str | Path) -> RunSummary:
     for b in logged_buckets(final, "pass@1"):
         key = bucket_key("pass@1", b)
         scalars[f"gain/d{b}"] = final[key] - base.get(key, math.nan)
-    early_g = mass_imbalance(curves["positive_mass"], curves["negative_mass"]) * entropy
+    imbalance = mass_imbalance(curves["positive_mass"], curves["negative_mass"])
+    scalars["mass_imbalance_mean"] = _finite_mean(imbalance)
+    scalars["peak_fraction"] = scalars["peak_step"] / run.steps if run.steps else math.nan
+    delta = curves["delta"][np.isfinite(curves["delta"])]
+    scalars["delta_below1"] = float((delta < 1).mean()) if delta.size else math.nan
+    # The entropy formula with both terms: the early change per step against the early mean drive
+    # (compared across runs), and the per-block change against the block-mean drive (within a run).
+    scalars["entropy_change_early"] = -scalars["entropy_drop_rate"]
+    for name, term in formula_terms(curves).items():
+        scalars[f"{_term_key(name)}_early"] = _finite_mean(term[early])
+        scalars[f"{_term_key(name)}_r_blocks"] = pearson(*drive_blocks(entropy, term))
+    early_g = imbalance * entropy
     scalars["entropy_predicted_early"] = float(np.nansum(early_g[early][:-1])) if early.sum() > 1 else math.nan
     span = float(steps[early][-1] - steps[early][0]) if early.any() else math.nan
     scalars["entropy_observed_early"] = -scalars["entropy_drop_rate"] * span
@@ -555,8 +649,14 @@ def _is_centred(summary: RunSummary) -> bool:
     return bool(np.all(imbalance[np.isfinite(imbalance)] == 0))
 
 
+def _logs_formula(summary: RunSummary) -> bool:
+    """Whether the run logged the entropy formula's terms (runs from before the trainer did not)."""
+    return bool(np.isfinite(summary.curves["entropy_drive"]).any())
+
+
 def _entropy_check(task: str, summaries: Sequence[RunSummary], steps: int) -> ClaimSection | None:
-    usable = [s for s in summaries if np.isfinite(s.curves["entropy"]).sum() >= 2 * ENTROPY_BLOCK]
+    # Runs that logged both terms are checked by _entropy_formula; this mass-only check is for the rest.
+    usable = [s for s in summaries if np.isfinite(s.curves["entropy"]).sum() >= 2 * ENTROPY_BLOCK and not _logs_formula(s)]
     if len(usable) < 2:
         return None
     section = ClaimSection("entropy_check", "First-order entropy formula: dH ~ eta [(m_S - m_F) H - Cov(A, log pi)]", task)
@@ -629,6 +729,91 @@ def _entropy_check(task: str, summaries: Sequence[RunSummary], steps: int) -> Cl
             "mass-imbalance term acts with the sign of the prose claim (more success mass, lower entropy), the "
             "opposite of the formula as written here (FADE.md section 1, which warns its formulas are second hand)."
         )
+    return section
+
+
+def _formula_points(summary: RunSummary, group: str) -> list[tuple[str, str, float, float, float, float]]:
+    """(sign group, spec, block-mean drive, its mass term, its covariance term, observed change per
+    step) for each block pair of the run with a finite drive (:func:`drive_blocks`' pairing)."""
+    terms = formula_terms(summary.curves)
+    entropy = summary.curves["entropy"]
+    points = []
+    for this, nxt, span in _block_spans(len(entropy), ENTROPY_BLOCK):
+        obs = (_finite_mean(entropy[nxt]) - _finite_mean(entropy[this])) / ENTROPY_BLOCK
+        drive, mass, cov = (_finite_mean(terms[name][span]) for name in ("drive", "mass", "cov"))
+        if math.isfinite(obs) and math.isfinite(drive):
+            points.append((group, summary.run.estimator, drive, mass, cov, obs))
+    return points
+
+
+def _across_runs(runs: Sequence[RunSummary], key: str) -> Stat:
+    """Per seed, the correlation over that seed's runs of the early entropy change with ``key``."""
+    by_seed: dict[int, list[RunSummary]] = defaultdict(list)
+    for s in runs:
+        by_seed[s.seed].append(s)
+    return Stat.by_seed(
+        (seed, pearson(np.array([s.scalars[key] for s in group]), np.array([s.scalars["entropy_change_early"] for s in group])))
+        for seed, group in sorted(by_seed.items()))
+
+
+def _entropy_formula(task: str, summaries: Sequence[RunSummary], steps: int) -> ClaimSection | None:
+    usable = [s for s in summaries if _logs_formula(s) and np.isfinite(s.curves["entropy"]).sum() >= 2 * ENTROPY_BLOCK]
+    if not usable:
+        return None
+    n_early = early_steps(steps)
+    section = ClaimSection(
+        "entropy_formula", "Entropy formula with both terms: dH ~ -eta [(m_S - m_F) H + Cov(A, log pi)]", task)
+    classes = {s.run.key: sign_class(s) for s in usable}
+    groups = [("all runs", usable), *((c, [s for s in usable if classes[s.run.key] == c]) for c in SIGN_CLASSES)]
+    groups = [(name, runs) for name, runs in groups if runs]
+    points = [p for s in usable for p in _formula_points(s, classes[s.run.key])]
+    table = Table(
+        ["runs", "n", "(a) across runs: r per seed", "(b) within a run: r over blocks", "(b) with -(m_S - m_F) H alone",
+         "(b) with -Cov(A, log pi) alone", "(a) with -(m_S - m_F) H alone", "(a) with -Cov(A, log pi) alone",
+         "eta fitted (observed / drive)"],
+        caption=(f"(a): per seed, Pearson r over its runs of the entropy change per step over the first {n_early} steps "
+                 "(least-squares slope) with the mean drive there; mean ± std over seeds. (b): per run, Pearson r over "
+                 f"consecutive blocks of {ENTROPY_BLOCK} steps of the block-to-block entropy change per step with the mean "
+                 "drive over the same updates; mean ± std over runs. Runs are grouped by the sign of their mean m_S - m_F; "
+                 "eta: least squares through the origin over every block of the group."),
+    )
+    across: dict[str, Stat] = {}
+    within: dict[str, Stat] = {}
+    for name, runs in groups:
+        across[name] = _across_runs(runs, "drive_early")
+        within[name] = Stat.of(s.scalars["drive_r_blocks"] for s in runs)
+        member = {s.run.estimator for s in runs}
+        group_points = [pt for pt in points if (name == "all runs" or pt[0] == name) and pt[1] in member]
+        x = np.array([pt[2] for pt in group_points])
+        y = np.array([pt[5] for pt in group_points])
+        eta = float((x * y).sum() / (x * x).sum()) if x.size and (x * x).sum() > 0 else math.nan
+        table.rows.append([
+            name, str(len(runs)), across[name].text(2), within[name].text(2),
+            Stat.of(s.scalars["drive_mass_r_blocks"] for s in runs).text(2),
+            Stat.of(s.scalars["drive_cov_r_blocks"] for s in runs).text(2),
+            _across_runs(runs, "drive_mass_early").text(2), _across_runs(runs, "drive_cov_early").text(2),
+            f"{eta:.3g}" if math.isfinite(eta) else "—",
+        ])
+    section.tables.append(table)
+    section.data.update(points=points, across=across, within=within, classes=classes)
+    section.verdicts.append(_line(
+        f"The drive predicts which runs lose entropy early: positive correlation across runs of the entropy change "
+        f"over the first {n_early} steps with the mean drive -[(m_S - m_F) H + Cov(A, log pi)] there",
+        [(name, compare(across[name], 0.0, greater=True, digits=2)) for name, _ in groups]))
+    section.verdicts.append(_line(
+        f"The drive predicts the entropy change within a run: positive correlation over blocks of {ENTROPY_BLOCK} steps "
+        "of the observed change with the block-mean drive",
+        [(name, compare(within[name], 0.0, greater=True, digits=2)) for name, _ in groups]))
+    section.notes.append(
+        "What the check uses: per step, the logged entropy_drive = -[(m_S - m_F) H + Cov(A, log pi)] (the bracket of "
+        "the corrected formula, FADE.md section 6), its two terms, and the mean token entropy H before the update. "
+        "The correlations are scale-free, so eta (Adam's effective step is not the learning rate) does not enter them. "
+        "A sign group of one run per seed has no across-run correlation (not measured); centred runs have no mass term, "
+        "so their drive is the covariance term alone.")
+    if compare(within["all runs"], 0.0, greater=False).outcome == SUPPORTED:
+        section.notes.append(
+            "The observed change correlates *negatively* with the drive within runs, beyond the rule's margin: the "
+            "formula's sign, or its first-order reading at these step sizes, does not hold here.")
     return section
 
 
@@ -797,6 +982,185 @@ def _ablations(task: str, runs: Runs) -> ClaimSection | None:
     return section
 
 
+def _delta_share(runs: Runs, spec: str) -> str:
+    share = runs.stat(spec, "delta_below1")
+    return share.text(2) if share.n else "—"
+
+
+def _fade_arms(task: str, runs: Runs) -> ClaimSection | None:
+    """Every FADE arm (H* settings, the EMA reading) against the balanced baselines, paired by seed."""
+    arms = sorted((spec for spec in runs.spec_of.values() if parse_spec(spec)[0] == FADE), key=lambda spec: spec != FADE)
+    balanced = runs.present(BALANCED)
+    if len(arms) < 2 or not balanced:
+        return None
+    section = ClaimSection("fade_arms", "FADE's arms (H* sensitivity) against the balanced baselines", task)
+    stat = runs.stat
+    table = Table(["estimator", "peak pass@1", "step of peak", "pass@k mean", "final entropy", "mean delta",
+                   "steps with delta < 1"],
+                  caption="mean ± std over seeds; pass@k mean: the final pass@k averaged over the logged k")
+    for spec in [*arms, *balanced]:
+        table.rows.append([
+            f"**{spec}**" if spec in arms else spec, stat(spec, "peak_pass1").text(), stat(spec, "peak_step").text(0),
+            stat(spec, "passk_mean").text(), stat(spec, "entropy_final").text(2), stat(spec, "delta_mean").text(2),
+            _delta_share(runs, spec),
+        ])
+    section.tables.append(table)
+    against = ", ".join(balanced)
+    for arm in arms:
+        section.verdicts.append(_line(
+            f"{arm} beats the balanced baselines: higher peak pass@1 and pass@k mean than {against}",
+            [(f"{label} vs {b}", compare(stat(arm, key), stat(b, key), greater=True))
+             for key, label in (("peak_pass1", "peak"), ("passk_mean", "pass@k mean")) for b in balanced]))
+        section.verdicts.append(_line(
+            f"{arm} keeps more entropy than the balanced baselines: higher final entropy than {against}",
+            [(f"entropy vs {b}", compare(stat(arm, "entropy_final"), stat(b, "entropy_final"), greater=True))
+             for b in balanced]))
+    scored = [arm for arm in arms if stat(arm, "passk_mean").n]
+    if scored:
+        best = max(scored, key=lambda arm: stat(arm, "passk_mean").mean)
+        section.notes.append(f"The arm with the highest seed-mean pass@k mean: {best} ({stat(best, 'passk_mean').text()}).")
+    section.data.update(arms=arms, baselines=balanced)
+    return section
+
+
+def _ablation_reference(spec: str) -> str:
+    """The FADE arm an ablation is measured against: FADE with the ablation's own entropy target and
+    EMA where it sets them (fade_delta:h_star_ratio=1.0 against fade:h_star_ratio=1.0), else the arm
+    whose sign knob acts from the start (:data:`ENGAGED_FADE`)."""
+    own = {k: v for k, v in parse_spec(spec)[1].items() if k in ("h_star", "h_star_ratio", "ema")}
+    return format_spec(FADE, own) if own else ENGAGED_FADE
+
+
+def _ablations_engaged(task: str, runs: Runs) -> ClaimSection | None:
+    """The ablations against a FADE whose sign knob acts; without such an arm :func:`_ablations`
+    (against FADE's defaults) is all there is."""
+    names = {parse_spec(a)[0] for a in ABLATIONS}
+    pairs = [(spec, _ablation_reference(spec)) for spec in runs.spec_of.values() if parse_spec(spec)[0] in names]
+    pairs = [(spec, ref) for spec, ref in pairs if runs.has(ref)]
+    if not pairs:
+        return None
+    section = ClaimSection("ablations_engaged", "Ablations of FADE with its sign knob engaged", task)
+    stat = runs.stat
+    specs = [*dict.fromkeys(ref for _, ref in pairs), *(spec for spec, _ in pairs)]
+    ks = sorted({k for spec in specs for s in runs.of(spec) for k in s.passk(s.final)})[-2:]
+    table = Table(["variant", "measured against", "peak pass@1", "pass@k mean", *[f"final pass@{k}" for k in ks],
+                   "final entropy", "mean delta", "steps with delta < 1"],
+                  caption="fade_alpha: delta fixed at 1; fade_delta: alpha fixed at 1; fade_entropy_only: both knobs from "
+                          "the entropy; fade_decay: a fixed log-decay schedule. Each is measured against FADE with its "
+                          f"own entropy target, or against {ENGAGED_FADE} (delta < 1 from the start) when it sets none")
+    reference_of = dict(pairs)
+    for spec in specs:
+        table.rows.append([
+            spec, reference_of.get(spec, "(reference)"), stat(spec, "peak_pass1").text(), stat(spec, "passk_mean").text(),
+            *[stat(spec, f"pass@{k}").text() for k in ks], stat(spec, "entropy_final").text(2),
+            stat(spec, "delta_mean").text(2), _delta_share(runs, spec),
+        ])
+    section.tables.append(table)
+    for spec, ref in pairs:
+        name = parse_spec(spec)[0]
+        if name == "fade_alpha":
+            section.verdicts.append(_line(
+                f"Without delta ({spec}) entropy collapses: lower final entropy than {ref}, whose sign knob acts",
+                [("entropy", compare(stat(spec, "entropy_final"), stat(ref, "entropy_final"), greater=False))]))
+        elif name == "fade_delta":
+            keys = ["passk_mean", *(f"pass@{k}" for k in ks)]
+            section.verdicts.append(_line(
+                f"Without alpha ({spec}) pass@k drops: lower final pass@k mean"
+                + "".join(f", pass@{k}" for k in ks) + f" than {ref}",
+                [(key.replace("passk_mean", "pass@k mean"), compare(stat(spec, key), stat(ref, key), greater=False))
+                 for key in keys]))
+        else:
+            section.verdicts.append(_line(
+                f"{spec} is worse than the adaptive controller: lower peak pass@1 and lower pass@k mean than {ref}",
+                [(key.replace("passk_mean", "pass@k mean").replace("peak_pass1", "peak"),
+                  compare(stat(spec, key), stat(ref, key), greater=False)) for key in ("peak_pass1", "passk_mean")]))
+    return section
+
+
+# -- design checks: what must hold before the claims can be read ---------------------------------
+
+
+def _regime_check(task: str, runs: Runs) -> ClaimSection | None:
+    present = [spec for spec in BALANCED if any(s.pass1.size for s in runs.of(spec))]
+    if not present:
+        return None
+    limit = REGIME_PEAK_FRACTION
+    section = ClaimSection("regime", "Regime check: the balanced baselines peak before the end", task)
+    table = Table(["estimator", "step of peak pass@1 per seed (fraction of the run)", f"seeds peaking at or before {limit:.0%}"],
+                  caption="the peak is the first evaluation at the run's highest pass@1 (where a checkpoint would be "
+                          "selected); pass@1 is evaluated every few steps, so a peak's step is known to within that")
+    late, measured = [], 0
+    for spec in present:
+        cells, early = [], 0
+        for s in runs.of(spec):
+            fraction = s.scalars["peak_fraction"]
+            if not math.isfinite(fraction):
+                continue
+            measured += 1
+            on_time = fraction <= limit + 1e-12
+            early += on_time
+            if not on_time:
+                late.append(f"{spec} seed {s.seed} ({fraction:.0%})")
+            cells.append(f"seed {s.seed}: {s.scalars['peak_step']:.0f} ({fraction:.0%})" + ("" if on_time else " **late**"))
+        table.rows.append([spec, ", ".join(cells) or "—", f"{early} of {len(cells)}"])
+    section.tables.append(table)
+    missing = [spec for spec in BALANCED if spec not in present]
+    statement = (f"Every seed of the balanced baselines ({', '.join(present)}) peaks in pass@1 at or before {limit:.0%} "
+                 "of the run, so the runs are long enough for the decline FADE claims to prevent")
+    if late:
+        outcome, detail = REGIME_NOT_CALIBRATED, f"peaking later: {', '.join(late)}"
+    elif not measured:
+        outcome, detail = NOT_MEASURED, "no finite pass@1"
+    else:
+        outcome, detail = REGIME_CALIBRATED, f"{measured} runs, all at or before {limit:.0%}"
+    if missing:
+        detail += f"; not trained on this plan: {', '.join(missing)}"
+    section.data["check"] = VerdictLine(statement, outcome, detail)
+    return section
+
+
+def _sign_knob(task: str, summaries: Sequence[RunSummary]) -> ClaimSection | None:
+    arms: dict[str, list[RunSummary]] = defaultdict(list)
+    for s in sorted(summaries, key=lambda s: s.seed):
+        if s.run.name.startswith(FADE) and np.isfinite(s.curves["delta"]).any():
+            arms[s.run.estimator].append(s)
+    if not arms:
+        return None
+    section = ClaimSection("sign_knob", "FADE's sign knob: how often delta < 1", task)
+    share = {spec: Stat.by_seed((s.seed, s.scalars["delta_below1"]) for s in runs) for spec, runs in arms.items()}
+    table = Table(["FADE arm", "seeds", "steps with delta < 1: mean (per seed)", "mean delta", "lowest delta"],
+                  caption="delta = clip(1 + H_hat - H*, 0.3, 1) as logged per step; delta < 1 amplifies the failures' "
+                          "weight (FADE.md section 3)")
+    for spec, runs in arms.items():
+        lowest = min(float(np.nanmin(s.curves["delta"])) for s in runs)
+        table.rows.append([
+            spec, str(len(runs)), f"{share[spec].mean:.2f} ({', '.join(f'{v:.2f}' for v in share[spec].values)})",
+            Stat.by_seed((s.seed, s.scalars["delta_mean"]) for s in runs).text(3), f"{lowest:.3f}",
+        ])
+    section.tables.append(table)
+    best = max(arms, key=lambda spec: share[spec].mean)
+    above = [spec for spec in arms if share[spec].mean > SIGN_KNOB_SHARE]
+    outcome = REQUIREMENT_MET if above else REQUIREMENT_NOT_MET
+    statement = (f"At least one FADE arm has delta < 1 on more than {SIGN_KNOB_SHARE:.0%} of its steps (seed mean), "
+                 "so the sign half of FADE is exercised")
+    detail = (f"arms above {SIGN_KNOB_SHARE:.0%}: {', '.join(above) or 'none'}; the most: {best} at {share[best].mean:.2f}")
+    section.data["check"] = VerdictLine(statement, outcome, detail)
+    section.data["share"] = share
+    return section
+
+
+def design_checks(summaries: Sequence[RunSummary]) -> list[ClaimSection]:
+    """What must hold before the claims can be read, per task: the regime check on every task first,
+    then FADE's sign knob. Each section's ``data["check"]`` is a :class:`VerdictLine` whose outcome
+    is one of :data:`REGIME_CALIBRATED`, :data:`REGIME_NOT_CALIBRATED`, :data:`REQUIREMENT_MET`,
+    :data:`REQUIREMENT_NOT_MET` or :data:`NOT_MEASURED`; a section is absent where nothing it needs ran."""
+    tasks = list(dict.fromkeys(s.task for s in summaries))
+    by_task = {t: [s for s in summaries if s.task == t] for t in tasks}
+    regime = [_regime_check(t, Runs(by_task[t])) for t in tasks]
+    knob = [_sign_knob(t, by_task[t]) for t in tasks]
+    return [section for section in (*regime, *knob) if section is not None]
+
+
 def _defaults(preset: Preset | None, summaries: Sequence[RunSummary], by_task: dict[str, Runs]) -> list[ClaimSection]:
     if preset is None or preset.tuning is None:
         return []
@@ -841,17 +1205,21 @@ def _defaults(preset: Preset | None, summaries: Sequence[RunSummary], by_task: d
 
 
 def evaluate(summaries: Sequence[RunSummary], preset: Preset | None = None, choice: str | None = None) -> list[ClaimSection]:
-    """Every claim the runs can answer, per task, in the report's order."""
+    """Every claim the runs can answer, per task, in the report's order (the design checks that
+    come before them: :func:`design_checks`)."""
     tasks = list(dict.fromkeys(s.task for s in summaries))
     by_task = {t: Runs([s for s in summaries if s.task == t]) for t in tasks}
     steps_of = {t: max(s.run.steps for s in summaries if s.task == t) for t in tasks}
     builders: list[Callable[[str], ClaimSection | None]] = [
         lambda t: _sign_axis(t, by_task[t], steps_of[t]),
         lambda t: _entropy_check(t, [s for s in summaries if s.task == t], steps_of[t]),
+        lambda t: _entropy_formula(t, [s for s in summaries if s.task == t], steps_of[t]),
         lambda t: _difficulty_axis(t, by_task[t]),
         lambda t: _fade_vs_baselines(t, by_task[t], fade_spec(preset, t, choice),
                                      tuned_here=bool(preset and preset.tuning and preset.tuning.task == t and choice)),
+        lambda t: _fade_arms(t, by_task[t]),
         lambda t: _ablations(t, by_task[t]),
+        lambda t: _ablations_engaged(t, by_task[t]),
     ]
     sections = [section for build in builders for t in tasks if (section := build(t)) is not None]
     sections.extend(_defaults(preset, summaries, by_task))

@@ -9,6 +9,9 @@
 - :func:`draw_passk`: the final pass@k curves, k = 1..64, seed mean with a +- std band.
 - :func:`draw_entropy_rank1`: training entropy and the head update's rank-1 share against step.
 - :func:`draw_entropy_check`: predicted against observed entropy change (the first-order check).
+- :func:`draw_entropy_formula`: observed entropy change against the formula's drive and each of its
+  two terms, over blocks of steps, coloured by the run's side of the sign axis.
+- :func:`draw_delta`: FADE's sign knob delta against step, one panel per FADE arm.
 - :func:`draw_bucket_gains`: pass@1 gain per difficulty bucket for each Power(alpha).
 
 Figures are drawn at the testbed report's dpi with fixed panel sizes; smoothing, the plotting
@@ -31,13 +34,15 @@ from fade.specs import parse_spec
 from fade.testbed.report import REPORT_DPI, finish_axes, headless_pyplot, panel_grid, smoothing_window
 from fade.testbed.runlog import moving_average, peak_eval_index
 
-from .claims import RunSummary
+from .claims import FORMULA_TERMS, SIGN_CLASSES, RunSummary
 
 __all__ = [
     "colours",
     "draw_atlas",
     "draw_bucket_gains",
+    "draw_delta",
     "draw_entropy_check",
+    "draw_entropy_formula",
     "draw_entropy_rank1",
     "draw_pass1",
     "draw_passk",
@@ -261,6 +266,71 @@ def draw_entropy_check(points: Sequence[tuple[str, int, float, float]], eta: flo
         return _save(fig, Path(path))
     finally:
         plt.close(fig)
+
+
+#: FADE's default floor of delta (FADE.md section 3), drawn as a guide.
+DELTA_MIN = 0.3
+#: The sign groups' colours in the entropy-formula figure: success-heavy warm, failure-heavy cool.
+SIGN_COLOURS = dict(zip(SIGN_CLASSES, ("tab:red", "tab:blue", "0.45")))
+
+
+def draw_entropy_formula(points: Sequence[tuple[str, str, float, float, float, float]], path: str | Path,
+                         *, title: str) -> Path:
+    """Observed entropy change per step against the block-mean drive and each of its terms.
+
+    ``points`` are (sign group, spec, drive, -(m_S - m_F) H, -Cov(A, log pi), observed) per block
+    pair, as :func:`fade.experiments.claims._entropy_formula` collects them; one panel per term,
+    each with its least-squares line through the origin and the pooled Pearson r.
+    """
+    columns = list(FORMULA_TERMS.items())
+    with _panel_figure(len(columns), len(columns), (3.6, 3.2), path,
+                       f"{title}: entropy formula over blocks (x: block-mean term, y: observed dH per step)") as axes:
+        observed = np.array([p[5] for p in points], dtype=float)
+        for index, (ax, (_, label)) in enumerate(zip(axes, columns)):
+            x_all = np.array([p[2 + index] for p in points], dtype=float)
+            for group, colour in SIGN_COLOURS.items():
+                keep = np.array([p[0] == group for p in points], dtype=bool) & np.isfinite(x_all)
+                if keep.any():
+                    ax.scatter(x_all[keep], observed[keep], s=8, alpha=0.55, color=colour, lw=0, label=group)
+            keep = np.isfinite(x_all) & np.isfinite(observed)
+            x, y = x_all[keep], observed[keep]
+            caption = label
+            if x.size >= 3 and (x * x).sum() > 0 and np.ptp(x) > 0 and np.ptp(y) > 0:
+                eta = float((x * y).sum() / (x * x).sum())
+                ends = np.array([x.min(), x.max()])
+                ax.plot(ends, eta * ends, color="black", lw=1, ls="--")
+                caption = f"{label}: r = {np.corrcoef(x, y)[0, 1]:.2f}, eta = {eta:.3g}"
+            ax.axhline(0, color="0.6", lw=0.6)
+            ax.axvline(0, color="0.6", lw=0.6)
+            ax.set_xlabel(f"block mean of {label}", fontsize=7)
+            if index == 0:
+                ax.set_ylabel("observed entropy change per step", fontsize=7)
+            finish_axes(ax, caption, legend=index == 0)
+    return Path(path)
+
+
+def draw_delta(arms: Sequence[tuple[str, list[RunSummary]]], palette: dict, path: str | Path, *, title: str) -> Path:
+    """delta against step for each FADE arm: each seed thin, the seed mean thick, delta = 1 (the sign
+    knob at rest) and FADE's default floor delta_min dotted; a panel's title gives the share of
+    steps below 1."""
+    with _panel_figure(len(arms), min(3, max(len(arms), 1)), (3.8, 2.6), path,
+                       f"{title}: FADE's delta vs step (thin: seeds, thick: seed mean)") as axes:
+        for ax, (spec, runs) in zip(axes, arms):
+            colour = palette.get(spec, "0.3")
+            for run in runs:
+                ax.plot(run.steps, run.curves["delta"], color=colour, lw=0.6, alpha=0.45)
+            steps, mean = _mean_curve(runs, "delta", 1)
+            ax.plot(steps, mean, color=colour, lw=1.8)
+            for level in (1.0, DELTA_MIN):
+                ax.axhline(level, color="0.5", lw=0.7, ls=":")
+            share = [r.scalars.get("delta_below1", math.nan) for r in runs]
+            share = [v for v in share if math.isfinite(v)]
+            ax.set_ylim(0.25, 1.05)
+            ax.set_xlabel("step", fontsize=7)
+            ax.set_ylabel("delta", fontsize=7)
+            below = f"delta < 1 on {np.mean(share):.0%} of steps" if share else "delta not logged"
+            finish_axes(ax, f"{spec}: {below}")
+    return Path(path)
 
 
 def draw_bucket_gains(levels: Sequence[tuple[str, list[RunSummary]]], path: str | Path, *, title: str) -> Path:

@@ -3,11 +3,14 @@ to it, and ``results.json`` with every number behind them.
 
 :func:`write_report` takes the finished runs' summaries and the claim sections of
 :mod:`fade.experiments.claims` and writes, into the sweep's output folder: ``README.md`` headed by
-the exact command that regenerates it; ``atlas.png`` (the gradient-mass atlas of every estimator
-trained); per task ``<task>-pass1.png``, ``<task>-passk.png``, ``<task>-entropy-rank1.png``,
-``<task>-plane.png``, ``<task>-entropy-check.png``, ``<task>-buckets.png`` and
-``<task>-fade-family-seed<k>.png`` (the testbed's :func:`~fade.testbed.report.compare_runs` on
-FADE and its ablations) where the runs exist; and ``results.json``. A hand-written
+the exact command that regenerates it and then the design checks (is the regime calibrated, does
+FADE's sign knob act: :func:`~fade.experiments.claims.design_checks`); ``atlas.png`` (the
+gradient-mass atlas of every estimator trained); per task ``<task>-pass1.png``,
+``<task>-passk.png``, ``<task>-entropy-rank1.png``, ``<task>-plane.png``,
+``<task>-entropy-check.png``, ``<task>-entropy-formula.png``, ``<task>-delta.png``,
+``<task>-buckets.png`` and ``<task>-fade-family-seed<k>.png`` (the testbed's
+:func:`~fade.testbed.report.compare_runs` on FADE and its ablations) where the runs exist; and
+``results.json``. A hand-written
 ``ANALYSIS.md`` in the same folder, if present, is included verbatim, so an analysis survives
 regeneration.
 """
@@ -25,6 +28,8 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from fade.atomic import write_json_atomic
 from fade.geometry import PAPER_RANK1_SHARE
 from fade.testbed.report import compare_runs
@@ -38,6 +43,7 @@ from .claims import (
     NOT_MEASURED,
     NOT_SUPPORTED,
     OVERLAP,
+    REGIME_NOT_CALIBRATED,
     SUPPORTED,
     UNRESOLVED,
     ClaimSection,
@@ -46,6 +52,7 @@ from .claims import (
     Stat,
     Table,
     VerdictLine,
+    design_checks,
     early_steps,
     fade_spec,
 )
@@ -152,6 +159,16 @@ def _figures(out: Path, task: str, summaries: list[RunSummary], sections: list[C
         if section.key == "entropy_check" and section.data.get("points"):
             draw(f"{task}-entropy-check.png", "first-order entropy check: predicted against observed change",
                  lambda p, s=section: figures.draw_entropy_check(s.data["points"], s.data["eta"], palette, p, title=task))
+        if section.key == "entropy_formula" and section.data.get("points"):
+            draw(f"{task}-entropy-formula.png",
+                 "entropy formula with both terms: observed entropy change per step against the block-mean drive and "
+                 "each term, coloured by the run's sign of m_S - m_F",
+                 lambda p, s=section: figures.draw_entropy_formula(s.data["points"], p, title=task))
+    arms = [(spec, runs_by_spec[spec]) for spec in present
+            if identity(spec)[0].startswith(FADE) and any(np.isfinite(r.curves["delta"]).any() for r in runs_by_spec[spec])]
+    if arms:
+        draw(f"{task}-delta.png", "FADE's sign knob: delta against step for each FADE arm",
+             lambda p: figures.draw_delta(arms, palette, p, title=task))
     levels = [(f"alpha={a} ({spec})", runs_by_spec.get(spec, [])) for a, spec in presets.POWER_LEVELS]
     levels = [(label, runs) for label, runs in levels if runs]
     if len(levels) > 1 and any(r.buckets() for _, runs in levels for r in runs):
@@ -243,6 +260,11 @@ def write_report(
     lines += [f"{len(summaries)} of {len(runs)} runs finished"
               + (f"; **{len(failures)} failed** (listed at the end)" if failures else "")
               + f". Generated {_dt.date.today().isoformat()} by fade {_version()}.", ""]
+
+    # What must hold before any verdict below can be read: first, ahead of the setup.
+    checks = design_checks(summaries)
+    for section in checks:
+        lines += _check_lines(section)
 
     lines += ["## Setup", "", f"- Machine: {_machine()}.",
               f"- {workers} worker process(es), one torch thread each; runs are independent processes of the testbed "
@@ -343,6 +365,13 @@ def write_report(
 
     not_reproduced = [(s, v) for s, v in verdict_rows if v.outcome not in (SUPPORTED, NOT_MEASURED)]
     lines += ["## Where the claims do not reproduce at this scale", ""]
+    uncalibrated = [s for s in checks if s.key == "regime" and s.data["check"].outcome == REGIME_NOT_CALIBRATED]
+    for section in uncalibrated:
+        lines += [f"- {section.task}: the regime check failed (**{REGIME_NOT_CALIBRATED}**): a balanced baseline was "
+                  "still climbing late in the run, so claims about peaks, declines and reaching a peak earlier are read "
+                  f"where there is little decline to prevent. <sub>{section.data['check'].detail}</sub>"]
+    if uncalibrated:
+        lines += [""]
     if not verdict_rows:
         lines += ["Nothing was measured.", ""]
     elif not not_reproduced:
@@ -383,8 +412,21 @@ def write_report(
     os.replace(tmp, readme)
     design = {"rule": "paired" if paired else "spread",
               "minimum_detectable_pass1": {task: m for task in tasks if (m := _minimum_detectable(task, summaries))}}
-    write_json_atomic(out / RESULTS_JSON, _results_json(preset, runs, summaries, sections, failures, command, choice, design))
+    write_json_atomic(out / RESULTS_JSON,
+                      _results_json(preset, runs, summaries, sections, failures, command, choice, design, checks))
     return readme
+
+
+def _check_lines(section: ClaimSection) -> list[str]:
+    """A design check in the README: its tables, then its verdict in its own words, then notes."""
+    lines = [f"## {section.title} — {section.task}", ""]
+    for table in section.tables:
+        lines += _md_table(table) + [""]
+    check: VerdictLine = section.data["check"]
+    lines += [f"Verdict: **{check.outcome}**. Requirement: {check.statement}. <sub>{check.detail}</sub>", ""]
+    for note in section.notes:
+        lines += [note, ""]
+    return lines
 
 
 def _paired(verdict_rows: Sequence[tuple[ClaimSection, VerdictLine]]) -> bool:
@@ -477,7 +519,7 @@ def _interval_json(interval: PairedVerdict | None) -> dict[str, Any] | None:
 
 
 def _results_json(preset: Preset, runs, summaries, sections, failures, command: str, choice: str | None,
-                  design: dict[str, Any]) -> dict:
+                  design: dict[str, Any], checks: Sequence[ClaimSection] = ()) -> dict:
     return _clean({
         "preset": preset.name,
         "command": command,
@@ -497,6 +539,12 @@ def _results_json(preset: Preset, runs, summaries, sections, failures, command: 
                           for v in s.verdicts],
              "tables": [{"header": t.header, "rows": t.rows, "caption": t.caption} for t in s.tables]}
             for s in sections
+        ],
+        "design_checks": [
+            {"key": s.key, "task": s.task, "title": s.title, "outcome": s.data["check"].outcome,
+             "statement": s.data["check"].statement, "detail": s.data["check"].detail,
+             "tables": [{"header": t.header, "rows": t.rows, "caption": t.caption} for t in s.tables]}
+            for s in checks
         ],
         "failures": failures,
     })

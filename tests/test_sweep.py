@@ -440,3 +440,213 @@ def test_five_seeds_give_paired_verdicts_a_verdict_table_and_the_detectable_diff
 
 def part_values(summaries, spec: str) -> list[float]:
     return [s.scalars["entropy_drop_rate"] for s in summaries if s.run.estimator == spec]
+
+
+# -- the paper preset's report: design checks, the entropy formula with both terms, FADE's arms --------
+
+PAPER_LIKE = dict(steps=100, eval_every=10, eval_prompts=4, eval_samples=4, prompts_per_step=4, group_size=4)
+ADAM_SPECS = ("grpo", "dr_grpo", "psr", "nsr", "fade", "fade:h_star_ratio=1.0", "fade_alpha", "fade_delta:h_star_ratio=1.0")
+#: Per estimator: (m_S, m_F) while delta = 1, the level of its entropy drive, its pass@1 lift, its
+#: extra pass@k (k >= 2) at the end. The engaged FADE arm gains on both; fade_delta loses the pass@k.
+PAPER_LIKE_RUNS = {
+    "grpo": ((0.2, 0.2), -1.0, 0.0, 0.0), "dr_grpo": ((0.2, 0.2), -0.8, 0.0, 0.0),
+    "psr": ((0.4, 0.0), -2.0, 0.0, 0.0), "nsr": ((0.0, 0.4), 1.0, 0.0, 0.0),
+    "fade": ((0.2, 0.2), -0.6, 0.0, 0.0), "fade:h_star_ratio=1.0": ((0.2, 0.2), 0.8, 0.05, 0.05),
+    "fade_alpha": ((0.2, 0.2), -1.5, 0.0, 0.0), "fade_delta:h_star_ratio=1.0": ((0.2, 0.2), 0.5, 0.05, -0.05),
+}
+
+
+def _paper_like_preset() -> Preset:
+    adam = TaskPlan(task="countdown_multi", estimators=ADAM_SPECS, **PAPER_LIKE)
+    sgd = TaskPlan(task="countdown_multi-sgd", trains_on="countdown_multi", estimators=("psr", "grpo", "nsr"), **PAPER_LIKE)
+    return Preset(name="paper-like", description="Hand-written logs shaped like the paper preset's.",
+                  seeds=tuple(range(5)), plans=(adam, sgd))
+
+
+def _write_logged(out: Path, run, records: list[dict], evals: list[dict]) -> None:
+    directory = run.directory(out)
+    directory.mkdir(parents=True)
+    (directory / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (directory / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in evals))
+
+
+def _paper_like_sweep(out: Path, *, direction: float = 1.0, knob_share: float = 0.4, late: tuple[str, int] | None = None):
+    """Every run of the paper-like preset written by hand, returned summarised. The entropy moves by
+    ``direction`` * eta * entropy_drive at every step (the formula, exactly, when direction = 1);
+    the sign-engaged arms have delta < 1 on the last ``knob_share`` of their steps; balanced runs peak
+    in pass@1 at half the run, except ``late`` = (spec, seed), which peaks at the last evaluation."""
+    preset = _paper_like_preset()
+    rng = np.random.default_rng(0)
+    summaries = []
+    for run in preset.runs():
+        (m_s, m_f), level, lift, wide = PAPER_LIKE_RUNS[run.estimator]
+        engaged = run.estimator in ("fade:h_star_ratio=1.0", "fade_delta:h_star_ratio=1.0")
+        phase, level = rng.uniform(0, 2 * np.pi), level + rng.normal(0, 0.2)
+        entropy, records = 1.0, []
+        for step in range(1, run.steps + 1):
+            delta = 0.6 if engaged and step > run.steps * (1 - knob_share) else 1.0
+            negative = m_f / delta
+            drive = level + 0.5 * np.sin(2 * np.pi * step / 80 + phase)
+            mass_term = (m_s - negative) * entropy
+            record = {"step": step, "entropy": entropy, "rank1_share": 0.5, "positive_mass": m_s,
+                      "negative_mass": negative, "sign_balance": m_s / (m_s + negative), "difficulty": 0.5,
+                      "effective_sample_fraction": 0.5, "step_seconds": 0.1, "mass_entropy_term": mass_term,
+                      "cov_adv_logp": -drive - mass_term, "entropy_drive": drive}
+            if run.name.startswith("fade"):
+                record.update(alpha=2.0, delta=delta, p_hat=0.3, h_hat=entropy, h_star=1.0)
+            records.append(record)
+            entropy += direction * 0.002 * drive
+        seed_effect = 0.01 * run.seed + rng.normal(0, 0.002)
+        evals = []
+        for step in range(0, run.steps + 1, run.eval_every):
+            rising = (run.estimator, run.seed) == late
+            shape = step / run.steps if rising else 1 - abs(step - run.steps / 2) / (run.steps / 2)
+            pass1 = 0.2 + 0.1 * shape + (lift + seed_effect if step else 0.0)
+            extra = wide if step == run.steps else 0.0
+            evals.append({"step": step, "pass@1": pass1, "pass@2": pass1 + 0.1 + extra, "pass@4": pass1 + 0.2 + extra})
+        _write_logged(out, run, records, evals)
+        summaries.append(claims.summarise(run, out))
+    return preset, summaries
+
+
+def _section(sections, key: str, task: str):
+    return next(s for s in sections if s.key == key and s.task == task)
+
+
+def test_drive_blocks_recover_the_formula_on_a_closed_form():
+    """H_{t+1} = H_t + eta d_t with d constant on long stretches: the observed change per step of each
+    block pair is eta times the mean drive between the blocks' centres."""
+    eta, block = 0.01, claims.ENTROPY_BLOCK
+    drive = np.repeat([1.0, -2.0, 0.5, 3.0], 3 * block)
+    entropy = 1.0 + eta * np.concatenate([[0.0], np.cumsum(drive)[:-1]])
+    predicted, observed = claims.drive_blocks(entropy, drive)
+    assert len(predicted) == len(drive) // block - 1
+    mean_of_neighbours = [(entropy[(j + 1) * block:(j + 2) * block].mean() - entropy[j * block:(j + 1) * block].mean())
+                          / block for j in range(len(predicted))]
+    np.testing.assert_allclose(observed, mean_of_neighbours)
+    steady = np.isin(predicted, drive)  # spans inside one stretch: exactly eta * drive
+    assert steady.sum() >= 4
+    np.testing.assert_allclose(observed[steady], eta * predicted[steady])
+    assert claims.drive_blocks(entropy, np.full_like(drive, np.nan))[0].size == 0  # not logged: no pairs
+
+
+def test_paper_report_answers_the_regime_the_sign_knob_the_entropy_formula_and_fades_arms(tmp_path):
+    from fade.experiments.results_report import write_report
+
+    preset, summaries = _paper_like_sweep(tmp_path / "sweep")
+    sections = claims.evaluate(summaries, preset)
+    adam, sgd = "countdown_multi", "countdown_multi-sgd"
+
+    checks = claims.design_checks(summaries)
+    assert [(s.key, s.task) for s in checks] == [("regime", adam), ("regime", sgd), ("sign_knob", adam)]
+    assert all(s.data["check"].outcome == claims.REGIME_CALIBRATED for s in checks[:2])
+    assert "seed 0: 50 (50%)" in checks[0].tables[0].rows[0][1]
+    knob = checks[2]
+    assert knob.data["check"].outcome == claims.REQUIREMENT_MET
+    assert "fade:h_star_ratio=1.0" in knob.data["check"].detail
+    rows = {row[0]: row for row in knob.tables[0].rows}
+    assert set(rows) == {"fade", "fade:h_star_ratio=1.0", "fade_alpha", "fade_delta:h_star_ratio=1.0"}
+    assert rows["fade:h_star_ratio=1.0"][2] == "0.40 (0.40, 0.40, 0.40, 0.40, 0.40)"
+    assert rows["fade"][2].startswith("0.00")
+
+    # The entropy formula with both terms, per plan and per sign: entropy moved by the drive -> supported.
+    assert not any(s.key == "entropy_check" for s in sections)  # the mass-only check is for runs without the terms
+    for task in (adam, sgd):
+        formula = _section(sections, "entropy_formula", task)
+        groups = [row[0] for row in formula.tables[0].rows]
+        assert groups == ["all runs", "success-heavy", "failure-heavy", "centred"]
+        across, within = formula.verdicts
+        assert within.outcome == claims.SUPPORTED
+        assert all(part.outcome == claims.SUPPORTED and part.interval is not None for _, part in within.parts)
+        assert across.outcome == claims.SUPPORTED
+    across = _section(sections, "entropy_formula", adam).verdicts[0]
+    by_group = dict(across.parts)
+    assert by_group["success-heavy"].outcome == claims.NOT_MEASURED  # psr is the only success-heavy run of a seed
+    assert by_group["all runs"].interval.n == 5
+    classes = _section(sections, "entropy_formula", adam).data["classes"]
+    assert classes["countdown_multi/psr/seed0"] == "success-heavy"
+    assert classes["countdown_multi/fade-h_star_ratio=1.0/seed0"] == "failure-heavy"
+    assert classes["countdown_multi/fade/seed0"] == "centred"
+
+    # FADE's arms against grpo and dr_grpo, paired; the ablations against the engaged arm.
+    arms = _section(sections, "fade_arms", adam)
+    lines = {v.statement.split(" ")[0]: v for v in arms.verdicts if "beats" in v.statement}
+    assert lines["fade:h_star_ratio=1.0"].outcome == claims.SUPPORTED
+    assert [name for name, _ in lines["fade:h_star_ratio=1.0"].parts] == [
+        "peak vs grpo", "peak vs dr_grpo", "pass@k mean vs grpo", "pass@k mean vs dr_grpo"]
+    assert lines["fade"].outcome != claims.SUPPORTED
+    ablations = _section(sections, "ablations_engaged", adam)
+    outcomes = {v.statement.split(": ")[0]: v.outcome for v in ablations.verdicts}
+    assert outcomes == {"Without delta (fade_alpha) entropy collapses": claims.SUPPORTED,
+                        "Without alpha (fade_delta:h_star_ratio=1.0) pass@k drops": claims.SUPPORTED}
+    assert "than fade:h_star_ratio=1.0" in ablations.verdicts[0].statement
+
+    out = tmp_path / "report"
+    write_report(out, preset=preset, runs=preset.runs(), summaries=summaries, sections=sections, failures={},
+                 command="fade sweep --preset paper-like", workers=1)
+    text = (out / "README.md").read_text()
+    first = text.index("## Regime check")
+    assert first < text.index("## Setup") and first == text.index("\n## ") + 1  # the report's first section
+    assert "Verdict: **regime calibrated**. Requirement: Every seed of the balanced baselines (grpo, dr_grpo)" in text
+    assert "Verdict: **requirement met**" in text
+    assert "## Entropy formula with both terms" in text and "## FADE's arms (H* sensitivity)" in text
+    for name in (f"{adam}-entropy-formula.png", f"{sgd}-entropy-formula.png", f"{adam}-delta.png"):
+        assert (out / name).is_file() and (out / name).stat().st_size > 0, name
+        assert f"]({name})" in text, name
+    assert not (out / f"{sgd}-delta.png").exists()  # no FADE arm with plain SGD
+    results = json.loads((out / "results.json").read_text())
+    assert [c["outcome"] for c in results["design_checks"]] == [
+        claims.REGIME_CALIBRATED, claims.REGIME_CALIBRATED, claims.REQUIREMENT_MET]
+    assert results["claims"][0]["key"] == "sign"
+
+
+@pytest.mark.parametrize("late, share, regime, knob", [
+    (("dr_grpo", 3), 0.4, "regime not calibrated", "requirement met"),
+    (None, 0.2, "regime calibrated", "requirement not met"),
+])
+def test_design_checks_follow_the_logged_peaks_and_deltas(tmp_path, late, share, regime, knob):
+    """A balanced baseline peaking at its last evaluation on one seed fails the regime; an arm with
+    delta < 1 on only 20% of its steps does not meet the issue's 30%."""
+    _, summaries = _paper_like_sweep(tmp_path, knob_share=share, late=late)
+    checks = {s.key + "/" + s.task: s.data["check"] for s in claims.design_checks(summaries)}
+    assert checks["regime/countdown_multi"].outcome == regime
+    assert checks["regime/countdown_multi-sgd"].outcome == "regime calibrated"
+    assert checks["sign_knob/countdown_multi"].outcome == knob
+    if late:
+        assert "dr_grpo seed 3 (100%)" in checks["regime/countdown_multi"].detail
+
+
+def test_entropy_moving_against_the_drive_contradicts_the_formula(tmp_path):
+    _, summaries = _paper_like_sweep(tmp_path, direction=-1.0)
+    sections = claims.evaluate(summaries)
+    for task in ("countdown_multi", "countdown_multi-sgd"):
+        formula = _section(sections, "entropy_formula", task)
+        assert formula.verdicts[1].outcome == claims.CONTRADICTED
+        assert any("correlates *negatively*" in note for note in formula.notes)
+
+
+def test_runs_without_the_new_keys_keep_the_old_report(tmp_path):
+    """Logs from before the trainer wrote the formula's terms and FADE's schedule: the mass-only
+    entropy check as before, and no entropy-formula, sign-knob or FADE-arm section."""
+    from fade.experiments.results_report import write_report
+
+    plan = TaskPlan(task="arithmetic", estimators=("grpo", "psr", "fade"), steps=30, eval_every=30, eval_prompts=4,
+                    eval_samples=2)
+    preset = Preset(name="old", description="Old logs.", seeds=(0, 1, 2), plans=(plan,))
+    summaries = []
+    for seed in preset.seeds:
+        for spec, slope, pos, neg in (("grpo", 0.002, 0.2, 0.2), ("psr", 0.01, 0.4, 0.0), ("fade", 0.003, 0.2, 0.2)):
+            _write_run(tmp_path, plan.run(spec, seed), slope, 0.01 * seed, pos, neg)
+            summaries.append(claims.summarise(plan.run(spec, seed), tmp_path))
+    sections = claims.evaluate(summaries, preset)
+    keys = {s.key for s in sections}
+    assert "entropy_check" in keys
+    assert not keys & {"entropy_formula", "fade_arms", "ablations_engaged"}
+    assert [s.key for s in claims.design_checks(summaries)] == ["regime"]  # pass@1 is logged; delta is not
+    assert all(math.isnan(s.scalars["delta_below1"]) and math.isnan(s.scalars["drive_r_blocks"]) for s in summaries)
+    out = tmp_path / "report"
+    write_report(out, preset=preset, runs=preset.runs(), summaries=summaries, sections=sections, failures={},
+                 command="fade sweep --preset old", workers=1)
+    text = (out / "README.md").read_text()
+    assert "sign knob" not in text and "Entropy formula with both terms" not in text
+    assert not list(out.glob("*-delta.png")) and not list(out.glob("*-entropy-formula.png"))

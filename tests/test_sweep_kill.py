@@ -48,12 +48,17 @@ def _workers(parent: int) -> list[int]:
     return found
 
 
-@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the worker processes through /proc")
-def test_a_killed_worker_loses_no_finished_run(tmp_path):
+def _start_sweep(tmp_path: Path, **popen) -> tuple[Path, Path, subprocess.Popen]:
+    """The tiny sweep in a process of its own: (its script, its output folder, the process)."""
     script = tmp_path / "sweep.py"
     script.write_text(SWEEP)
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, str(script), str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return script, out, subprocess.Popen([sys.executable, str(script), str(out)], **popen)
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the worker processes through /proc")
+def test_a_killed_worker_loses_no_finished_run(tmp_path):
+    script, out, proc = _start_sweep(tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 300
         while not list(out.glob("runs/*/*/*/done.json")):
@@ -84,10 +89,7 @@ def test_a_killed_worker_loses_no_finished_run(tmp_path):
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the worker processes through /proc")
 def test_workers_end_when_the_sweep_is_killed(tmp_path):
-    script = tmp_path / "sweep.py"
-    script.write_text(SWEEP)
-    out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, str(script), str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, proc = _start_sweep(tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     workers: list[int] = []
     try:
         deadline = time.monotonic() + 120

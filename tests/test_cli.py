@@ -300,3 +300,16 @@ def test_python_dash_m_fade_entry_point(tmp_path):
     assert bad.stderr.count("\n") == 1 and bad.stderr.startswith("fade: error: ")
     assert "Traceback" not in bad.stderr and "nope.jsonl" in bad.stderr
     assert math.isfinite(json.loads(ok.stdout)["difficulty"])
+
+
+def test_sweep_help_names_every_preset_and_every_planned_task(capsys):
+    """The help of `fade sweep` is where a user learns which presets and tasks exist: it must not fall
+    behind the registry."""
+    from fade.experiments.presets import PRESETS
+
+    assert main(["sweep", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for name, preset in PRESETS.items():
+        assert name in text, name
+        for plan in preset.plans:
+            assert plan.task in text, plan.task

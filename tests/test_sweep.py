@@ -445,7 +445,8 @@ def part_values(summaries, spec: str) -> list[float]:
 # -- the paper preset's report: design checks, the entropy formula with both terms, FADE's arms --------
 
 PAPER_LIKE = dict(steps=100, eval_every=10, eval_prompts=4, eval_samples=4, prompts_per_step=4, group_size=4)
-ADAM_SPECS = ("grpo", "dr_grpo", "psr", "nsr", "fade", "fade:h_star_ratio=1.0", "fade_alpha", "fade_delta:h_star_ratio=1.0")
+ADAM_SPECS = ("grpo", "dr_grpo", "psr", "nsr", "fade", "fade:h_star_ratio=1.0", "fade_alpha", "fade_delta:h_star_ratio=1.0",
+              "fade_decay")
 #: Per estimator: (m_S, m_F) while delta = 1, the level of its entropy drive, its pass@1 lift, its
 #: extra pass@k (k >= 2) at the end. The engaged FADE arm gains on both; fade_delta loses the pass@k.
 PAPER_LIKE_RUNS = {
@@ -453,6 +454,7 @@ PAPER_LIKE_RUNS = {
     "psr": ((0.4, 0.0), -2.0, 0.0, 0.0), "nsr": ((0.0, 0.4), 1.0, 0.0, 0.0),
     "fade": ((0.2, 0.2), -0.6, 0.0, 0.0), "fade:h_star_ratio=1.0": ((0.2, 0.2), 0.8, 0.05, 0.05),
     "fade_alpha": ((0.2, 0.2), -1.5, 0.0, 0.0), "fade_delta:h_star_ratio=1.0": ((0.2, 0.2), 0.5, 0.05, -0.05),
+    "fade_decay": ((0.2, 0.2), -0.5, -0.05, -0.05),
 }
 
 
@@ -549,7 +551,7 @@ def test_paper_report_answers_the_regime_the_sign_knob_the_entropy_formula_and_f
     assert knob.data["check"].outcome == claims.REQUIREMENT_MET
     assert "fade:h_star_ratio=1.0" in knob.data["check"].detail
     rows = {row[0]: row for row in knob.tables[0].rows}
-    assert set(rows) == {"fade", "fade:h_star_ratio=1.0", "fade_alpha", "fade_delta:h_star_ratio=1.0"}
+    assert set(rows) == {"fade", "fade:h_star_ratio=1.0", "fade_alpha", "fade_delta:h_star_ratio=1.0", "fade_decay"}
     assert rows["fade:h_star_ratio=1.0"][2] == "0.40 (0.40, 0.40, 0.40, 0.40, 0.40)"
     assert rows["fade"][2].startswith("0.00")
 
@@ -574,15 +576,20 @@ def test_paper_report_answers_the_regime_the_sign_knob_the_entropy_formula_and_f
 
     # FADE's arms against grpo and dr_grpo, paired; the ablations against the engaged arm.
     arms = _section(sections, "fade_arms", adam)
-    lines = {v.statement.split(" ")[0]: v for v in arms.verdicts if "beats" in v.statement}
-    assert lines["fade:h_star_ratio=1.0"].outcome == claims.SUPPORTED
-    assert [name for name, _ in lines["fade:h_star_ratio=1.0"].parts] == [
-        "peak vs grpo", "peak vs dr_grpo", "pass@k mean vs grpo", "pass@k mean vs dr_grpo"]
-    assert lines["fade"].outcome != claims.SUPPORTED
+    accuracy = {v.statement.split(" ")[0]: v for v in arms.verdicts if "raises accuracy" in v.statement}
+    diversity = {v.statement.split(" ")[0]: v for v in arms.verdicts if "raises diversity" in v.statement}
+    assert set(accuracy) == set(diversity) == {"fade", "fade:h_star_ratio=1.0"}
+    for lines, parts in ((accuracy, ["peak vs grpo", "peak vs dr_grpo"]),
+                         (diversity, ["pass@k mean vs grpo", "pass@k mean vs dr_grpo"])):
+        assert lines["fade:h_star_ratio=1.0"].outcome == claims.SUPPORTED
+        assert [name for name, _ in lines["fade:h_star_ratio=1.0"].parts] == parts
+        assert lines["fade"].outcome != claims.SUPPORTED
     ablations = _section(sections, "ablations_engaged", adam)
     outcomes = {v.statement.split(": ")[0]: v.outcome for v in ablations.verdicts}
     assert outcomes == {"Without delta (fade_alpha) entropy collapses": claims.SUPPORTED,
-                        "Without alpha (fade_delta:h_star_ratio=1.0) pass@k drops": claims.SUPPORTED}
+                        "Without alpha (fade_delta:h_star_ratio=1.0) pass@k drops": claims.SUPPORTED,
+                        "fade_decay loses accuracy to the adaptive controller": claims.SUPPORTED,
+                        "fade_decay loses diversity to the adaptive controller": claims.SUPPORTED}
     assert "than fade:h_star_ratio=1.0" in ablations.verdicts[0].statement
 
     out = tmp_path / "report"
@@ -593,6 +600,10 @@ def test_paper_report_answers_the_regime_the_sign_knob_the_entropy_formula_and_f
     assert first < text.index("## Setup") and first == text.index("\n## ") + 1  # the report's first section
     assert "Verdict: **regime calibrated**. Requirement: Every seed of the balanced baselines (grpo, dr_grpo)" in text
     assert "Verdict: **requirement met**" in text
+    outcomes = [v.outcome for s in sections for v in s.verdicts]
+    resolved = sum(o in (claims.SUPPORTED, claims.CONTRADICTED) for o in outcomes)
+    assert f"{len(outcomes)} claims: {resolved} resolved ({outcomes.count(claims.SUPPORTED)} supported, " in text
+    assert "paired intervals, each at 95% on its own with no correction" in text
     assert "## Entropy formula with both terms" in text and "## FADE's arms (H* sensitivity)" in text
     for name in (f"{adam}-entropy-formula.png", f"{sgd}-entropy-formula.png", f"{adam}-delta.png"):
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name

@@ -685,7 +685,9 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
         epilog=SPEC_HELP,
     )
     p.add_argument("--preset", default="quick", metavar="NAME",
-                   help="quick (about 10 minutes on 2 cores) or full (every claim, a few hours) (default: quick)")
+                   help="quick (about 10 minutes on 2 cores), full (every claim on arithmetic and countdown, a few "
+                        "hours) or paper (the calibrated instrument: countdown_multi, 5 paired seeds, FADE's arms, "
+                        "about 8 CPU hours; --dry-run prints each run's cost) (default: quick)")
     p.add_argument("--out", required=True, metavar="DIR", help="the sweep's folder; rerunning into it resumes")
     p.add_argument("--workers", type=int, default=2, metavar="N", help="runs trained at once, one core each (default: 2)")
     p.add_argument("--dry-run", action="store_true", help="list the runs, their state and estimated CPU minutes; train nothing")
@@ -693,7 +695,8 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
                    help="write the report from the runs finished so far; train nothing (safe beside a running sweep)")
     p.add_argument("--estimators", default=None, metavar="SPEC[,SPEC...]", help="train these estimators on every task instead")
     p.add_argument("--seeds", default=None, metavar="S[,S...]", help="these seeds instead of the preset's")
-    p.add_argument("--tasks", default=None, metavar="TASK[,TASK...]", help="only these tasks (arithmetic, countdown)")
+    p.add_argument("--tasks", default=None, metavar="TASK[,TASK...]", help="only these of the preset's tasks (arithmetic, countdown, countdown_multi, countdown_multi-sgd); "
+                        "another testbed task takes the preset's first plan")
     p.add_argument("--steps", type=int, default=None, metavar="N", help="training steps of every run instead")
     p.add_argument("--keep-checkpoints", action="store_true",
                    help="keep each finished run's checkpoint.pt (optimizer state; needed only to train it further)")

@@ -22,7 +22,7 @@ import math
 import os
 import platform
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from itertools import combinations
 from pathlib import Path
@@ -315,7 +315,7 @@ def write_report(
     if verdict_rows:
         summary = Table(["task", "claim", "verdict"])
         summary.rows = [[s.task, v.statement, f"**{v.outcome}**"] for s, v in verdict_rows]
-        lines += ["## Verdicts at a glance", ""] + _md_table(summary) + [""]
+        lines += ["## Verdicts at a glance", "", _verdict_count(verdict_rows, paired), ""] + _md_table(summary) + [""]
     else:
         lines += ["## Verdicts at a glance", "", "No claim could be measured: no finished run covers one.", ""]
     if paired:
@@ -427,6 +427,23 @@ def _check_lines(section: ClaimSection) -> list[str]:
     for note in section.notes:
         lines += [note, ""]
     return lines
+
+
+def _verdict_count(verdict_rows, paired: bool) -> str:
+    """One line: how many claims got each verdict, and, for paired intervals, how many comparisons
+    stand behind them (each interval is 95% on its own; nothing corrects for their number)."""
+    counts = Counter(v.outcome for _, v in verdict_rows)
+    resolved = counts[SUPPORTED] + counts[CONTRADICTED]
+    text = (f"{len(verdict_rows)} claims: {resolved} resolved ({counts[SUPPORTED]} {SUPPORTED}, "
+            f"{counts[CONTRADICTED]} {CONTRADICTED}); "
+            + ", ".join(f"{n} {outcome}" for outcome, n in counts.items() if outcome not in (SUPPORTED, CONTRADICTED))
+            + ".")
+    if paired:
+        intervals = sum(1 for _, v in verdict_rows for _, part in v.parts if part.interval is not None)
+        text += (f" Behind them are {intervals} paired intervals, each at 95% on its own with no correction for "
+                 f"their number: were no difference real, about {0.05 * intervals:.0f} of them would exclude 0 by "
+                 "chance, so a claim resting on one comparison is weaker evidence than one whose comparisons agree.")
+    return text
 
 
 def _paired(verdict_rows: Sequence[tuple[ClaimSection, VerdictLine]]) -> bool:

@@ -670,3 +670,22 @@ def test_runs_without_the_new_keys_keep_the_old_report(tmp_path):
     text = (out / "README.md").read_text()
     assert "sign knob" not in text and "Entropy formula with both terms" not in text
     assert not list(out.glob("*-delta.png")) and not list(out.glob("*-entropy-formula.png"))
+
+
+def test_a_baseline_that_never_rises_above_its_base_fails_the_regime(tmp_path):
+    """A run whose smoothed pass@1 peaks at step 0 (it collapsed after the base evaluation, as plain SGD
+    at too large a step does) has no peak to decline from: the regime check names it and fails."""
+    _, summaries = _paper_like_sweep(tmp_path)
+    collapsed = next(s for s in summaries if s.run.task == "countdown_multi" and s.run.estimator == "grpo" and s.seed == 1)
+    path = collapsed.run.directory(tmp_path) / "eval.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for row in rows[1:]:
+        row.update({key: 0.0 for key in row if key != "step"})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summaries = [claims.summarise(s.run, tmp_path) if s is collapsed else s for s in summaries]
+    section = next(s for s in claims.design_checks(summaries) if s.key == "regime" and s.task == "countdown_multi")
+    check = section.data["check"]
+    assert check.outcome == claims.REGIME_NOT_CALIBRATED
+    assert "never above the base evaluation (diverged or no gain): grpo seed 1" in check.detail
+    assert "seed 1: 0 (0%) **no gain**" in section.tables[0].rows[0][1]
+    assert section.tables[0].rows[0][3] == "4 of 5"

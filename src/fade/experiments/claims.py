@@ -1118,7 +1118,7 @@ def _regime_check(task: str, runs: Runs) -> ClaimSection | None:
                           "average of pass@1, which the verdict reads (from one evaluation to the next pass@1 moves by "
                           "more than its evaluation noise, so one evaluation's maximum is a noisy peak); single-evaluation "
                           "peak: the first evaluation at the highest pass@1, as the claims' peak pass@1 uses it")
-    late, measured = [], 0
+    late, stalled, measured = [], [], 0
     for spec in present:
         cells, raw, early = [], [], 0
         for s in runs.of(spec):
@@ -1126,12 +1126,17 @@ def _regime_check(task: str, runs: Runs) -> ClaimSection | None:
             if not math.isfinite(fraction):
                 continue
             measured += 1
-            on_time = fraction <= limit + 1e-12
+            # A smoothed peak at the base evaluation is no peak: the run never rose above where it
+            # started (it diverged or learnt nothing), which says nothing about a later decline.
+            gained = s.scalars["smoothed_peak_step"] > 0
+            on_time = gained and fraction <= limit + 1e-12
             early += on_time
-            if not on_time:
+            if not gained:
+                stalled.append(f"{spec} seed {s.seed}")
+            elif not on_time:
                 late.append(f"{spec} seed {s.seed} ({fraction:.0%})")
             cells.append(f"seed {s.seed}: {s.scalars['smoothed_peak_step']:.0f} ({fraction:.0%})"
-                         + ("" if on_time else " **late**"))
+                         + ("" if on_time else " **late**" if gained else " **no gain**"))
             raw.append(f"{s.scalars['peak_step']:.0f} ({s.scalars['peak_fraction']:.0%})")
         table.rows.append([spec, ", ".join(cells) or "—", ", ".join(raw) or "—", f"{early} of {len(cells)}"])
     section.tables.append(table)
@@ -1139,8 +1144,10 @@ def _regime_check(task: str, runs: Runs) -> ClaimSection | None:
     statement = (f"Every seed of the balanced baselines ({', '.join(present)}) peaks in pass@1 ({REGIME_SMOOTHING}-evaluation "
                  f"moving average) at or before {limit:.0%} of the run, so the runs are long enough for the decline FADE "
                  "claims to prevent")
-    if late:
-        outcome, detail = REGIME_NOT_CALIBRATED, f"peaking later: {', '.join(late)}"
+    if late or stalled:
+        reasons = ([f"peaking later: {', '.join(late)}"] if late else []) + (
+            [f"never above the base evaluation (diverged or no gain): {', '.join(stalled)}"] if stalled else [])
+        outcome, detail = REGIME_NOT_CALIBRATED, "; ".join(reasons)
     elif not measured:
         outcome, detail = NOT_MEASURED, "no finite pass@1"
     else:

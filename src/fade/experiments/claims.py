@@ -1022,21 +1022,16 @@ def _fade_arms(task: str, runs: Runs) -> ClaimSection | None:
         ])
     section.tables.append(table)
     against = ", ".join(balanced)
+    # Accuracy, diversity and entropy are separate claims: one verdict for all would hide an answer
+    # on one axis behind an open question on another.
+    axes = (("raises accuracy over", "peak pass@1", "peak_pass1", "peak"),
+            ("raises diversity over", "final pass@k mean", "passk_mean", "pass@k mean"),
+            ("keeps more entropy than", "final entropy", "entropy_final", "entropy"))
     for arm in arms:
-        # Accuracy and diversity are separate claims: one verdict for both would hide an answer on
-        # either axis behind an open question on the other.
-        section.verdicts.append(_line(
-            f"{arm} raises accuracy over the balanced baselines: higher peak pass@1 than {against}",
-            [(f"peak vs {b}", compare(stat(arm, "peak_pass1"), stat(b, "peak_pass1"), greater=True))
-             for b in balanced]))
-        section.verdicts.append(_line(
-            f"{arm} raises diversity over the balanced baselines: higher final pass@k mean than {against}",
-            [(f"pass@k mean vs {b}", compare(stat(arm, "passk_mean"), stat(b, "passk_mean"), greater=True))
-             for b in balanced]))
-        section.verdicts.append(_line(
-            f"{arm} keeps more entropy than the balanced baselines: higher final entropy than {against}",
-            [(f"entropy vs {b}", compare(stat(arm, "entropy_final"), stat(b, "entropy_final"), greater=True))
-             for b in balanced]))
+        for claim, label, key, short in axes:
+            section.verdicts.append(_line(
+                f"{arm} {claim} the balanced baselines: higher {label} than {against}",
+                [(f"{short} vs {b}", compare(stat(arm, key), stat(b, key), greater=True)) for b in balanced]))
     scored = [arm for arm in arms if stat(arm, "passk_mean").n]
     if scored:
         best = max(scored, key=lambda arm: stat(arm, "passk_mean").mean)

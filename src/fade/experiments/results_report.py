@@ -434,10 +434,9 @@ def _verdict_count(verdict_rows, paired: bool) -> str:
     stand behind them (each interval is 95% on its own; nothing corrects for their number)."""
     counts = Counter(v.outcome for _, v in verdict_rows)
     resolved = counts[SUPPORTED] + counts[CONTRADICTED]
+    others = [f"{n} {outcome}" for outcome, n in counts.items() if outcome not in (SUPPORTED, CONTRADICTED)]
     text = (f"{len(verdict_rows)} claims: {resolved} resolved ({counts[SUPPORTED]} {SUPPORTED}, "
-            f"{counts[CONTRADICTED]} {CONTRADICTED}); "
-            + ", ".join(f"{n} {outcome}" for outcome, n in counts.items() if outcome not in (SUPPORTED, CONTRADICTED))
-            + ".")
+            f"{counts[CONTRADICTED]} {CONTRADICTED})" + (f"; {', '.join(others)}" if others else "") + ".")
     if paired:
         intervals = sum(1 for _, v in verdict_rows for _, part in v.parts if part.interval is not None)
         text += (f" Behind them are {intervals} paired intervals, each at 95% on its own with no correction for "

@@ -544,7 +544,9 @@ def test_paper_report_answers_the_regime_the_sign_knob_the_entropy_formula_and_f
     adam, sgd = "countdown_multi", "countdown_multi-sgd"
 
     checks = claims.design_checks(summaries)
-    assert [(s.key, s.task) for s in checks] == [("regime", adam), ("regime", sgd), ("sign_knob", adam)]
+    assert [(s.key, s.task) for s in checks] == [("regime", adam), ("regime", sgd), ("sign_knob", adam),
+                                                  ("collapse", adam), ("collapse", sgd)]
+    assert all(s.data["check"].outcome == claims.REQUIREMENT_MET and not s.tables for s in checks[3:])
     assert all(s.data["check"].outcome == claims.REGIME_CALIBRATED for s in checks[:2])
     assert "seed 0: 50 (50%)" in checks[0].tables[0].rows[0][1]
     knob = checks[2]
@@ -611,7 +613,8 @@ def test_paper_report_answers_the_regime_the_sign_knob_the_entropy_formula_and_f
     assert not (out / f"{sgd}-delta.png").exists()  # no FADE arm with plain SGD
     results = json.loads((out / "results.json").read_text())
     assert [c["outcome"] for c in results["design_checks"]] == [
-        claims.REGIME_CALIBRATED, claims.REGIME_CALIBRATED, claims.REQUIREMENT_MET]
+        claims.REGIME_CALIBRATED, claims.REGIME_CALIBRATED, *[claims.REQUIREMENT_MET] * 3]
+    assert "some runs collapsed" not in text and "the regime check failed" not in text
     assert results["claims"][0]["key"] == "sign"
 
 
@@ -662,7 +665,7 @@ def test_runs_without_the_new_keys_keep_the_old_report(tmp_path):
     keys = {s.key for s in sections}
     assert "entropy_check" in keys
     assert not keys & {"entropy_formula", "fade_arms", "ablations_engaged"}
-    assert [s.key for s in claims.design_checks(summaries)] == ["regime"]  # pass@1 is logged; delta is not
+    assert [s.key for s in claims.design_checks(summaries)] == ["regime", "collapse"]  # pass@1 logged; delta not
     assert all(math.isnan(s.scalars["delta_below1"]) and math.isnan(s.scalars["drive_r_blocks"]) for s in summaries)
     out = tmp_path / "report"
     write_report(out, preset=preset, runs=preset.runs(), summaries=summaries, sections=sections, failures={},
@@ -675,7 +678,7 @@ def test_runs_without_the_new_keys_keep_the_old_report(tmp_path):
 def test_a_baseline_that_never_rises_above_its_base_fails_the_regime(tmp_path):
     """A run whose smoothed pass@1 peaks at step 0 (it collapsed after the base evaluation, as plain SGD
     at too large a step does) has no peak to decline from: the regime check names it and fails."""
-    _, summaries = _paper_like_sweep(tmp_path)
+    preset, summaries = _paper_like_sweep(tmp_path)
     collapsed = next(s for s in summaries if s.run.task == "countdown_multi" and s.run.estimator == "grpo" and s.seed == 1)
     path = collapsed.run.directory(tmp_path) / "eval.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines()]
@@ -689,3 +692,20 @@ def test_a_baseline_that_never_rises_above_its_base_fails_the_regime(tmp_path):
     assert "never above the base evaluation (diverged or no gain): grpo seed 1" in check.detail
     assert "seed 1: 0 (0%) **no gain**" in section.tables[0].rows[0][1]
     assert section.tables[0].rows[0][3] == "4 of 5"
+
+    # The collapse check names it too (its last pass@1 is below half its base), and the report says
+    # which way the regime failed.
+    from fade.experiments.results_report import write_report
+
+    collapse = next(s for s in claims.design_checks(summaries) if s.key == "collapse" and s.task == "countdown_multi")
+    assert collapse.data["check"].outcome == claims.REQUIREMENT_NOT_MET
+    assert collapse.data["collapsed"] == {"grpo": [1]}
+    assert "(grpo seeds 1)" in collapse.data["check"].detail
+    assert collapse.tables[0].rows == [["grpo", "1 of 5", f"seed 1: {collapsed.scalars['base_pass1']:.3f} -> 0.000"]]
+    out = tmp_path / "report"
+    write_report(out, preset=preset, runs=preset.runs(), summaries=summaries,
+                 sections=claims.evaluate(summaries, preset), failures={}, command="fade sweep", workers=1)
+    text = (out / "README.md").read_text()
+    assert "a balanced baseline never rose above its base evaluation (it diverged or learnt nothing)" in text
+    assert "still climbing late" not in text
+    assert "- countdown_multi: some runs collapsed (**requirement not met**)" in text and "grpo: seeds 1</sub>" in text

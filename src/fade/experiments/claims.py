@@ -142,6 +142,10 @@ REGIME_CALIBRATED, REGIME_NOT_CALIBRATED = "regime calibrated", "regime not cali
 #: this share of the steps (project issue 12), or the sign half of FADE was never tested.
 SIGN_KNOB_SHARE = 0.3
 REQUIREMENT_MET, REQUIREMENT_NOT_MET = "requirement met", "requirement not met"
+#: The collapse check: a run whose last evaluation's pass@1 is below this fraction of its base
+#: evaluation's collapsed (a diverged step size, or an estimator that destroys the policy); the
+#: claims still count it, and the check names it so that no verdict is read without knowing.
+COLLAPSE_FRACTION = 0.5
 #: The FADE arm whose sign knob acts from the start (H* at the first entropy): the reference the
 #: ablations without a target of their own are measured against.
 ENGAGED_FADE = "fade:h_star_ratio=1.0"
@@ -1150,6 +1154,7 @@ def _regime_check(task: str, runs: Runs) -> ClaimSection | None:
     if missing:
         detail += f"; not trained on this plan: {', '.join(missing)}"
     section.data["check"] = VerdictLine(statement, outcome, detail)
+    section.data["late"], section.data["stalled"] = late, stalled
     return section
 
 
@@ -1183,16 +1188,49 @@ def _sign_knob(task: str, summaries: Sequence[RunSummary]) -> ClaimSection | Non
     return section
 
 
+def _collapse_check(task: str, summaries: Sequence[RunSummary]) -> ClaimSection | None:
+    measured = [s for s in sorted(summaries, key=lambda s: (s.run.estimator, s.seed))
+                if math.isfinite(s.scalars["base_pass1"]) and math.isfinite(s.scalars["final_pass1"])]
+    if not measured:
+        return None
+    section = ClaimSection("collapse", "Collapse check: no run ends far below its base", task)
+    collapsed: dict[str, list[RunSummary]] = defaultdict(list)
+    for s in measured:
+        if s.scalars["final_pass1"] < COLLAPSE_FRACTION * s.scalars["base_pass1"]:
+            collapsed[s.run.estimator].append(s)
+    if collapsed:
+        table = Table(["estimator", "collapsed seeds", "pass@1 base -> last evaluation per collapsed seed"],
+                      caption=f"collapsed: the last evaluation's pass@1 below {COLLAPSE_FRACTION:g} x the base evaluation's")
+        for spec, runs in collapsed.items():
+            total = sum(1 for s in measured if s.run.estimator == spec)
+            table.rows.append([spec, f"{len(runs)} of {total}", ", ".join(
+                f"seed {s.seed}: {s.scalars['base_pass1']:.3f} -> {s.scalars['final_pass1']:.3f}" for s in runs)])
+        section.tables.append(table)
+    statement = (f"Every run ends with pass@1 at least {COLLAPSE_FRACTION:g} x its base evaluation's, so no claim "
+                 "compares a collapsed run")
+    if collapsed:
+        names = "; ".join(f"{spec} seeds {', '.join(str(s.seed) for s in runs)}" for spec, runs in collapsed.items())
+        outcome = REQUIREMENT_NOT_MET
+        detail = (f"{sum(map(len, collapsed.values()))} of {len(measured)} runs collapsed ({names}); claims that "
+                  "involve them measure the collapse, not the estimator")
+    else:
+        outcome, detail = REQUIREMENT_MET, f"{len(measured)} runs, none collapsed"
+    section.data["check"] = VerdictLine(statement, outcome, detail)
+    section.data["collapsed"] = {spec: [s.seed for s in runs] for spec, runs in collapsed.items()}
+    return section
+
+
 def design_checks(summaries: Sequence[RunSummary]) -> list[ClaimSection]:
     """What must hold before the claims can be read, per task: the regime check on every task first,
-    then FADE's sign knob. Each section's ``data["check"]`` is a :class:`VerdictLine` whose outcome
+    then FADE's sign knob, then the collapse check. Each section's ``data["check"]`` is a :class:`VerdictLine` whose outcome
     is one of :data:`REGIME_CALIBRATED`, :data:`REGIME_NOT_CALIBRATED`, :data:`REQUIREMENT_MET`,
     :data:`REQUIREMENT_NOT_MET` or :data:`NOT_MEASURED`; a section is absent where nothing it needs ran."""
     tasks = list(dict.fromkeys(s.task for s in summaries))
     by_task = {t: [s for s in summaries if s.task == t] for t in tasks}
     regime = [_regime_check(t, Runs(by_task[t])) for t in tasks]
     knob = [_sign_knob(t, by_task[t]) for t in tasks]
-    return [section for section in (*regime, *knob) if section is not None]
+    collapse = [_collapse_check(t, by_task[t]) for t in tasks]
+    return [section for section in (*regime, *knob, *collapse) if section is not None]
 
 
 def _defaults(preset: Preset | None, summaries: Sequence[RunSummary], by_task: dict[str, Runs]) -> list[ClaimSection]:

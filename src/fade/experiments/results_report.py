@@ -44,6 +44,7 @@ from .claims import (
     NOT_SUPPORTED,
     OVERLAP,
     REGIME_NOT_CALIBRATED,
+    REQUIREMENT_NOT_MET,
     SUPPORTED,
     UNRESOLVED,
     ClaimSection,
@@ -367,10 +368,18 @@ def write_report(
     lines += ["## Where the claims do not reproduce at this scale", ""]
     uncalibrated = [s for s in checks if s.key == "regime" and s.data["check"].outcome == REGIME_NOT_CALIBRATED]
     for section in uncalibrated:
-        lines += [f"- {section.task}: the regime check failed (**{REGIME_NOT_CALIBRATED}**): a balanced baseline was "
-                  "still climbing late in the run, so claims about peaks, declines and reaching a peak earlier are read "
-                  f"where there is little decline to prevent. <sub>{section.data['check'].detail}</sub>"]
-    if uncalibrated:
+        why = " and ".join(([_REGIME_LATE] if section.data.get("late") else [])
+                           + ([_REGIME_STALLED] if section.data.get("stalled") else []))
+        lines += [f"- {section.task}: the regime check failed (**{REGIME_NOT_CALIBRATED}**): {why}, so claims about "
+                  "peaks, declines and reaching a peak earlier are read where there is little decline to prevent. "
+                  f"<sub>{section.data['check'].detail}</sub>"]
+    collapsed = [s for s in checks if s.key == "collapse" and s.data["collapsed"]]
+    for section in collapsed:
+        lines += [f"- {section.task}: some runs collapsed (**{REQUIREMENT_NOT_MET}**), and every claim that compares "
+                  "them reads the collapse rather than the estimator. <sub>"
+                  + "; ".join(f"{spec}: seeds {', '.join(map(str, seeds))}" for spec, seeds in section.data["collapsed"].items())
+                  + "</sub>"]
+    if uncalibrated or collapsed:
         lines += [""]
     if not verdict_rows:
         lines += ["Nothing was measured.", ""]
@@ -415,6 +424,10 @@ def write_report(
     write_json_atomic(out / RESULTS_JSON,
                       _results_json(preset, runs, summaries, sections, failures, command, choice, design, checks))
     return readme
+
+
+_REGIME_LATE = "a balanced baseline was still climbing late in the run"
+_REGIME_STALLED = "a balanced baseline never rose above its base evaluation (it diverged or learnt nothing)"
 
 
 def _check_lines(section: ClaimSection) -> list[str]:

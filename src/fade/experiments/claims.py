@@ -299,14 +299,23 @@ def sign_class(summary: RunSummary) -> str:
     return "success-heavy" if mean > 0 else "failure-heavy"
 
 
-def _smoothed_peak_step(eval_steps: np.ndarray, pass1: np.ndarray, window: int = REGIME_SMOOTHING) -> float:
-    """The step of the peak of pass@1's centred moving average over ``window`` evaluations (the
-    first such step; nan without a finite pass@1)."""
+def _smoothed_peak(eval_steps: np.ndarray, pass1: np.ndarray, window: int = REGIME_SMOOTHING) -> tuple[float, float]:
+    """(step, value) of the first peak of pass@1's centred moving average over ``window`` evaluations,
+    read only where the window is full (nan, nan without a finite pass@1).
+
+    A window shrunk at either end averages fewer evaluations, so it is noisier, and on a flat but
+    noisy plateau it would win the maximum more often than its share: the last evaluation would look
+    like a late peak by chance. With fewer evaluations than ``window``, every point counts."""
     keep = np.isfinite(pass1)
     if not keep.any():
-        return math.nan
-    best = peak_eval_index(moving_average(pass1[keep], window))
-    return float(eval_steps[keep][best])
+        return math.nan, math.nan
+    values, steps = pass1[keep], eval_steps[keep]
+    smooth = moving_average(values, window)
+    lo, hi = window // 2, len(values) - (window - 1) // 2
+    if hi <= lo:
+        lo, hi = 0, len(values)
+    best = lo + peak_eval_index(smooth[lo:hi])
+    return float(steps[best]), float(smooth[best])
 
 
 def _numbers(record: dict[str, Any]) -> dict[str, float]:
@@ -357,7 +366,7 @@ def summarise(run: RunSpec, out: str | Path) -> RunSummary:
     imbalance = mass_imbalance(curves["positive_mass"], curves["negative_mass"])
     scalars["mass_imbalance_mean"] = _finite_mean(imbalance)
     scalars["peak_fraction"] = scalars["peak_step"] / run.steps if run.steps else math.nan
-    scalars["smoothed_peak_step"] = _smoothed_peak_step(eval_steps, pass1)
+    scalars["smoothed_peak_step"], scalars["smoothed_peak_pass1"] = _smoothed_peak(eval_steps, pass1)
     scalars["smoothed_peak_fraction"] = scalars["smoothed_peak_step"] / run.steps if run.steps else math.nan
     delta = curves["delta"][np.isfinite(curves["delta"])]
     scalars["delta_below1"] = float((delta < 1).mean()) if delta.size else math.nan
@@ -1114,8 +1123,9 @@ def _regime_check(task: str, runs: Runs) -> ClaimSection | None:
     table = Table(["estimator", "step of the smoothed peak per seed (fraction of the run)",
                    "step of the single-evaluation peak per seed", f"seeds peaking at or before {limit:.0%}"],
                   caption=f"smoothed peak: the first evaluation at the highest {REGIME_SMOOTHING}-evaluation centred moving "
-                          "average of pass@1, which the verdict reads (from one evaluation to the next pass@1 moves by "
-                          "more than its evaluation noise, so one evaluation's maximum is a noisy peak); single-evaluation "
+                          "average of pass@1 among those whose window is full, which the verdict reads (from one "
+                          "evaluation to the next pass@1 moves by more than its evaluation noise, so one evaluation's "
+                          "maximum is a noisy peak, and a window shrunk at an end is noisier still); single-evaluation "
                           "peak: the first evaluation at the highest pass@1, as the claims' peak pass@1 uses it")
     late, stalled, measured = [], [], 0
     for spec in present:
@@ -1125,17 +1135,18 @@ def _regime_check(task: str, runs: Runs) -> ClaimSection | None:
             if not math.isfinite(fraction):
                 continue
             measured += 1
-            # A smoothed peak at the base evaluation is no peak: the run never rose above where it
-            # started (it diverged or learnt nothing), which says nothing about a later decline.
-            gained = s.scalars["smoothed_peak_step"] > 0
+            # A smoothed peak no higher than the base evaluation is no peak: the run never rose above
+            # where it started (it diverged or learnt nothing), which says nothing about a later decline.
+            gained = s.scalars["smoothed_peak_pass1"] > s.scalars["base_pass1"]
             on_time = gained and fraction <= limit + 1e-12
             early += on_time
             if not gained:
                 stalled.append(f"{spec} seed {s.seed}")
             elif not on_time:
                 late.append(f"{spec} seed {s.seed} ({fraction:.0%})")
-            cells.append(f"seed {s.seed}: {s.scalars['smoothed_peak_step']:.0f} ({fraction:.0%})"
-                         + ("" if on_time else " **late**" if gained else " **no gain**"))
+            cells.append(f"seed {s.seed}: **no gain**" if not gained else
+                         f"seed {s.seed}: {s.scalars['smoothed_peak_step']:.0f} ({fraction:.0%})"
+                         + ("" if on_time else " **late**"))
             raw.append(f"{s.scalars['peak_step']:.0f} ({s.scalars['peak_fraction']:.0%})")
         table.rows.append([spec, ", ".join(cells) or "—", ", ".join(raw) or "—", f"{early} of {len(cells)}"])
     section.tables.append(table)

@@ -636,7 +636,7 @@ def test_design_checks_follow_the_logged_peaks_and_deltas(tmp_path, late, spike,
         assert "dr_grpo seed 3 (90%)" in checks["regime/countdown_multi"].detail  # the last full window
     if spike:
         grpo = sections["regime/countdown_multi"].tables[0].rows[0]
-        assert "seed 2: 50 (50%)" in grpo[1] and "100 (100%)" in grpo[2]  # smoothed peak mid-run, raw at the end
+        assert "seed 2: 50 (50%)" in grpo[1] and "100 (100%)" in grpo[3]  # smoothed peak mid-run, raw at the end
 
 
 def test_the_smoothed_peak_reads_only_full_windows():
@@ -644,10 +644,15 @@ def test_the_smoothed_peak_reads_only_full_windows():
     equally likely to win, while a window shrunk at the end (two evaluations, noisier) would win
     more than its share and make a plateau look like a late peak."""
     steps = np.arange(0, 220, 20, dtype=float)
-    assert claims._smoothed_peak(steps, np.linspace(0.1, 0.3, 11)) == (180.0, pytest.approx(0.28))
-    assert claims._smoothed_peak(steps[:2], np.array([0.1, 0.2])) == (0.0, pytest.approx(0.15))  # too few: all count
-    step, value = claims._smoothed_peak(steps, np.where(np.arange(11) == 4, np.nan, np.linspace(0.3, 0.1, 11)))
+    # Still rising: the peak and 90% of the gain both at the last full window.
+    assert claims._smoothed_peak(steps, np.linspace(0.1, 0.3, 11)) == (180.0, pytest.approx(0.28), 180.0)
+    # Up by step 80, then a plateau whose last full window is higher by a hair: a late peak, an early rise.
+    plateau = np.array([0.1, 0.15, 0.2, 0.25, 0.25, 0.24, 0.26, 0.25, 0.24, 0.25, 0.27])
+    assert claims._smoothed_peak(steps, plateau)[0::2] == (180.0, 80.0)
+    assert claims._smoothed_peak(steps[:2], np.array([0.1, 0.2])) == (0.0, pytest.approx(0.15), 0.0)  # too few: all count
+    step, value, rise = claims._smoothed_peak(steps, np.where(np.arange(11) == 4, np.nan, np.linspace(0.3, 0.1, 11)))
     assert step == 20.0 and value == pytest.approx((0.3 + 0.28 + 0.26) / 3)  # nan evaluations dropped first
+    assert math.isnan(rise)  # never above the first evaluation: no gain to make
 
     rng = np.random.default_rng(0)
     draws = 3000
@@ -714,7 +719,8 @@ def test_a_baseline_that_never_rises_above_its_base_fails_the_regime(tmp_path):
     assert check.outcome == claims.REGIME_NOT_CALIBRATED
     assert "never above the base evaluation (diverged or no gain): grpo seed 1" in check.detail
     assert "seed 1: **no gain**," in section.tables[0].rows[0][1]
-    assert section.tables[0].rows[0][3] == "4 of 5"
+    assert section.tables[0].rows[0][4] == "4 of 5"
+    assert section.tables[0].rows[0][2].split(", ")[1] == "—"  # no gain: no step with 90% of it
 
     # The collapse check names it too (its last pass@1 is below half its base), and the report says
     # which way the regime failed.

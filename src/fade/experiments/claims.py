@@ -89,6 +89,7 @@ __all__ = [
     "REGIME_CALIBRATED",
     "REGIME_NOT_CALIBRATED",
     "REGIME_PEAK_FRACTION",
+    "REGIME_RISE",
     "REGIME_SMOOTHING",
     "REQUIREMENT_MET",
     "REQUIREMENT_NOT_MET",
@@ -137,6 +138,9 @@ REGIME_PEAK_FRACTION = 0.8
 #: one evaluation to the next pass@1 moves by more than its evaluation noise (the policy changes
 #: under small batches), so a single evaluation's maximum is a poor peak (docs/results/paper/PILOT.md).
 REGIME_SMOOTHING = 3
+#: The regime table also shows when a baseline had made this share of its smoothed gain: on a flat,
+#: wandering plateau the peak can fall anywhere, while this step says when the gain stopped.
+REGIME_RISE = 0.9
 REGIME_CALIBRATED, REGIME_NOT_CALIBRATED = "regime calibrated", "regime not calibrated"
 #: FADE's sign knob engages when delta < 1; the paper sweep needs an arm where it does on more than
 #: this share of the steps (project issue 12), or the sign half of FADE was never tested.
@@ -299,23 +303,30 @@ def sign_class(summary: RunSummary) -> str:
     return "success-heavy" if mean > 0 else "failure-heavy"
 
 
-def _smoothed_peak(eval_steps: np.ndarray, pass1: np.ndarray, window: int = REGIME_SMOOTHING) -> tuple[float, float]:
+def _smoothed_peak(eval_steps: np.ndarray, pass1: np.ndarray,
+                   window: int = REGIME_SMOOTHING) -> tuple[float, float, float]:
     """(step, value) of the first peak of pass@1's centred moving average over ``window`` evaluations,
-    read only where the window is full (nan, nan without a finite pass@1).
+    read only where the window is full, and the first step where that average has made
+    :data:`REGIME_RISE` of its gain over the first evaluation (nan when it never rises above it);
+    all nan without a finite pass@1.
 
     A window shrunk at either end averages fewer evaluations, so it is noisier, and on a flat but
     noisy plateau it would win the maximum more often than its share: the last evaluation would look
     like a late peak by chance. With fewer evaluations than ``window``, every point counts."""
     keep = np.isfinite(pass1)
     if not keep.any():
-        return math.nan, math.nan
+        return math.nan, math.nan, math.nan
     values, steps = pass1[keep], eval_steps[keep]
     smooth = moving_average(values, window)
     lo, hi = window // 2, len(values) - (window - 1) // 2
     if hi <= lo:
         lo, hi = 0, len(values)
     best = lo + peak_eval_index(smooth[lo:hi])
-    return float(steps[best]), float(smooth[best])
+    gain = smooth[best] - values[0]
+    rise = math.nan
+    if gain > 0:
+        rise = float(steps[lo + int(np.argmax(smooth[lo:hi] - values[0] >= REGIME_RISE * gain))])
+    return float(steps[best]), float(smooth[best]), rise
 
 
 def _numbers(record: dict[str, Any]) -> dict[str, float]:
@@ -366,7 +377,7 @@ def summarise(run: RunSpec, out: str | Path) -> RunSummary:
     imbalance = mass_imbalance(curves["positive_mass"], curves["negative_mass"])
     scalars["mass_imbalance_mean"] = _finite_mean(imbalance)
     scalars["peak_fraction"] = scalars["peak_step"] / run.steps if run.steps else math.nan
-    scalars["smoothed_peak_step"], scalars["smoothed_peak_pass1"] = _smoothed_peak(eval_steps, pass1)
+    scalars["smoothed_peak_step"], scalars["smoothed_peak_pass1"], scalars["rise_step"] = _smoothed_peak(eval_steps, pass1)
     scalars["smoothed_peak_fraction"] = scalars["smoothed_peak_step"] / run.steps if run.steps else math.nan
     delta = curves["delta"][np.isfinite(curves["delta"])]
     scalars["delta_below1"] = float((delta < 1).mean()) if delta.size else math.nan
@@ -1121,15 +1132,19 @@ def _regime_check(task: str, runs: Runs) -> ClaimSection | None:
     limit = REGIME_PEAK_FRACTION
     section = ClaimSection("regime", "Regime check: the balanced baselines peak before the end", task)
     table = Table(["estimator", "step of the smoothed peak per seed (fraction of the run)",
+                   f"step with {REGIME_RISE:.0%} of the smoothed gain per seed",
                    "step of the single-evaluation peak per seed", f"seeds peaking at or before {limit:.0%}"],
                   caption=f"smoothed peak: the first evaluation at the highest {REGIME_SMOOTHING}-evaluation centred moving "
                           "average of pass@1 among those whose window is full, which the verdict reads (from one "
                           "evaluation to the next pass@1 moves by more than its evaluation noise, so one evaluation's "
                           "maximum is a noisy peak, and a window shrunk at an end is noisier still); single-evaluation "
-                          "peak: the first evaluation at the highest pass@1, as the claims' peak pass@1 uses it")
+                          f"peak: the first evaluation at the highest pass@1, as the claims' peak pass@1 uses it; "
+                          f"{REGIME_RISE:.0%} of the gain: the first full-window evaluation whose moving average has "
+                          f"made {REGIME_RISE:.0%} of its rise from the base evaluation to the smoothed peak (on a "
+                          "wandering plateau the peak can fall anywhere; this step says when the gain stopped)")
     late, stalled, measured = [], [], 0
     for spec in present:
-        cells, raw, early = [], [], 0
+        cells, rises, raw, early = [], [], [], 0
         for s in runs.of(spec):
             fraction = s.scalars["smoothed_peak_fraction"]
             if not math.isfinite(fraction):
@@ -1147,8 +1162,11 @@ def _regime_check(task: str, runs: Runs) -> ClaimSection | None:
             cells.append(f"seed {s.seed}: **no gain**" if not gained else
                          f"seed {s.seed}: {s.scalars['smoothed_peak_step']:.0f} ({fraction:.0%})"
                          + ("" if on_time else " **late**"))
+            rise = s.scalars["rise_step"]
+            rises.append(f"{rise:.0f} ({rise / s.run.steps:.0%})" if math.isfinite(rise) and s.run.steps else "—")
             raw.append(f"{s.scalars['peak_step']:.0f} ({s.scalars['peak_fraction']:.0%})")
-        table.rows.append([spec, ", ".join(cells) or "—", ", ".join(raw) or "—", f"{early} of {len(cells)}"])
+        table.rows.append([spec, ", ".join(cells) or "—", ", ".join(rises) or "—", ", ".join(raw) or "—",
+                           f"{early} of {len(cells)}"])
     section.tables.append(table)
     missing = [spec for spec in BALANCED if spec not in present]
     statement = (f"Every seed of the balanced baselines ({', '.join(present)}) peaks in pass@1 ({REGIME_SMOOTHING}-evaluation "

@@ -549,6 +549,7 @@ def test_paper_report_answers_the_regime_the_sign_knob_the_entropy_formula_and_f
     assert all(s.data["check"].outcome == claims.REQUIREMENT_MET and not s.tables for s in checks[3:])
     assert all(s.data["check"].outcome == claims.REGIME_CALIBRATED for s in checks[:2])
     assert "seed 0: 50 (50%)" in checks[0].tables[0].rows[0][1]
+    assert "grpo (5 seeds) peaks at 50 (50%) with 90% of its gain by " in checks[0].notes[0]
     knob = checks[2]
     assert knob.data["check"].outcome == claims.REQUIREMENT_MET
     assert "fade:h_star_ratio=1.0" in knob.data["check"].detail

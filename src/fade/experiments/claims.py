@@ -1184,7 +1184,27 @@ def _regime_check(task: str, runs: Runs) -> ClaimSection | None:
         detail += f"; not trained on this plan: {', '.join(missing)}"
     section.data["check"] = VerdictLine(statement, outcome, detail)
     section.data["late"], section.data["stalled"] = late, stalled
+    mean_curves = [line for spec in present if (line := _seed_mean_peak(spec, runs.of(spec)))]
+    if mean_curves:
+        section.notes.append(
+            "The seed-mean curve (pass@1 averaged over the seeds at each evaluation, then smoothed the same way), "
+            "which the verdict does not read: " + "; ".join(mean_curves) + ". One seed's late peak on a wandering "
+            "plateau is a draw; the mean over n seeds wanders about sqrt(n) times less.")
     return section
+
+
+def _seed_mean_peak(spec: str, runs: Sequence[RunSummary]) -> str | None:
+    """Where ``spec``'s seed-mean pass@1 curve peaks and makes :data:`REGIME_RISE` of its gain, in
+    words; None unless at least two seeds share their evaluation steps."""
+    curves = [s for s in runs if s.pass1.size and np.isfinite(s.pass1).all()]
+    if len(curves) < 2 or any(not np.array_equal(s.eval_steps, curves[0].eval_steps) for s in curves):
+        return None
+    steps, total = curves[0].eval_steps, curves[0].run.steps
+    peak, _, rise = _smoothed_peak(steps, np.mean([s.pass1 for s in curves], axis=0))
+    if not math.isfinite(rise):
+        return f"{spec} ({len(curves)} seeds) never rises above its base"
+    return (f"{spec} ({len(curves)} seeds) peaks at {peak:.0f} ({peak / total:.0%}) with {REGIME_RISE:.0%} of its gain "
+            f"by {rise:.0f} ({rise / total:.0%})")
 
 
 def _sign_knob(task: str, summaries: Sequence[RunSummary]) -> ClaimSection | None:

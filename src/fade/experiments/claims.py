@@ -1271,9 +1271,10 @@ def _collapse_check(task: str, summaries: Sequence[RunSummary]) -> ClaimSection 
 
 def design_checks(summaries: Sequence[RunSummary]) -> list[ClaimSection]:
     """What must hold before the claims can be read, per task: the regime check on every task first,
-    then FADE's sign knob, then the collapse check. Each section's ``data["check"]`` is a :class:`VerdictLine` whose outcome
-    is one of :data:`REGIME_CALIBRATED`, :data:`REGIME_NOT_CALIBRATED`, :data:`REQUIREMENT_MET`,
-    :data:`REQUIREMENT_NOT_MET` or :data:`NOT_MEASURED`; a section is absent where nothing it needs ran."""
+    then FADE's sign knob, then the collapse check. Each section's ``data["check"]`` is a
+    :class:`VerdictLine` whose outcome is one of :data:`REGIME_CALIBRATED`, :data:`REGIME_NOT_CALIBRATED`,
+    :data:`REQUIREMENT_MET`, :data:`REQUIREMENT_NOT_MET` or :data:`NOT_MEASURED`; a section is absent
+    where nothing it needs ran."""
     tasks = list(dict.fromkeys(s.task for s in summaries))
     by_task = {t: [s for s in summaries if s.task == t] for t in tasks}
     regime = [_regime_check(t, Runs(by_task[t])) for t in tasks]

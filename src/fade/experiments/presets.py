@@ -412,9 +412,10 @@ _FULL = Preset(
 # -- the paper preset: a calibrated regime where both axes can matter ------------------------------
 
 #: The calibrated regime (docs/results/paper/PILOT.md): countdown problems with several solutions,
-#: G = 16, and a learning rate at which grpo's smoothed pass@1 peaks before 80% of the run and
-#: then declines as its entropy and pass@16 fall (1.5e-4 still rises at 250 steps; 3e-4 peaked
-#: late on one seed of five; 1e-3 diverges).
+#: G = 16, and a learning rate at which the balanced baselines gain within 40-100 steps and then
+#: wander on a plateau as their entropy and pass@16 fall (1.5e-4 still rises at 250 steps; 3e-4
+#: barely gains; 1e-3 diverges). On a plateau about one seed in ten sets its smoothed peak after
+#: 80% of the run, at 200 steps, at 300 and with a small training pool alike.
 PAPER_TASK = "countdown_multi"
 PAPER_TRAINER: tuple[tuple[str, Any], ...] = (("lr", 2e-4),)
 #: Plain SGD for the first-order entropy formula (FADE.md section 6 is about plain gradient steps),

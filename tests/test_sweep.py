@@ -668,6 +668,25 @@ def test_the_smoothed_peak_reads_only_full_windows():
     assert shrunk[-1] / draws > 1.5 / 11  # the bias the full windows remove
 
 
+def test_the_regime_caveat_says_whether_a_plan_reads_peaks(tmp_path):
+    """A late baseline on both plans: the Adam plan's FADE claims read peaks, the SGD plan's sign and
+    entropy-formula claims do not, and the report's caveat says which."""
+    from fade.experiments.results_report import write_report
+
+    preset, summaries = _paper_like_sweep(tmp_path / "sweep", late=("grpo", 2))
+    checks = {s.task: s.data["check"] for s in claims.design_checks(summaries) if s.key == "regime"}
+    assert {task: check.outcome for task, check in checks.items()} == {
+        "countdown_multi": claims.REGIME_NOT_CALIBRATED, "countdown_multi-sgd": claims.REGIME_NOT_CALIBRATED}
+    out = tmp_path / "report"
+    write_report(out, preset=preset, runs=preset.runs(), summaries=summaries,
+                 sections=claims.evaluate(summaries, preset), failures={}, command="fade sweep", workers=1)
+    text = (out / "README.md").read_text()
+    assert ("- countdown_multi: the regime check failed (**regime not calibrated**): a balanced baseline was still "
+            "climbing late in the run, so claims about peaks") in text
+    assert ("- countdown_multi-sgd: the regime check failed (**regime not calibrated**): a balanced baseline was "
+            "still climbing late in the run, but no claim of this plan reads a peak.") in text
+
+
 def test_entropy_moving_against_the_drive_contradicts_the_formula(tmp_path):
     _, summaries = _paper_like_sweep(tmp_path, direction=-1.0)
     sections = claims.evaluate(summaries)

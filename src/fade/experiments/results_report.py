@@ -370,8 +370,10 @@ def write_report(
     for section in uncalibrated:
         why = " and ".join(([_REGIME_LATE] if section.data.get("late") else [])
                            + ([_REGIME_STALLED] if section.data.get("stalled") else []))
-        lines += [f"- {section.task}: the regime check failed (**{REGIME_NOT_CALIBRATED}**): {why}, so claims about "
-                  "peaks, declines and reaching a peak earlier are read where there is little decline to prevent. "
+        reads_peaks = any(_reads_peaks(v) for s, v in verdict_rows if s.task == section.task)
+        consequence = ("so claims about peaks, declines and reaching a peak earlier are read where there is little "
+                       "decline to prevent" if reads_peaks else "but no claim of this plan reads a peak")
+        lines += [f"- {section.task}: the regime check failed (**{REGIME_NOT_CALIBRATED}**): {why}, {consequence}. "
                   f"<sub>{section.data['check'].detail}</sub>"]
     collapsed = [s for s in checks if s.key == "collapse" and s.data["collapsed"]]
     for section in collapsed:
@@ -440,6 +442,11 @@ def _check_lines(section: ClaimSection) -> list[str]:
     for note in section.notes:
         lines += [note, ""]
     return lines
+
+
+def _reads_peaks(verdict: VerdictLine) -> bool:
+    """Whether a claim compares peak pass@1 or the step of a peak (its statement or a part says so)."""
+    return "peak" in verdict.statement or any("peak" in name for name, _ in verdict.parts)
 
 
 def _verdict_count(verdict_rows, paired: bool) -> str:

@@ -695,8 +695,9 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
                    help="write the report from the runs finished so far; train nothing (safe beside a running sweep)")
     p.add_argument("--estimators", default=None, metavar="SPEC[,SPEC...]", help="train these estimators on every task instead")
     p.add_argument("--seeds", default=None, metavar="S[,S...]", help="these seeds instead of the preset's")
-    p.add_argument("--tasks", default=None, metavar="TASK[,TASK...]", help="only these of the preset's tasks (arithmetic, countdown, countdown_multi, countdown_multi-sgd); "
-                        "another testbed task takes the preset's first plan")
+    p.add_argument("--tasks", default=None, metavar="TASK[,TASK...]",
+                   help="only these of the preset's tasks (arithmetic, countdown, countdown_multi, "
+                        "countdown_multi-sgd); another testbed task takes the preset's first plan")
     p.add_argument("--steps", type=int, default=None, metavar="N", help="training steps of every run instead")
     p.add_argument("--keep-checkpoints", action="store_true",
                    help="keep each finished run's checkpoint.pt (optimizer state; needed only to train it further)")

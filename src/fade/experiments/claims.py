@@ -1150,9 +1150,11 @@ def _regime_check(task: str, runs: Runs) -> ClaimSection | None:
             if not math.isfinite(fraction):
                 continue
             measured += 1
-            # A smoothed peak no higher than the base evaluation is no peak: the run never rose above
-            # where it started (it diverged or learnt nothing), which says nothing about a later decline.
-            gained = s.scalars["smoothed_peak_pass1"] > s.scalars["base_pass1"]
+            # A smoothed peak no higher than the base evaluation is no peak (and has no step with 90%
+            # of a gain): the run never rose above where it started (it diverged or learnt nothing),
+            # which says nothing about a later decline.
+            rise = s.scalars["rise_step"]
+            gained = math.isfinite(rise)
             on_time = gained and fraction <= limit + 1e-12
             early += on_time
             if not gained:
@@ -1162,8 +1164,7 @@ def _regime_check(task: str, runs: Runs) -> ClaimSection | None:
             cells.append(f"seed {s.seed}: **no gain**" if not gained else
                          f"seed {s.seed}: {s.scalars['smoothed_peak_step']:.0f} ({fraction:.0%})"
                          + ("" if on_time else " **late**"))
-            rise = s.scalars["rise_step"]
-            rises.append(f"{rise:.0f} ({rise / s.run.steps:.0%})" if math.isfinite(rise) and s.run.steps else "—")
+            rises.append(f"{rise:.0f} ({rise / s.run.steps:.0%})" if gained and s.run.steps else "—")
             raw.append(f"{s.scalars['peak_step']:.0f} ({s.scalars['peak_fraction']:.0%})")
         table.rows.append([spec, ", ".join(cells) or "—", ", ".join(rises) or "—", ", ".join(raw) or "—",
                            f"{early} of {len(cells)}"])

@@ -19,11 +19,15 @@ used, so a problem's tests are its public and private (and generated) tests toge
 - ``tests``: any of the above, or a list of ``{"input", "output"}`` pairs.
 
 Comparison. Standard input/output: the outputs are split into whitespace-separated tokens
-(so line breaks and trailing spaces do not matter) that must be equal one for one, where two
-integer tokens are equal by value ("007" = "7") and two other numeric tokens are equal within
-``float_tolerance`` (absolute or relative). Call-based: the return value (sent back as JSON, so
-tuples become lists) must equal the expected value, recursively, with the same float tolerance;
-where the expected value is a one-element list, its element is accepted too (TACO's convention).
+(so line breaks and trailing spaces do not matter) that must be equal one for one. Where the
+expected token is an integer, only an integer token of the same value matches ("007" = "7",
+never "7.0" or "1e9" for 999999999); where it is another number, any ASCII decimal token within
+``float_tolerance`` (absolute or relative) matches; numbers are read from ASCII digits only (no
+Unicode digits, no "1_000", nothing that overflows to infinity). Call-based: the return value
+(sent back as JSON, so tuples become lists) must equal the expected value, recursively, with
+the same rules (an expected integer is matched by an integer only, an expected float within
+the tolerance); where the expected value is a one-element list, its element is accepted too
+(TACO's convention).
 """
 
 from __future__ import annotations
@@ -218,21 +222,36 @@ def parse_tests(source: Any) -> TestSuite:
     return TestSuite(tuple(cases), call if "call" in kinds else None)
 
 
-_INT = re.compile(r"[+-]?\d+")
+# Numbers are read from ASCII tokens only: Python's int() and float() also take Unicode digits
+# ("٣", "３"), digit-group underscores ("1_000") and overflow to infinity ("1e400"), none of which
+# a judge should read as the number a test expects.
+_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 
 
-def _tokens_match(a: str, b: str, tol: float) -> bool:
-    if a == b:
+def _finite_decimal(token: str) -> float | None:
+    """The value of an ASCII decimal token (``12``, ``-0.5``, ``.5``, ``1e-9``), None for anything
+    else or for a value that overflows a float."""
+    if not _DECIMAL.fullmatch(token):
+        return None
+    value = float(token)
+    return value if math.isfinite(value) else None
+
+
+def _tokens_match(got: str, expected: str, tol: float) -> bool:
+    """One output token against the expected one. An integer expected token is matched only by an
+    integer token of the same value ("007" = "7"): never by a float within tolerance, whose
+    relative error grows with the magnitude. A non-integer expected number is matched by any
+    ASCII decimal within ``tol`` (absolute or relative). Everything else compares as text."""
+    if got == expected:
         return True
-    if _INT.fullmatch(a) and _INT.fullmatch(b):
-        return int(a) == int(b)
-    try:
-        x, y = float(a), float(b)
-    except ValueError:
+    if _INT.fullmatch(expected):
+        return _INT.fullmatch(got) is not None and int(got) == int(expected)
+    want = _finite_decimal(expected)
+    have = _finite_decimal(got)
+    if want is None or have is None:
         return False
-    if not (math.isfinite(x) and math.isfinite(y)):
-        return x == y
-    return math.isclose(x, y, rel_tol=tol, abs_tol=tol)
+    return math.isclose(have, want, rel_tol=tol, abs_tol=tol)
 
 
 def outputs_match(got: str, expected: str, float_tolerance: float = 1e-6) -> bool:
@@ -248,15 +267,18 @@ def values_match(got: Any, expected: Any, float_tolerance: float = 1e-6, *, unwr
     return unwrap and isinstance(expected, list) and len(expected) == 1 and _equal(got, expected[0], float_tolerance)
 
 
-def _equal(a: Any, b: Any, tol: float) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        if isinstance(a, int) and isinstance(b, int):
-            return a == b
-        return math.isclose(a, b, rel_tol=tol, abs_tol=tol) or a == b
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_equal(x, y, tol) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_equal(a[k], b[k], tol) for k in a)
-    return a == b
+def _equal(got: Any, expected: Any, tol: float) -> bool:
+    if isinstance(got, bool) or isinstance(expected, bool):
+        return got is expected
+    if isinstance(expected, int):
+        # An integer is matched by an integer only: float(n) can round a large n to a neighbour.
+        return isinstance(got, int) and got == expected
+    if isinstance(expected, float) and isinstance(got, (int, float)):
+        if not (math.isfinite(got) and math.isfinite(expected)):
+            return got == expected
+        return math.isclose(got, expected, rel_tol=tol, abs_tol=tol)
+    if isinstance(got, list) and isinstance(expected, list):
+        return len(got) == len(expected) and all(_equal(x, y, tol) for x, y in zip(got, expected))
+    if isinstance(got, dict) and isinstance(expected, dict):
+        return got.keys() == expected.keys() and all(_equal(got[k], expected[k], tol) for k in got)
+    return type(got) is type(expected) and got == expected

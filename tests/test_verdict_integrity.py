@@ -7,15 +7,13 @@ for the reference they were made against."""
 from __future__ import annotations
 
 import json
-import os
-import threading
 import time
 
 import pytest
 
 from fade.verifiers.code_exec import CodeVerifier
-from fade.verifiers.sandbox import Limits, SandboxRun, isolation_report
-from fade.verifiers.testcases import outputs_match, values_match
+from fade.verifiers.sandbox import PER_TEST_SLACK, START_SLACK, Limits, SandboxRun, isolation_report, worst_case_seconds
+from fade.verifiers.testcases import outputs_match, parse_tests, values_match
 
 LIMITS = Limits(time_seconds=1.0, memory_mb=256, processes=16, output_bytes=64 << 10, disk_mb=16)
 
@@ -90,3 +88,180 @@ def test_a_float_answer_to_an_integer_test_is_wrong_end_to_end(verifier):
     call = {"input_output": json.dumps({"fn_name": "f", "inputs": [[1000000007]], "outputs": [1000000007]})}
     assert verifier.score("def f(n):\n    return float(n)", call).reason == "wrong_answer"
     assert verifier.score("def f(n):\n    return n", call).reason == "correct"
+
+
+# -- 2. one sample's hold on a worker is bounded -------------------------------------------------
+
+# The test's process moves into a process group its child made: the group the supervisor kills on
+# timeout is then empty, and a wait on the sleeping process would block until the run's deadline.
+ESCAPE_GROUP = """
+import os, time
+g = os.fork()
+if g == 0:
+    os.setpgid(0, 0)
+    time.sleep(1000)
+time.sleep(0.2)
+os.setpgid(0, g)
+time.sleep(1000)
+"""
+# A daemon: double fork, new session, holding the output pipe open.
+DAEMON = """
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(1000)
+    os._exit(0)
+print(int(input()) * 2)
+"""
+# Passes each test, slowly.
+SLOW_PASS = """
+import time
+time.sleep(0.6)
+print(int(input()) * 2)
+"""
+
+
+@pytest.mark.parametrize("program, reason", [(ESCAPE_GROUP, "time_limit"), (DAEMON, "correct"), (SLOW_PASS, "correct")])
+def test_a_sample_holds_a_worker_no_longer_than_its_tests_limits(verifier, program, reason):
+    tests = _stdin_tests(("1\n", "2"), ("2\n", "4"), ("3\n", "6"))
+    start = time.monotonic()
+    result = verifier.score(program, tests)
+    elapsed = time.monotonic() - start
+    assert result.reason == reason
+    assert "failure" not in result.details  # stopped by the per-test limit, not the run's deadline
+    # The stated bound (docs/verifiers.md), and well within it: a few seconds past the tests' limits.
+    assert elapsed < min(worst_case_seconds(LIMITS, 3), 3 * LIMITS.time_seconds + 4.0)
+
+
+def test_the_worst_case_bound_is_the_run_deadline():
+    limits = Limits(time_seconds=6.0)
+    assert worst_case_seconds(limits, 100) == START_SLACK + 100 * (6.0 + PER_TEST_SLACK)
+    run = SandboxRun("print(1)", [{"stdin": ""}] * 3, limits=limits)
+    before = time.monotonic()
+    with run:
+        list(run)
+        assert run._deadline - before <= worst_case_seconds(limits, 3) + 0.5
+
+
+# -- 4. nothing carries from one test to the next --------------------------------------------------
+
+LEAVES_A_CHILD = """
+import os, time
+for _ in range({children}):
+    if os.fork() == 0:
+        time.sleep(1000)
+print(int(input()) * 2)
+"""
+
+
+@pytest.mark.parametrize("children, processes, tests", [(1, 16, 20), (3, 4, 4)])
+def test_processes_left_by_a_test_do_not_count_against_the_next(children, processes, tests):
+    limits = Limits(time_seconds=2.0, memory_mb=256, processes=processes, output_bytes=64 << 10, disk_mb=16)
+    v = CodeVerifier(limits=limits, workers=1)
+    suite = _stdin_tests(*[(f"{i}\n", str(2 * i)) for i in range(tests)])
+    result = v.score(LEAVES_A_CHILD.format(children=children), suite)
+    assert result.reason == "correct", result.details
+    assert result.details["passed"] == tests
+
+
+def test_files_written_by_a_test_are_gone_in_the_next(verifier):
+    program = """
+import os, tempfile
+seen = sorted(os.listdir(".")) + sorted(os.listdir(tempfile.gettempdir()))
+open("mark", "w").write("x")
+os.makedirs("sub/dir", exist_ok=True)
+os.chmod("sub", 0)
+print("fresh" if not seen else "stale:" + ",".join(seen))
+"""
+    result = verifier.score(program, _stdin_tests(("", "fresh"), ("", "fresh"), ("", "fresh")))
+    assert result.reason == "correct", result.details
+
+
+# -- 5. the output cap counts bytes ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("char, count", [("\U0001F600", 1_000_000), ("\x01", 1_000_000), ("\u00e9", 2_000_000)])
+def test_large_non_ascii_output_under_the_cap_is_judged(char, count):
+    # 4.0 MB of emoji, 1 MB of control characters, 4 MB of accented letters: each under the 4 MiB cap.
+    limits = Limits(time_seconds=10.0, memory_mb=512)
+    assert len((char * count).encode()) < limits.output_bytes
+    v = CodeVerifier(limits=limits, workers=1)
+    text = char * count
+    program = f"import sys\nsys.stdout.write({char!r} * {count})"
+    result = v.score(program, _stdin_tests(("", text), ("", text), ("", text)))
+    assert result.reason == "correct", result.details
+    past_cap = limits.output_bytes // len(char.encode()) + 1
+    over = v.score(f"import sys\nsys.stdout.write({char!r} * {past_cap})", _stdin_tests(("", text)))
+    assert over.reason == "output_limit"
+
+
+# -- 6. what the program can see ---------------------------------------------------------------------
+
+
+def test_no_third_party_packages_in_the_sandbox(verifier, isolation):
+    _needs_namespaces(isolation)
+    program = """
+import os, sys, sysconfig
+found = []
+for base in sys.path + ["/usr/lib/python3", "/usr/local/lib/python3.%d" % sys.version_info[1]]:
+    for name in ("site-packages", "dist-packages"):
+        folder = os.path.join(base, name)
+        if os.path.isdir(folder) and os.listdir(folder):
+            found.append(folder)
+purelib = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_prefix})["purelib"]
+if os.path.isdir(purelib) and os.listdir(purelib):
+    found.append(purelib)
+print(found or "none")
+"""
+    result = verifier.score(program, _stdin_tests(("", "none")))
+    assert result.reason == "correct", result.details
+
+
+def test_the_supervisor_command_line_names_no_host_path(verifier, isolation):
+    _needs_namespaces(isolation)
+    program = """
+import os
+seen = []
+for pid in os.listdir("/proc"):
+    if pid.isdigit():
+        try:
+            seen.append(open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace"))
+        except OSError:
+            pass
+print(len(seen), "|".join(seen))
+"""
+    with SandboxRun(program, [{"stdin": ""}], limits=LIMITS) as run:
+        (record,) = list(run)
+    shown = record["stdout"]
+    assert "harness" not in shown and "fade-sandbox" not in shown and "/src/" not in shown
+    if isolation["uid"] == "dropped":
+        assert shown.startswith("1 ")  # the program's own process only: the supervisor is hidden
+
+
+# -- 8. exit statuses and tracebacks are the program's ---------------------------------------------
+
+
+@pytest.mark.parametrize("program, status, stderr", [
+    ("exit(3)", 3, ""), ("import sys\nsys.exit(300)", 300 & 0xFF, ""), ("quit('bye')", 1, "bye"),
+    ("raise SystemExit(-1)", 255, ""), ("import sys\nsys.exit(True)", 1, ""),
+])
+def test_exit_statuses_are_the_programs(program, status, stderr):
+    with SandboxRun(program, [{"stdin": ""}], limits=LIMITS) as run:
+        (record,) = list(run)
+    assert record["exit"] == status
+    assert record["status"]["exit_code"] == status
+    assert record["stderr_tail"].strip() == stderr  # no traceback, as the interpreter prints none
+
+
+def test_a_traceback_shows_the_programs_frames_only():
+    for program, tests in [
+        ("def f():\n    raise ValueError('x')\nf()", _stdin_tests(("", ""))),
+        ("def g(n):\n    return 1 // n", {"input_output": json.dumps({"fn_name": "g", "inputs": [[0]], "outputs": [0]})}),
+    ]:
+        suite = parse_tests(tests)
+        with SandboxRun(program, [t.harness_input() for t in suite.cases], call=suite.call, limits=LIMITS) as run:
+            (record,) = list(run)
+        tail = record["stderr_tail"]
+        assert "Traceback" in tail and "<solution>" in tail
+        assert "harness" not in tail, tail

@@ -52,7 +52,8 @@ CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 36, 38
+MNT_DETACH = 2
 # statvfs flag -> mount flag, for the flags a read-only remount must keep (the kernel refuses to
 # clear "locked" flags inherited from a more privileged mount namespace).
 _KEEP_FLAGS = ((2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC), (1024, MS_NOATIME), (2048, MS_NODIRATIME), (4096, MS_RELATIME))
@@ -60,6 +61,9 @@ _KEEP_FLAGS = ((2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC), (1024, MS_NOATIME)
 # Host directories the program may read (read-only); anything else on the host is invisible.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/alternatives")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+# Folders of third-party packages that can sit inside the read-only system and standard-library
+# folders; each is covered by an empty read-only tmpfs, so the program has the standard library only.
+PACKAGE_DIRS = ("site-packages", "dist-packages")
 # The fd on which a test child reports how it ended (and a call's return value): the program can
 # write to it, so P1 believes one well-formed line of it only (see the module docstring).
 STATUS_FD = 3
@@ -95,7 +99,15 @@ def _prctl(option, value):
 
 
 def _emit(obj):
-    os.write(1, (json.dumps(obj) + "\n").encode())
+    # ensure_ascii=False: a line costs about the bytes the program wrote, not six per non-ASCII
+    # character (the evaluator bounds each line by the output cap on that basis).
+    _write_all(1, (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8", errors="surrogatepass"))
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 # -- P0: namespaces ---------------------------------------------------------------------------------
@@ -188,20 +200,93 @@ def _build_root(root, job, sandbox_uid):
     for path in sys.path:
         if path and os.path.isdir(path):
             expose(path)
+    for path in _package_dirs(bound):
+        _mount("tmpfs", root + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,nr_inodes=1,mode=0555")
     os.makedirs(root + "/dev", exist_ok=True)
     for dev in DEVICES:
         if os.path.exists(dev):
             open(root + dev, "w").close()
             _mount(dev, root + dev, None, MS_BIND)
     os.makedirs(root + "/proc", exist_ok=True)
-    _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _mount_proc(root + "/proc", sandbox_uid)
     os.makedirs(root + "/tmp", exist_ok=True)
-    owner = f",uid={sandbox_uid},gid={sandbox_uid}" if sandbox_uid is not None else ""
-    size = int(job["limits"]["disk_bytes"])
-    _mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},nr_inodes=4096,mode=0700{owner}")
+    _mount_tmp(root + "/tmp", job, sandbox_uid)
     _mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     os.chroot(root)
     os.chdir("/tmp")
+
+
+def _package_dirs(bound):
+    """Third-party package folders inside the bound folders: the interpreter's own (found by
+    name under each bound standard-library folder) and the system's (Debian's dist-packages
+    under /usr/lib/python3*, /usr/local/lib/python3*)."""
+    found = []
+    candidates = []
+    for base in bound:
+        candidates += [os.path.join(base, name) for name in PACKAGE_DIRS]
+    for lib in ("/usr/lib", "/usr/local/lib"):
+        try:
+            versions = [v for v in os.listdir(lib) if v.startswith("python3")]
+        except OSError:
+            continue
+        candidates += [os.path.join(lib, v, name) for v in versions for name in PACKAGE_DIRS]
+    for path in candidates:
+        path = os.path.realpath(path)
+        inside = any(path.startswith(b.rstrip("/") + "/") for b in bound)
+        if inside and os.path.isdir(path) and path not in found:
+            found.append(path)
+    return found
+
+
+def _mount_proc(target, sandbox_uid):
+    """A /proc of the sandbox's pid namespace. Where the program runs as a uid of its own, the
+    processes of other uids (the supervisor, pid 1) are invisible to it (hidepid)."""
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
+    if sandbox_uid is not None:
+        for option in ("hidepid=invisible", "hidepid=2"):
+            try:
+                _mount("proc", target, "proc", flags, option)
+                return
+            except OSError:
+                continue
+    _mount("proc", target, "proc", flags)
+
+
+def _mount_tmp(target, job, sandbox_uid):
+    owner = f",uid={sandbox_uid},gid={sandbox_uid}" if sandbox_uid is not None else ""
+    size = int(job["limits"]["disk_bytes"])
+    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},nr_inodes=4096,mode=0700{owner}")
+
+
+def _fresh_workdir(job, iso, sandbox_uid):
+    """An empty working directory for the next test, so that no file carries from one test to
+    another: a new tmpfs at /tmp in the private root, the host work directory emptied otherwise."""
+    if iso["filesystem"] == "private":
+        os.chdir("/")
+        _check(_libc.umount2(b"/tmp", ctypes.c_int(MNT_DETACH)), "umount /tmp")
+        _mount_tmp("/tmp", job, sandbox_uid)
+        os.chdir("/tmp")
+        return
+    import shutil
+
+    def force(func, path, exc_info):
+        try:
+            os.chmod(os.path.dirname(path), 0o700)
+            func(path)
+        except OSError:
+            pass
+
+    root = job["root"]
+    os.chmod(root, 0o700)
+    for name in os.listdir(root):
+        path = os.path.join(root, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, onerror=force)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 # -- test children ----------------------------------------------------------------------------------
@@ -366,6 +451,8 @@ def _run_program(job, test, status):
     def _exit(code=None):
         raise SystemExit(code)
 
+    _exit.__module__ = "builtins"  # as the site module's exit() is, so tracebacks show the program's frames
+
     builtins.exit = builtins.quit = _exit  # site is not loaded (-S), and solutions call exit()
     phase = "compile"
     code = 1
@@ -381,7 +468,7 @@ def _run_program(job, test, status):
         try:
             exec(program, namespace)
         except SystemExit as exc:
-            if job["call"] is not None or exc.code not in (None, 0):
+            if job["call"] is not None or _exit_status(exc.code) != 0:
                 raise
         if job["call"] is not None:
             name = job["call"]
@@ -406,15 +493,37 @@ def _run_program(job, test, status):
             report["errno"] = exc.errno if isinstance(exc.errno, int) else None
             report["module"] = type(exc).__module__
         if isinstance(exc, SystemExit):
-            report["exit_code"] = exc.code if isinstance(exc.code, int) else 1
+            code = report["exit_code"] = _exit_status(exc.code)
         try:
             os.write(status, (json.dumps(report) + "\n").encode())
-            # From the program's frames on: the supervisor's own frame says nothing about it.
-            traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next)
+            if isinstance(exc, SystemExit):
+                # As the interpreter does: no traceback; a message that is not a number is printed.
+                if exc.code is not None and not isinstance(exc.code, int):
+                    print(exc.code, file=sys.stderr)
+            else:
+                traceback.print_exception(type(exc), exc, _program_frames(exc.__traceback__))
             sys.stderr.flush()
         except BaseException:
             pass
     os._exit(code)
+
+
+def _exit_status(code):
+    """The exit status the interpreter gives ``sys.exit(code)``: 0 for None, the number's low 8
+    bits, 1 for anything else (a message)."""
+    if code is None:
+        return 0
+    if isinstance(code, int) and not isinstance(code, bool):
+        return code & 0xFF
+    return 1 if not isinstance(code, bool) else int(code)
+
+
+def _program_frames(tb):
+    """The traceback without this file's frames: they say nothing about the program."""
+    here = os.path.abspath(__file__)
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) == here:
+        tb = tb.tb_next
+    return tb
 
 
 def _kill_leftovers(iso, pgid, sandbox_uid):
@@ -442,6 +551,23 @@ def _kill_leftovers(iso, pgid, sandbox_uid):
             finally:
                 os._exit(0)
         os.waitpid(pid, 0)
+
+
+def _reap_leftovers(iso, pgid, sandbox_uid):
+    """Kill what the test left behind and reap it: this process is their subreaper, and a zombie
+    still counts against the next test's process limit. Where nothing can reach a process that
+    left the test's group (no pid namespace, no uid of the sandbox's own), give up after a second."""
+    deadline = time.monotonic() + 1.0
+    while True:
+        _kill_leftovers(iso, pgid, sandbox_uid)
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            return  # no child left
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.002)
 
 
 def _run_test(job, index, test, iso, sandbox_uid):
@@ -500,16 +626,19 @@ def _run_test(job, index, test, iso, sandbox_uid):
             break
         read_ready(remaining if exit_fd is not None else min(remaining, 0.01))
     if ended is not None:
+        # The test's own process first: its group may be empty (it can move to another group,
+        # even one its child made), and the wait below must never sit on a living process.
         try:
-            os.killpg(pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+        _kill_leftovers(iso, pid, sandbox_uid)
         _, wait_status, rusage = os.wait4(pid, 0)
     if exit_fd is not None:
         os.close(exit_fd)
         exit_fd = None
     elapsed = time.monotonic() - start
-    _kill_leftovers(iso, pid, sandbox_uid)
+    _reap_leftovers(iso, pid, sandbox_uid)
     # Every writer is dead now; read what is left in the pipes (bounded, in case one escaped).
     drain_until = time.monotonic() + 0.5
     while sinks and time.monotonic() < drain_until:
@@ -565,6 +694,8 @@ def _read_report(raw, call):
 def _run_tests(job, iso, sandbox_uid):
     os.umask(0o077)
     for index, test in enumerate(job["tests"]):
+        if index:
+            _fresh_workdir(job, iso, sandbox_uid)
         record = _run_test(job, index, test, iso, sandbox_uid)
         _emit(record)
         if any(record.get(key) for key in ("ended", "signal", "exit", "setup_error", "report_error")):
@@ -574,6 +705,7 @@ def _run_tests(job, iso, sandbox_uid):
 def _supervise(job, iso, sandbox_uid, alive_r):
     """P1: build the filesystem, then run the tests."""
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of a test come here to be reaped
     if select.select([alive_r], [], [], 0)[0]:
         os._exit(0)  # P0 died before the death signal was armed
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
@@ -615,11 +747,13 @@ def _remove_root(root):
 
 
 def main() -> None:
-    # A script's folder is put first on sys.path; drop it so that the program cannot import this
-    # package's modules by accident.
-    if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
+    # The interpreter puts the script's folder (or, for -c, the working directory) first on
+    # sys.path; drop it so that the program imports the standard library only.
+    if sys.path and (not sys.path[0] or os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__))):
         del sys.path[0]
-    root = sys.argv[1]  # the work directory, known before the job in case the job never comes
+    # The work directory, known before the job in case the job never comes; from the environment
+    # (not the command line, which a program can read in /proc), and not passed on to the program.
+    root = os.environ.pop("FADE_SANDBOX_ROOT")
     try:
         job = json.loads(sys.stdin.buffer.read())
     except ValueError:

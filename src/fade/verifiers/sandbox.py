@@ -54,10 +54,25 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HARNESS", "UID_BASE", "Limits", "SandboxRun", "isolation_report"]
+__all__ = ["HARNESS", "UID_BASE", "Limits", "SandboxRun", "isolation_report", "worst_case_seconds"]
 
 #: The supervisor script run inside the sandbox.
 HARNESS = Path(__file__).with_name("harness.py")
+# The supervisor is started from this line rather than by its path, and learns its work folder
+# from the environment, so that its command line (/proc/1/cmdline, where a program can read it)
+# names no host path.
+_BOOTSTRAP = (
+    "import os;p=os.environ.pop('FADE_SANDBOX_HARNESS');"
+    "exec(compile(open(p,'rb').read(),p,'exec'),{'__name__':'__main__','__file__':p})"
+)
+#: Seconds a run may take beyond its tests' time limits (starting the supervisor, building the
+#: private root) before it is stopped; with :data:`PER_TEST_SLACK` this bounds how long one
+#: sample can hold a worker: START_SLACK + tests x (time_seconds + PER_TEST_SLACK).
+START_SLACK = 10.0
+PER_TEST_SLACK = 0.25
+# How many bytes of supervisor output one byte of the program's output can become: a control
+# character or an undecodable byte is escaped as \uXXXX in the JSON line.
+_ESCAPE_FACTOR = 6
 
 #: Sandboxes started as root run their programs as uid UID_BASE + (pid mod 2**22) * 64 + slot:
 #: a uid no account uses, distinct for each of up to 64 concurrent sandboxes of each process, so
@@ -179,9 +194,9 @@ class SandboxRun:
         self._root: str | None = None
         self._buffer = bytearray()
         self._stderr = bytearray()
-        self._read_bytes = 0
-        # Bounds on what the supervisor may send: everything is capped inside, so more means a bug.
-        self._max_bytes = (len(inputs) + 1) * (2 * self.limits.output_bytes + (1 << 16))
+        # Bound on one line from the supervisor: its output is capped inside (counted in bytes, and
+        # each byte becomes at most _ESCAPE_FACTOR bytes of JSON), so more means a bug.
+        self._max_line = _ESCAPE_FACTOR * (self.limits.output_bytes + 4096) + (1 << 16)
         self._deadline = math.inf
         self._closed = False
 
@@ -204,11 +219,12 @@ class SandboxRun:
             self._slot = _SLOTS.acquire()
             self._job["uid"] = _sandbox_uid(self._slot)
         payload = json.dumps(self._job).encode()
-        self._deadline = time.monotonic() + 10.0 + self._expected * (self.limits.time_seconds + 1.0)
+        self._deadline = time.monotonic() + worst_case_seconds(self.limits, self._expected)
+        env = dict(CLEAN_ENV, FADE_SANDBOX_HARNESS=str(HARNESS), FADE_SANDBOX_ROOT=self._root)
         self._proc = subprocess.Popen(
-            [sys.executable, "-S", "-s", "-B", str(HARNESS), self._root],
+            [sys.executable, "-S", "-s", "-B", "-c", _BOOTSTRAP],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=dict(CLEAN_ENV), cwd=self._root, start_new_session=True, close_fds=True,
+            env=env, cwd=self._root, start_new_session=True, close_fds=True,
         )
         try:
             self._proc.stdin.write(payload)
@@ -254,7 +270,8 @@ class SandboxRun:
                 if self.failure is None and not self._stopped_early():
                     self._fail("ended", f"the sandbox's supervisor ended early: {self._describe_end(line)}")
                 return
-            self.records.append(line)
+            # Kept for how the run ended; the output itself goes to the caller only.
+            self.records.append({k: v for k, v in line.items() if k != "stdout"})
             yield line
 
     # -- reading the supervisor --------------------------------------------------------------------
@@ -312,9 +329,8 @@ class SandboxRun:
                     del self._stderr[: max(0, len(self._stderr) - 4096)]
                     continue
                 self._buffer += chunk
-                self._read_bytes += len(chunk)
-                if self._read_bytes > self._max_bytes:
-                    self._fail("protocol", "the sandbox's supervisor sent more than its output caps allow")
+                if len(self._buffer) - (self._buffer.rfind(b"\n") + 1) > self._max_line:
+                    self._fail("protocol", "the sandbox's supervisor sent a line longer than its output caps allow")
                     return None
 
     def _fail(self, kind: str, message: str) -> None:
@@ -341,6 +357,12 @@ class SandboxRun:
                         "code sandbox without namespaces (%s): programs are NOT isolated from the network "
                         "or the host filesystem; see docs/verifiers.md", notes or "not available",
                     )
+
+
+def worst_case_seconds(limits: Limits, tests: int) -> float:
+    """The longest one program run against ``tests`` tests can take, start to verdict: each test
+    is stopped at its time limit, and the whole run at this deadline whatever the program does."""
+    return START_SLACK + tests * (limits.time_seconds + PER_TEST_SLACK)
 
 
 _report: dict[str, Any] | None = None

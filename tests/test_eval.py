@@ -250,3 +250,50 @@ def test_unreadable_lines_are_errors_that_name_file_and_line(capsys, tmp_path):
     deep = tmp_path / "deep.jsonl"
     deep.write_bytes(b'{"id": 2, "completion": "x", "answer": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n")
     _assert_error(capsys, [deep, *math], "deep.jsonl:1", "nested too deeply")
+
+
+def test_a_score_is_reused_only_against_the_same_reference(capsys, tmp_path):
+    out = tmp_path / "out"
+    samples = _write(tmp_path / "s.jsonl", [{"problem_id": "a", "completion": "print(7)", "tests": [{"input": "", "output": "7"}]}])
+    code, _, err = _eval(capsys, samples, "--verifier", "code", "--out", out, "--k", "1", *CODE_FLAGS)
+    assert code == 0 and _report(out)["pass@k"]["pass@1"] == 1.0, err
+    # The same completion, the expected output changed: the old score must not be reused.
+    _write(samples, [{"problem_id": "a", "completion": "print(7)", "tests": [{"input": "", "output": "8"}]}])
+    _assert_error(capsys, [samples, "--verifier", "code", "--out", out, "--k", "1", *CODE_FLAGS],
+                  "problem \"a\" sample 0", "gold answer or tests", "changed")
+    fresh = tmp_path / "fresh"
+    assert _eval(capsys, samples, "--verifier", "code", "--out", fresh, "--k", "1", *CODE_FLAGS)[0] == 0
+    assert _report(fresh)["pass@k"]["pass@1"] == 0.0
+    # A reference from --problems: changing that file is noticed too.
+    bare = _write(tmp_path / "bare.jsonl", [{"problem_id": "a", "completion": "print(7)"}])
+    problems = _write(tmp_path / "p.jsonl", [{"problem_id": "a", "tests": [{"input": "", "output": "7"}]}])
+    via = tmp_path / "via"
+    assert _eval(capsys, bare, "--problems", problems, "--verifier", "code", "--out", via, *CODE_FLAGS)[0] == 0
+    _write(problems, [{"problem_id": "a", "tests": [{"input": "", "output": "7"}, {"input": "", "output": "9"}]}])
+    _assert_error(capsys, [bare, "--problems", problems, "--verifier", "code", "--out", via, *CODE_FLAGS], "changed")
+
+
+def test_scores_without_a_reference_hash_are_not_reused(capsys, tmp_path):
+    out = tmp_path / "out"
+    samples = _write(tmp_path / "s.jsonl", [{"id": 1, "completion": "print(1)", "tests": [{"input": "", "output": "1"}]}])
+    assert _eval(capsys, samples, "--verifier", "code", "--out", out, *CODE_FLAGS)[0] == 0
+    recs = _scores(out)
+    for rec in recs:
+        del rec["reference_sha"]
+    (out / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    _assert_error(capsys, [samples, "--verifier", "code", "--out", out, *CODE_FLAGS], "no reference hash")
+
+
+def test_a_second_run_on_the_same_folder_is_refused(capsys, tmp_path):
+    from fade.verifiers.evaluate import _folder_lock
+
+    out = tmp_path / "out"
+    out.mkdir()
+    samples = _write(tmp_path / "s.jsonl", [{"id": 1, "completion": "print(1)", "tests": [{"input": "", "output": "1"}]}])
+    with _folder_lock(out):
+        _assert_error(capsys, [samples, "--verifier", "code", "--out", out, *CODE_FLAGS],
+                      "being written by another fade eval", f"pid {os.getpid()}")
+    assert not (out / "scores.jsonl").exists()
+    # Released (as the kernel releases it when a run is killed): the next run goes ahead.
+    assert _eval(capsys, samples, "--verifier", "code", "--out", out, *CODE_FLAGS)[0] == 0
+    assert len(_scores(out)) == 1

@@ -13,10 +13,14 @@ The file is read as UTF-8 JSON lines; anything unreadable is an error naming its
 
 Output, in the output folder:
 
-- ``scores.jsonl``: one line per scored sample (problem_id, sample, completion_sha, score,
-  reason, canonical, details), appended and flushed as each finishes. A rerun reads it and
-  scores only what is missing; a line torn by a kill is dropped and scored again; a line whose
-  completion_sha differs from the sample's is an error (the samples file changed).
+- ``scores.jsonl``: one line per scored sample (problem_id, sample, completion_sha,
+  reference_sha, score, reason, canonical, details), appended and flushed as each finishes. A
+  rerun reads it and scores only what is missing; a line torn by a kill is dropped and scored
+  again. A score is reused only for the same completion against the same reference: a line
+  whose completion_sha or reference_sha (the hash of the problem's gold answer or tests, from
+  the samples file and ``--problems`` together) differs from the sample's is an error naming
+  what changed, as is a line for a sample the file no longer has.
+- ``.lock``: held while a run writes the folder; a second run on the same folder is refused.
 - ``run.json``: the settings results depend on (verifier, timeout or limits, tolerance); a rerun
   with other settings is refused rather than mixing scores.
 - ``report.json``, ``problems.jsonl`` and ``passk.png``, written once every sample is scored.
@@ -28,6 +32,8 @@ k, how many problems were averaged (``problems_at_k``); a k that no problem reac
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import math
@@ -57,6 +63,7 @@ ID_FIELDS = ("problem_id", "id", "question_id", "task_id")
 GOLD_FIELDS = ("answer", "gold", "ground_truth", "solution")
 VERIFIERS = ("math", "code")
 SCORES, RUN, REPORT, PROBLEMS, PASSK_PNG = "scores.jsonl", "run.json", "report.json", "problems.jsonl", "passk.png"
+LOCK = ".lock"
 PASSK_DPI = 100
 PASSK_SIZE_IN = (7.0, 4.5)
 
@@ -75,6 +82,7 @@ class Sample:
     completion: str
     sha: str
     where: str
+    reference_sha: str = ""
 
 
 @dataclass
@@ -174,6 +182,12 @@ def _gold(ref: dict[str, Any], verifier: str, where: str) -> Any:
         raise ValueError(f"{where}: {exc}") from None
 
 
+def _reference_sha(ref: dict[str, Any]) -> str:
+    """A hash of a problem's reference fields as read (gold answer or tests, with metadata)."""
+    text = json.dumps(ref, sort_keys=True, ensure_ascii=False, default=repr)
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
+
+
 def read_samples(path: str | Path, verifier: str, problems: str | Path | None = None
                  ) -> tuple[list[Sample], dict[str, Any], list[str]]:
     """The samples of a file, each problem's reference (a gold answer or a :class:`TestSuite`),
@@ -192,6 +206,7 @@ def read_samples(path: str | Path, verifier: str, problems: str | Path | None = 
     samples: list[Sample] = []
     refs: dict[str, Any] = {}
     ref_source: dict[str, tuple[dict, str]] = {}
+    ref_shas: dict[str, str] = {}
     counts: Counter[str] = Counter()
     order: list[str] = []
     for lineno, obj in _read_jsonl(path, "samples file"):
@@ -215,11 +230,12 @@ def read_samples(path: str | Path, verifier: str, problems: str | Path | None = 
             order.append(key)
             ref_source[key] = (ref, where)
             refs[key] = _gold(ref, verifier, where)
+            ref_shas[key] = _reference_sha(ref)
         elif ref != ref_source[key][0]:
             raise ValueError(f"{where}: problem {key} has a different reference than at {ref_source[key][1]}")
         for text in texts:
             sha = hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
-            samples.append(Sample(key, pid, counts[key], text, sha, where))
+            samples.append(Sample(key, pid, counts[key], text, sha, where, ref_shas[key]))
             counts[key] += 1
     if not samples:
         raise ValueError(f"{path}: no samples (the file has no non-blank lines, or only empty 'completions' lists)")
@@ -315,7 +331,7 @@ def _score_missing(todo: list[Sample], refs: dict[str, Any], config: EvalConfig,
                     sample = running.pop(future)
                     result = future.result()
                     rec = {"problem_id": sample.problem_id, "sample": sample.index, "completion_sha": sample.sha,
-                           **result.to_dict()}
+                           "reference_sha": sample.reference_sha, **result.to_dict()}
                     log.write(json.dumps(rec) + "\n")
                     log.flush()
                     done[(sample.problem, sample.index)] = rec
@@ -484,6 +500,33 @@ def evaluate(config: EvalConfig) -> EvalOutcome:
     _check_settings(out, config.settings())
     samples, refs, order = read_samples(config.samples, config.verifier, config.problems)
     out.mkdir(parents=True, exist_ok=True)
+    with _folder_lock(out):
+        _check_settings(out, config.settings())  # again, now that no other run can write it
+        return _evaluate_locked(config, out, samples, refs, order, ks, compared)
+
+
+@contextlib.contextmanager
+def _folder_lock(out: Path) -> Iterator[None]:
+    """Hold ``out/.lock`` (an advisory lock the kernel drops when the process dies, so a killed
+    run never leaves the folder locked); refuse when another run holds it."""
+    path = out / LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode("ascii", errors="replace").strip() or "unknown"
+            raise ValueError(f"{out} is being written by another fade eval (pid {holder}); wait for it to finish "
+                             "or choose another --out") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _evaluate_locked(config: EvalConfig, out: Path, samples: list[Sample], refs: dict[str, Any], order: list[str],
+                     ks: tuple[int, ...], compared: list[dict[str, Any]]) -> EvalOutcome:
     doc = {"settings": config.settings(), "samples": str(config.samples), "problems": config.problems}
     _atomic_write_text(out / RUN, json.dumps(doc, indent=2) + "\n")
     scores_path = out / SCORES
@@ -497,6 +540,10 @@ def evaluate(config: EvalConfig) -> EvalOutcome:
         if rec.get("completion_sha") != sample.sha:
             raise ValueError(f"{scores_path} scores a different completion for problem {key[0]} sample {key[1]} "
                              f"(line {sample.where}): the samples file changed; use another --out")
+        if rec.get("reference_sha") != sample.reference_sha:
+            was = "no reference hash (written by an earlier fade)" if "reference_sha" not in rec else "another reference"
+            raise ValueError(f"{scores_path} scored problem {key[0]} sample {key[1]} against {was}: its gold answer or "
+                             f"tests (line {sample.where}, or --problems) changed since; use another --out")
     todo = [s for s in samples if (s.problem, s.index) not in done]
     if config.limit is not None:
         todo = todo[: config.limit]

@@ -212,3 +212,21 @@ def test_workers_respect_a_lower_address_space_limit_of_the_caller():
     reason, soft, hard, reported = done.stdout.split()
     assert reason == "correct"
     assert int(soft) <= lowered and int(hard) <= lowered and int(reported) <= lowered
+
+
+@pytest.mark.parametrize("completion, gold, reason, extracted", [
+    # Boxes close together are one answer, their set: a hedge is wrong against a single gold ...
+    ("\\boxed{3} \\boxed{7}", "7", "wrong", "3,7"),
+    ("\\boxed{3} or \\boxed{7}", "7", "wrong", "3,7"),
+    # ... and right against a gold with several answers.
+    ("\\boxed{3} \\boxed{7}", "3, 7", "correct", "3,7"),
+    ("\\boxed{3} and \\boxed{7}", "\\{3, 7\\}", "correct", "3,7"),
+    # A box far from the others: the last one is the answer.
+    ("First \\boxed{3}. That was a slip; redoing the whole computation with the right sign gives \\boxed{7}", "7",
+     "correct", "7"),
+    ("\\boxed{7}\\boxed{7}", "7", "correct", "7"),
+])
+def test_several_boxes_follow_the_documented_rule(verifier, completion, gold, reason, extracted):
+    result = verifier.score(completion, gold)
+    assert result.reason == reason
+    assert result.details["extracted"].replace(" ", "") == extracted

@@ -230,3 +230,122 @@ def test_several_boxes_follow_the_documented_rule(verifier, completion, gold, re
     result = verifier.score(completion, gold)
     assert result.reason == reason
     assert result.details["extracted"].replace(" ", "") == extracted
+
+
+# -- settings, the final-answer mode and memory --------------------------------------------------
+
+TRUNCATED = "We have a = 3 and b = 7, so a^2 + b^2 = 9 + 49 = 58 and then we still need to divide by"
+
+
+@pytest.mark.parametrize("mode, completion, gold, reason", [
+    ("any", TRUNCATED, "58", "correct"),  # math-verify falls back to the last expression
+    ("final", TRUNCATED, "58", "no_answer"),
+    ("boxed", TRUNCATED, "58", "no_answer"),
+    ("final", "... so 58 / 2 = 29.\n\nThe final answer is $29$.", "29", "correct"),
+    ("final", "Final answer: 29", "29", "correct"),
+    ("boxed", "Final answer: 29", "29", "no_answer"),
+    ("final", "We get \\boxed{29} since 58 / 2 = 29 and then", "29", "correct"),
+    ("final", "We get \\boxed{29", "29", "no_answer"),  # a box cut off before it closes
+    ("final", "\\boxed{3} \\boxed{7}", "3, 7", "correct"),  # boxes read together, as in "any"
+    ("boxed", "first \\boxed{3}, and then, after a long and careful second look at every single step of the whole "
+              "computation: \\boxed{7}", "7", "correct"),
+    ("boxed", "first \\boxed{3}, and after a second look: \\boxed{7}", "7", "wrong"),  # within 70 with "and": one answer
+])
+def test_the_final_answer_mode_scores_a_truncated_output_zero(mode, completion, gold, reason):
+    with MathVerifier(timeout=5.0, workers=1, answer_mode=mode) as v:
+        assert v.score(completion, gold).reason == reason
+
+
+def test_the_final_answer_line_is_configurable():
+    with MathVerifier(timeout=5.0, workers=1, answer_mode="final", final_answer_pattern=r"(?m)^ANSWER:") as v:
+        assert v.score("work...\nANSWER: 12", "12").reason == "correct"
+        assert v.score("work...\nThe final answer is 12", "12").reason == "no_answer"
+
+
+def test_math_verify_settings_are_honoured():
+    # Each setting next to math-verify's own verify() on the same parsed answers.
+    from math_verify import parse, verify
+
+    cases = [
+        ({"float_rounding": 2}, "\\boxed{3.14159}", "3.14"),
+        ({"numeric_precision": 5}, "\\boxed{\\sqrt{2} + 10^{-10}}", "\\sqrt{2}"),
+        ({"strict": False}, "\\boxed{y + 1}", "x + 1"),
+        ({"allow_set_relation_comp": True}, "\\boxed{1 < x < 2}", "(1, 2)"),
+    ]
+    for settings, completion, gold in cases:
+        with MathVerifier(timeout=5.0, workers=1) as default, MathVerifier(timeout=5.0, workers=1, **settings) as v:
+            theirs_default = verify(parse(f"${gold}$"), parse(completion))
+            theirs = verify(parse(f"${gold}$"), parse(completion), **settings)
+            assert theirs != theirs_default, settings  # a case where the setting matters
+            assert default.score(completion, gold).correct == theirs_default
+            assert v.score(completion, gold).correct == theirs
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"answer_mode": "last"}, "answer_mode"), ({"final_answer_pattern": "("}, "final_answer_pattern"),
+    ({"float_rounding": -1}, "float_rounding"), ({"numeric_precision": 0}, "numeric_precision"),
+    ({"strict": "yes"}, "strict"), ({"allow_set_relation_comp": 1}, "allow_set_relation_comp"),
+    ({"memory_mb": 1.5}, "memory_mb"),
+])
+def test_bad_math_settings_are_refused_at_construction(bad, match):
+    with pytest.raises(ValueError, match=match):
+        MathVerifier(**bad)
+
+
+def test_a_memory_error_math_verify_swallows_is_memory_limit(monkeypatch):
+    # math-verify catches the parser's exceptions, MemoryError included, and falls back to the raw
+    # text ("malformed"); the check must say what happened.
+    import math_verify.parser
+
+    from fade.verifiers import math_answer
+
+    real = math_verify.parser.parse_latex_cached
+
+    def out_of_memory(latex):
+        if "7" in latex:
+            raise MemoryError
+        return real(latex)
+
+    monkeypatch.setattr(math_verify.parser, "parse_latex_cached", out_of_memory)
+    assert math_answer._compare("\\boxed{\\frac{7}{2}}", "5", {})["reason"] in ("malformed", "wrong")
+    answer = math_answer._judge("\\boxed{\\frac{7}{2}}", "5", 5.0)
+    assert answer["reason"] == "memory_limit"
+    assert math_answer._judge("\\boxed{\\frac{3}{2}}", "5", 5.0)["reason"] == "wrong"  # no memory error: as it was
+
+
+def test_verl_reward_kwargs_are_math_settings_and_unknown_ones_are_refused():
+    # verl passes custom_reward_function.reward_kwargs to compute_score as keyword arguments.
+    final = {"answer_mode": "final", "timeout": 5.0}
+    assert rewards.compute_score("math", TRUNCATED, "58", **final)["reason"] == "no_answer"
+    assert rewards.compute_math_score("math", "Final answer: 58", "58", **final)["reason"] == "correct"
+    assert rewards.compute_score("math", "\\boxed{y + 1}", "x + 1", strict=False)["score"] == 1.0
+    assert rewards.compute_score("math", "\\boxed{y + 1}", "x + 1")["score"] == 0.0
+    # What verl's reward managers add on their own is not a setting of this reward.
+    assert rewards.compute_score("math", "\\boxed{7}", "7", reward_router_address=None)["score"] == 1.0
+    with pytest.raises(ValueError, match=r"unknown reward_kwargs \['answer_modes'\].*answer_mode"):
+        rewards.compute_score("math", "\\boxed{7}", "7", answer_modes="final")
+    with pytest.raises(ValueError, match="answer_mode must be one of"):
+        rewards.compute_math_score("math", "\\boxed{7}", "7", answer_mode="last")
+    with pytest.raises(ValueError, match="code reward: it takes none"):
+        rewards.compute_code_score("taco", "print(1)", json.dumps({"inputs": [""], "outputs": ["1"]}), timeout=3)
+
+
+def test_fade_eval_takes_the_math_settings(capsys, tmp_path):
+    from fade.cli import main
+
+    samples = tmp_path / "s.jsonl"
+    samples.write_text(json.dumps({"id": "t", "completion": TRUNCATED, "answer": "58"}) + "\n")
+    runs = {}
+    for name, flags in (("any", []), ("final", ["--answer-mode", "final"])):
+        out = tmp_path / name
+        assert main(["eval", str(samples), "--verifier", "math", "--k", "1", "--out", str(out), "--no-progress",
+                     *flags]) == 0, capsys.readouterr().err
+        runs[name] = json.loads((out / "report.json").read_text())
+    assert runs["any"]["pass@k"]["pass@1"] == 1.0 and runs["final"]["pass@k"]["pass@1"] == 0.0
+    assert runs["final"]["settings"]["answer_mode"] == "final" and runs["final"]["settings"]["strict"] is True
+    # The settings are part of what a resumed run must share.
+    code = main(["eval", str(samples), "--verifier", "math", "--out", str(tmp_path / "final"), "--no-progress"])
+    assert code == 2 and "other settings" in capsys.readouterr().err
+    code = main(["eval", str(samples), "--verifier", "math", "--out", str(tmp_path / "x"), "--no-progress",
+                 "--final-answer-pattern", "ANSWER:"])
+    assert code == 2 and "--answer-mode final only" in capsys.readouterr().err

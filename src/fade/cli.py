@@ -606,6 +606,20 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--time-limit", type=float, default=None, metavar="S", help="code: seconds per test, wall and CPU (default: 6)")
     p.add_argument("--memory-mb", type=int, default=None, metavar="MB", help="code: address-space limit (default: 1024)")
     p.add_argument("--float-tolerance", type=float, default=1e-6, metavar="T", help="code: tolerance for non-integer outputs")
+    p.add_argument("--answer-mode", choices=("any", "final", "boxed"), default="any",
+                   help="math: where the answer may come from: any expression (math-verify's fallback), only a final "
+                        "form (a closed \\boxed{} or a final-answer line), or only a box (default: %(default)s)")
+    p.add_argument("--final-answer-pattern", default=None, metavar="REGEX",
+                   help="math, --answer-mode final: the regular expression of a final-answer line "
+                        "(default: 'final answer' ... 'is' or ':')")
+    p.add_argument("--float-rounding", type=int, default=6, metavar="N",
+                   help="math: decimal places floats are rounded to before comparing (math-verify's; default: %(default)s)")
+    p.add_argument("--numeric-precision", type=int, default=15, metavar="N",
+                   help="math: significant digits of numeric evaluation (math-verify's; default: %(default)s)")
+    p.add_argument("--no-strict", action="store_true",
+                   help="math: math-verify's non-strict mode (variables matched by position, sets equal tuples)")
+    p.add_argument("--set-relation", action="store_true",
+                   help="math: an inequality equals its interval (1 < x < 2 = (1, 2); math-verify's allow_set_relation_comp)")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="score at most N new samples, then stop (rerun to continue)")
     p.add_argument("--compare", default="", metavar="DIR[,DIR...]", help="earlier eval folders drawn on the same pass@k plot")
     p.add_argument("--label", default=None, help="this run's name in plots (default: the --out folder's name)")
@@ -627,9 +641,16 @@ def _run_eval(args: argparse.Namespace) -> int:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
     if not args.timeout > 0:
         raise ValueError(f"--timeout must be > 0 seconds, got {args.timeout}")
+    math = {"answer_mode": args.answer_mode, "float_rounding": args.float_rounding,
+            "numeric_precision": args.numeric_precision, "strict": not args.no_strict,
+            "allow_set_relation_comp": args.set_relation}
+    if args.final_answer_pattern is not None:
+        if args.answer_mode != "final":
+            raise ValueError(f"--final-answer-pattern applies to --answer-mode final only, got --answer-mode {args.answer_mode}")
+        math["final_answer_pattern"] = args.final_answer_pattern
     config = EvalConfig(
         samples=args.samples, out=args.out, verifier=args.verifier, ks=_parse_ks(args.k), problems=args.problems,
-        workers=args.workers, timeout=args.timeout, limits=Limits(**overrides), float_tolerance=args.float_tolerance,
+        workers=args.workers, timeout=args.timeout, math=math, limits=Limits(**overrides), float_tolerance=args.float_tolerance,
         limit=args.limit, compare=tuple(d.strip() for d in args.compare.split(",") if d.strip()), label=args.label,
         progress=not args.no_progress,
     )

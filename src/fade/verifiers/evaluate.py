@@ -96,6 +96,7 @@ class EvalConfig:
     problems: str | None = None
     workers: int | None = None
     timeout: float = 5.0  # math: seconds per sample
+    math: dict[str, Any] = field(default_factory=dict)  # math: MathVerifier's answer_mode and math-verify settings
     limits: Limits = field(default_factory=Limits)  # code: per-test limits
     float_tolerance: float = 1e-6
     limit: int | None = None  # score at most this many new samples, then stop
@@ -103,10 +104,14 @@ class EvalConfig:
     label: str | None = None
     progress: bool = True
 
+    def math_verifier(self, workers: int = 1) -> MathVerifier:
+        """The math verifier these settings describe (validated; its workers start on first use)."""
+        return MathVerifier(timeout=self.timeout, workers=workers, **self.math)
+
     def settings(self) -> dict[str, Any]:
         """What the scores depend on; a resumed run must have the same."""
         if self.verifier == "math":
-            return {"verifier": "math", "timeout": self.timeout}
+            return {"verifier": "math", "timeout": self.timeout, **self.math_verifier().settings()}
         return {"verifier": "code", "limits": self.limits.to_dict(), "float_tolerance": self.float_tolerance}
 
 
@@ -298,7 +303,7 @@ def _check_settings(out: Path, settings: dict[str, Any]) -> None:
 def _scorer(config: EvalConfig) -> tuple[Callable[[str, Any], VerifierResult], Callable[[], None], int]:
     workers = config.workers or (os.cpu_count() or 1)
     if config.verifier == "math":
-        v = MathVerifier(timeout=config.timeout, workers=workers)
+        v = config.math_verifier(workers)
         return v.score, v.close, workers
     c = CodeVerifier(limits=config.limits, workers=workers, float_tolerance=config.float_tolerance)
     return c.score, lambda: None, workers

@@ -1,11 +1,29 @@
 """Math-answer rewards: extract the final answer of a completion and compare it with the gold
 answer using Hugging Face's ``math-verify`` (the ``math`` extra).
 
-Extraction prefers ``\\boxed{...}`` (the last one), then "final answer is ..." phrases, then any
-LaTeX or plain expression, as math-verify does with its boxed priority raised to the top.
-Comparison is math-verify's: numbers (so "033" equals "33" and 0.5 equals \\frac{1}{2}),
-symbolic equivalence, sets, intervals, matrices. Gold answers may be bare ("33", "x^2+1"),
-delimited ("$\\frac{1}{2}$") or boxed.
+Extraction (``answer_mode``):
+
+- "any" (the default, math-verify's own): ``\\boxed{...}`` (the last one) first, then "final
+  answer is ..." phrases, then any LaTeX or plain expression anywhere, as math-verify does with
+  its boxed priority raised to the top. A truncated completion still yields its last expression.
+- "final": only an answer in its final form: the last closed ``\\boxed{...}`` (with the boxes
+  right before it that math-verify reads as one answer), else the rest of the last line that
+  matches ``final_answer_pattern`` ("the final answer is", "Final answer:", ...). A completion
+  with neither has no answer, so an output cut off mid-derivation scores 0: the mode for RL
+  rewards.
+- "boxed": the last closed box only.
+
+Comparison is math-verify's ``verify``, with its settings exposed: ``float_rounding`` (decimal
+places floats are rounded to, 6), ``numeric_precision`` (significant digits of numeric
+evaluation, 15), ``strict`` (variables and set/tuple kinds must match, True) and
+``allow_set_relation_comp`` (an inequality such as 1 < x < 2 equals the interval (1, 2), False).
+So numbers compare by value ("033" equals "33" and 0.5 equals \\frac{1}{2}), expressions
+symbolically, and sets, intervals and matrices as such. Gold answers may be bare ("33",
+"x^2+1"), delimited ("$\\frac{1}{2}$") or boxed.
+
+A check that runs out of the worker's address space (``memory_mb``) is reported as
+"memory_limit", even where math-verify catches the MemoryError and carries on with a weaker
+reading of the answer.
 
 math-verify times itself out with ``signal.alarm``, which works only in a process's main thread,
 and a few inputs (a power tower such as ``9^{9^{9^9}}``) hang in C code that no signal
@@ -21,6 +39,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -32,7 +51,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .result import VerifierResult
 
-__all__ = ["MathVerifier", "default_math_verifier", "score_math"]
+__all__ = ["ANSWER_MODES", "FINAL_ANSWER_PATTERN", "MathVerifier", "default_math_verifier", "final_answer_span",
+           "score_math"]
 
 # A worker's first answer waits for its imports (sympy, the LaTeX grammar): seconds, not a timeout.
 _STARTUP_SECONDS = 120.0
@@ -41,6 +61,57 @@ _GRACE_SECONDS = 1.0
 # Completions longer than this are cut to their last part before extraction: the final answer
 # is at the end, and regexes over megabytes of text cost more than any answer is worth.
 MAX_COMPLETION_CHARS = 20_000
+#: Where a completion's answer may come from (see the module docstring).
+ANSWER_MODES = ("any", "final", "boxed")
+#: A line that states the final answer, for ``answer_mode="final"``; the answer is the rest of the line.
+FINAL_ANSWER_PATTERN = r"(?i)\bfinal\s+answer\b[^\n]*?(?:\bis\b|:)"
+# math-verify's rule for boxes read as one answer: the next box starts fewer than 10 characters
+# after one ends, or within 70 after a separator (and, or, a comma or a semicolon).
+_BOX_GAP, _BOX_GAP_SEPARATED = 10, 70
+_BOX_SEPARATOR = re.compile(r"\b(?:and|or)\b|,|;")
+_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
+
+
+def _closed_boxes(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every ``\\boxed{...}`` / ``\\fbox{...}`` whose braces close, in order."""
+    spans = []
+    for match in _BOX.finditer(text):
+        depth, i = 1, match.end()
+        while i < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        if depth == 0:
+            spans.append((match.start(), i))
+    return spans
+
+
+def final_answer_span(completion: str, mode: str = "final", pattern: str = FINAL_ANSWER_PATTERN) -> str | None:
+    """The part of ``completion`` that states its final answer, or None when there is none:
+    for "boxed", the last closed box together with the boxes math-verify reads as one answer
+    with it; for "final", that, else the rest of the last line matching ``pattern``."""
+    if mode not in ("final", "boxed"):
+        raise ValueError(f"answer mode must be 'final' or 'boxed' here, got {mode!r}")
+    boxes = _closed_boxes(completion)
+    if boxes:
+        start, end = boxes[-1]
+        for prev_start, prev_end in reversed(boxes[:-1]):
+            between = completion[prev_end:start]
+            if prev_end > start:
+                break
+            if len(between) < _BOX_GAP or (len(between) < _BOX_GAP_SEPARATED and _BOX_SEPARATOR.search(between)):
+                start = prev_start
+            else:
+                break
+        return completion[start:end]
+    if mode == "boxed":
+        return None
+    matches = list(re.finditer(pattern, completion))
+    if not matches:
+        return None
+    end = matches[-1].end()
+    line_end = completion.find("\n", end)
+    rest = completion[end: None if line_end < 0 else line_end].strip()
+    return rest or None
 
 
 class _Worker:
@@ -115,21 +186,52 @@ class MathVerifier:
             on first use, about a second each, and stay until :meth:`close`.
         memory_mb: address-space limit of each worker (lowered to the limits this process already
             has, where those are lower).
+        answer_mode: where the answer may come from: "any", "final" or "boxed" (module docstring).
+        final_answer_pattern: the regular expression of a final-answer line ("final" mode).
+        float_rounding, numeric_precision, strict, allow_set_relation_comp: math-verify's
+            ``verify`` settings, with its defaults.
     """
 
-    def __init__(self, timeout: float = 5.0, workers: int | None = None, memory_mb: int = 4096) -> None:
+    def __init__(self, timeout: float = 5.0, workers: int | None = None, memory_mb: int = 4096, *,
+                 answer_mode: str = "any", final_answer_pattern: str = FINAL_ANSWER_PATTERN, float_rounding: int = 6,
+                 numeric_precision: int = 15, strict: bool = True, allow_set_relation_comp: bool = False) -> None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
         workers = (os.cpu_count() or 1) if workers is None else workers
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be a positive integer, got {workers!r}")
+        if isinstance(memory_mb, bool) or not isinstance(memory_mb, int) or memory_mb < 64:
+            raise ValueError(f"memory_mb must be an integer >= 64, got {memory_mb!r}")
+        if answer_mode not in ANSWER_MODES:
+            raise ValueError(f"answer_mode must be one of {', '.join(ANSWER_MODES)}, got {answer_mode!r}")
+        try:
+            re.compile(final_answer_pattern)
+        except (re.error, TypeError) as exc:
+            raise ValueError(f"final_answer_pattern must be a regular expression, got {final_answer_pattern!r} ({exc})") from None
+        for name, value, low in (("float_rounding", float_rounding, 0), ("numeric_precision", numeric_precision, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        for name, value in (("strict", strict), ("allow_set_relation_comp", allow_set_relation_comp)):
+            if not isinstance(value, bool):
+                raise ValueError(f"{name} must be True or False, got {value!r}")
         self.timeout = float(timeout)
         self.workers = workers
         self.memory_mb = int(memory_mb)
+        self.answer_mode = answer_mode
+        self.final_answer_pattern = final_answer_pattern
+        self.compare = {"float_rounding": float_rounding, "numeric_precision": numeric_precision, "strict": strict,
+                        "allow_set_relation_comp": allow_set_relation_comp}
         self._idle: list[_Worker] = []
         self._started = 0
         self._cond = threading.Condition()
         self._closed = False
+
+    def settings(self) -> dict:
+        """Everything a score depends on besides the completion and the gold answer."""
+        out = {"answer_mode": self.answer_mode, **self.compare}
+        if self.answer_mode == "final":
+            out["final_answer_pattern"] = self.final_answer_pattern
+        return out
 
     def __enter__(self) -> MathVerifier:
         return self
@@ -180,7 +282,14 @@ class MathVerifier:
             gold = str(gold)
         if not isinstance(gold, str):
             return VerifierResult.of("bad_reference", error=f"the gold answer is a {type(gold).__name__}, expected text")
-        request = {"completion": completion[-MAX_COMPLETION_CHARS:], "gold": gold, "timeout": self.timeout}
+        text = completion[-MAX_COMPLETION_CHARS:]
+        if self.answer_mode != "any":
+            span = final_answer_span(text, self.answer_mode, self.final_answer_pattern)
+            if span is None:
+                what = "a closed \\boxed{...}" + (" or a final-answer line" if self.answer_mode == "final" else "")
+                return VerifierResult.of("no_answer", answer_mode=self.answer_mode, note=f"no answer in its final form ({what})")
+            text = span
+        request = {"completion": text, "gold": gold, "timeout": self.timeout, "compare": self.compare}
         worker = self._acquire()
         answer = worker.receive(self.timeout + _GRACE_SECONDS) if worker.send(request) else None
         if answer is None:
@@ -234,8 +343,59 @@ def _gold_text(gold: str) -> str:
     return f"${text}$"  # a bare answer ("33", "\\frac{1}{2}", "x^2+1") read as one LaTeX expression
 
 
-def _judge(completion: str, gold: str, timeout: float) -> dict:
+_VERIFY_DEFAULTS = {"float_rounding": 6, "numeric_precision": 15, "strict": True, "allow_set_relation_comp": False}
+
+
+def _compare(completion: str, gold: str, compare: dict) -> dict:
     from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
+    golds = parse(_gold_text(gold), extraction_config=[LatexExtractionConfig(), ExprExtractionConfig()],
+                  parsing_timeout=None)
+    if not golds:
+        return {"reason": "bad_reference", "details": {"error": f"math-verify found no answer in the gold {gold[:200]!r}"}}
+    preds = parse(completion, extraction_config=[LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()],
+                  parsing_timeout=None)
+    if not preds:
+        return {"reason": "no_answer", "details": {}}
+    shown = str(preds[-1] if len(preds) > 1 else preds[0])[:200]
+    details = {"extracted": shown, "gold": str(golds[0])[:200]}
+    if verify(golds, preds, timeout_seconds=None, **compare):
+        return {"reason": "correct", "canonical": str(preds[0])[:500], "details": details}
+    # Only the raw text came back (math-verify's fallback): an answer that is not math.
+    parsed = any(not isinstance(p, str) for p in preds)
+    return {"reason": "wrong" if parsed else "malformed", "details": details}
+
+
+def _ran_out_of_memory(call) -> bool:
+    """Whether ``call()`` raised a MemoryError anywhere, caught or not: math-verify catches its
+    parsers' and comparisons' exceptions, MemoryError included, and carries on with a weaker
+    reading. Traced with exception events only (about 2x the work), so run only to explain a
+    failed check; a deadline inside it ends the tracing, not the caller's answer."""
+    seen = []
+
+    def on_event(frame, event, arg):
+        if event == "exception" and issubclass(arg[0], MemoryError):
+            seen.append(frame.f_code.co_name)
+        return on_event
+
+    def on_call(frame, event, arg):
+        frame.f_trace_lines = False
+        return on_event
+
+    sys.settrace(on_call)
+    try:
+        call()
+    except MemoryError:
+        seen.append("raised")
+    except Exception:
+        pass
+    finally:
+        sys.settrace(None)
+    return bool(seen)
+
+
+def _judge(completion: str, gold: str, timeout: float, compare: dict | None = None) -> dict:
+    compare = {**_VERIFY_DEFAULTS, **(compare or {})}
 
     def _on_alarm(signum, frame):
         raise _Deadline
@@ -243,25 +403,18 @@ def _judge(completion: str, gold: str, timeout: float) -> dict:
     previous = signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
-        golds = parse(_gold_text(gold), extraction_config=[LatexExtractionConfig(), ExprExtractionConfig()],
-                      parsing_timeout=None)
-        if not golds:
-            return {"reason": "bad_reference", "details": {"error": f"math-verify found no answer in the gold {gold[:200]!r}"}}
-        preds = parse(completion, extraction_config=[LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()],
-                      parsing_timeout=None)
-        if not preds:
-            return {"reason": "no_answer", "details": {}}
-        shown = str(preds[-1] if len(preds) > 1 else preds[0])[:200]
-        details = {"extracted": shown, "gold": str(golds[0])[:200]}
-        if verify(golds, preds, timeout_seconds=None):
-            return {"reason": "correct", "canonical": str(preds[0])[:500], "details": details}
-        # Only the raw text came back (math-verify's fallback): an answer that is not math.
-        parsed = any(not isinstance(p, str) for p in preds)
-        return {"reason": "wrong" if parsed else "malformed", "details": details}
+        answer = _compare(completion, gold, compare)
+        if answer["reason"] in ("wrong", "malformed", "no_answer"):
+            try:
+                if _ran_out_of_memory(lambda: _compare(completion, gold, compare)):
+                    answer = {"reason": "memory_limit", "details": {**answer["details"], "instead_of": answer["reason"]}}
+            except _Deadline:
+                pass  # no time left to look: the first answer stands
+        return answer
     except _Deadline:
         return {"reason": "timeout", "details": {"seconds": timeout}}
     except MemoryError:
-        return {"reason": "error", "details": {"error": "MemoryError"}}
+        return {"reason": "memory_limit", "details": {}}
     except Exception as exc:  # math-verify's own failures: count as not verified, say which
         return {"reason": "error", "details": {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}}
     finally:
@@ -308,7 +461,7 @@ def serve(memory_mb: int = 4096) -> None:
     out.flush()
     for line in sys.stdin.buffer:
         request = json.loads(line)
-        answer = _judge(request["completion"], request["gold"], float(request["timeout"]))
+        answer = _judge(request["completion"], request["gold"], float(request["timeout"]), request.get("compare"))
         out.write((json.dumps(answer) + "\n").encode())
         out.flush()
 

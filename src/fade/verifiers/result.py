@@ -35,7 +35,7 @@ REASONS: dict[str, str] = {
     "wrong_answer": "the program ran and printed or returned something else than expected",
     "runtime_error": "the program raised, exited with a non-zero status or died from a signal",
     "time_limit": "a test ran past its CPU or wall-clock time limit",
-    "memory_limit": "the program ran out of its address-space limit",
+    "memory_limit": "the program (or the math check) ran out of its address-space limit",
     "output_limit": "the program wrote more than the output cap",
     "sandbox_violation": "the program tried something the sandbox forbids (network, writing outside its "
     "directory, more processes than allowed, signalling outside its sandbox) or broke its supervisor",

@@ -22,6 +22,8 @@ Imports are absolute because verl may load this file by its path, outside its pa
 
 from __future__ import annotations
 
+import atexit
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -125,15 +127,49 @@ def _verl_dict(result: VerifierResult) -> dict[str, Any]:
     return {"score": result.score, "acc": float(result.correct), "reason": result.reason}
 
 
+#: The math settings verl's ``custom_reward_function.reward_kwargs`` may pass (MathVerifier's arguments).
+MATH_SETTINGS = ("timeout", "answer_mode", "final_answer_pattern", "float_rounding", "numeric_precision", "strict",
+                 "allow_set_relation_comp")
+# What verl's reward managers add to reward_kwargs on their own (a reward model's router): not
+# settings of these rewards, which use no reward model.
+_VERL_EXTRAS = ("reward_router_address", "reward_model_tokenizer")
+_math_verifiers: dict[tuple, MathVerifier] = {}
+_math_lock = threading.Lock()
+
+
+def _math_verifier(kwargs: dict[str, Any]) -> MathVerifier:
+    """The shared default verifier, or one per distinct set of settings in ``kwargs``; any other
+    keyword is refused (a setting is never ignored)."""
+    unknown = sorted(k for k in kwargs if k not in MATH_SETTINGS and k not in _VERL_EXTRAS)
+    if unknown:
+        raise ValueError(f"unknown reward_kwargs {unknown} for fade's math reward: expected some of {list(MATH_SETTINGS)}")
+    settings = {k: kwargs[k] for k in MATH_SETTINGS if k in kwargs}
+    if not settings:
+        return default_math_verifier()
+    key = tuple(sorted(settings.items()))
+    with _math_lock:
+        if key not in _math_verifiers:
+            verifier = MathVerifier(**settings)
+            atexit.register(verifier.close)
+            _math_verifiers[key] = verifier
+        return _math_verifiers[key]
+
+
 def compute_math_score(data_source: Any, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
                        **kwargs: Any) -> dict[str, Any]:
-    """verl's reward signature, always scoring a math answer."""
-    return _verl_dict(default_math_verifier().score(solution_str, ground_truth))
+    """verl's reward signature, always scoring a math answer. Keyword arguments (verl's
+    ``custom_reward_function.reward_kwargs``) are MathVerifier's settings, :data:`MATH_SETTINGS`:
+    e.g. ``+custom_reward_function.reward_kwargs.answer_mode=final``."""
+    return _verl_dict(_math_verifier(kwargs).score(solution_str, ground_truth))
 
 
 def compute_code_score(data_source: Any, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
                        **kwargs: Any) -> dict[str, Any]:
-    """verl's reward signature, always running the program against ``ground_truth``'s tests."""
+    """verl's reward signature, always running the program against ``ground_truth``'s tests (with
+    the default limits: ``make_code_reward`` takes a configured verifier)."""
+    unknown = sorted(k for k in kwargs if k not in _VERL_EXTRAS)
+    if unknown:
+        raise ValueError(f"unknown reward_kwargs {unknown} for fade's code reward: it takes none")
     return _verl_dict(default_code_verifier().score_many([solution_str], [ground_truth], errors="result")[0])
 
 
@@ -159,5 +195,8 @@ def compute_score(data_source: Any, solution_str: str, ground_truth: Any, extra_
                   **kwargs: Any) -> dict[str, Any]:
     """verl's custom reward function: code or math, chosen as the module docstring says."""
     if _is_code(data_source, ground_truth, extra_info):
+        unknown = sorted(k for k in kwargs if k not in _VERL_EXTRAS and k not in MATH_SETTINGS)
+        if unknown:
+            raise ValueError(f"unknown reward_kwargs {unknown} for fade's reward: expected some of {list(MATH_SETTINGS)}")
         return compute_code_score(data_source, solution_str, ground_truth, extra_info)
-    return compute_math_score(data_source, solution_str, ground_truth, extra_info)
+    return compute_math_score(data_source, solution_str, ground_truth, extra_info, **kwargs)

@@ -90,7 +90,7 @@ def test_trl_and_verl_rewards_score_hostile_programs_without_raising():
 
 
 def test_rewards_turn_a_failing_machine_into_a_zero_with_a_reason(monkeypatch):
-    def no_sandbox(self, source, suite):
+    def no_sandbox(self, *args):
         raise RuntimeError("the code sandbox did not start twice in a row: out of processes")
 
     monkeypatch.setattr(CodeVerifier, "_run", no_sandbox)

@@ -26,11 +26,25 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
+from .judges import (
+    JUDGES,
+    LCB_PRELUDE,
+    TACO_PRELUDE,
+    Judge,
+    decode_typed,
+    default_match,
+    humaneval_program,
+    judge_for,
+    lcb_wrap,
+    mbpp_program,
+    prepare_tests,
+    taco_std_versions,
+)
 from .result import VerifierResult
 from .sandbox import Limits, SandboxRun
-from .testcases import TestCase, TestSuite, outputs_match, parse_tests, values_match
+from .testcases import TestSuite, parse_tests
 
-__all__ = ["CodeVerifier", "extract_program", "default_code_verifier", "score_code"]
+__all__ = ["CodeVerifier", "extract_program", "default_code_verifier", "numpy_paths", "score_code"]
 
 # errno values that mean the sandbox refused something: no network, a read-only filesystem, a
 # foreign process, the process or file-size limits.
@@ -44,6 +58,26 @@ _EXCERPT = 200
 _PYTHON_TAGS = ("python", "py", "python3")
 _ERRORS = ("raise", "result")
 _log = logging.getLogger(__name__)
+_numpy_paths: list[str] | None = None
+
+
+def numpy_paths() -> list[str]:
+    """A folder to put on the sandbox's sys.path so that ``import numpy`` finds the evaluator's
+    numpy (TACO's prelude imports it), and nothing else of its site-packages: the sandbox binds
+    these folders read-only."""
+    global _numpy_paths
+    if _numpy_paths is None:
+        import importlib.util
+
+        spec = importlib.util.find_spec("numpy")
+        if spec is None or not spec.submodule_search_locations:
+            raise RuntimeError("the taco judge needs numpy (TACO's prelude imports it): pip install numpy")
+        package = os.path.realpath(list(spec.submodule_search_locations)[0])
+        _numpy_paths = [package]
+        libs = package + ".libs"  # the shared libraries a numpy wheel ships beside the package
+        if os.path.isdir(libs):
+            _numpy_paths.append(libs)
+    return list(_numpy_paths)
 
 
 def extract_program(completion: str) -> str:
@@ -129,72 +163,150 @@ class CodeVerifier:
     """Scores programs in completions against problems' tests, in the sandbox.
 
     Args:
-        limits: per-test time, memory, processes, output and disk limits (see :class:`Limits`).
+        limits: per-test time, memory, processes, output and disk limits (see :class:`Limits`);
+            None: the judge's official defaults where it has them (LiveCodeBench 6 s, TACO 4 s,
+            CodeContests 10 s and 288 MB, HumanEval and MBPP 3 s for the whole program), else
+            the sandbox's.
         workers: sandboxes running at once (default: the CPU count).
-        float_tolerance: absolute or relative tolerance for non-integer numbers in outputs.
+        float_tolerance: absolute or relative tolerance for non-integer numbers in outputs (the
+            ``fade`` judge; the benchmarks' judges compare their own way).
         namespaces: False forces the weakest isolation (see :mod:`fade.verifiers.sandbox`).
+        judge: "auto" (the profile the problem's format names) or one of
+            :data:`fade.verifiers.judges.JUDGES` (lcb, taco, codecontests, humaneval, mbpp, fade).
     """
 
     def __init__(self, limits: Limits | None = None, workers: int | None = None, float_tolerance: float = 1e-6,
-                 namespaces: bool = True) -> None:
+                 namespaces: bool = True, judge: str = "auto") -> None:
         workers = (os.cpu_count() or 1) if workers is None else workers
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be a positive integer, got {workers!r}")
         if not isinstance(float_tolerance, (int, float)) or not 0 <= float_tolerance < 1:
             raise ValueError(f"float_tolerance must be a number in [0, 1), got {float_tolerance!r}")
+        if judge != "auto" and judge not in JUDGES:
+            raise ValueError(f"judge must be auto or one of {', '.join(JUDGES)}, got {judge!r}")
+        self.user_limits = limits
         self.limits = limits or Limits()
         self.workers = workers
         self.float_tolerance = float(float_tolerance)
         self.namespaces = namespaces
+        self.judge = judge
+
+    def limits_for(self, judge: Judge) -> Limits:
+        """The limits a program runs under with ``judge``: the caller's, else the judge's defaults."""
+        if self.user_limits is not None:
+            return self.user_limits
+        overrides = {k: v for k, v in (("time_seconds", judge.time_seconds), ("memory_mb", judge.memory_mb)) if v}
+        return Limits(**overrides)
 
     def score(self, completion: str, tests: Any) -> VerifierResult:
         """Judge one completion against ``tests`` (a :class:`TestSuite`, or a problem's fields in
-        any format :func:`parse_tests` reads). Malformed tests give reason "bad_reference"."""
+        any format :func:`parse_tests` reads). Malformed tests, or tests the chosen judge cannot
+        read, give reason "bad_reference"."""
         try:
             suite = parse_tests(tests)
+            judge = judge_for(suite, self.judge)
         except ValueError as exc:
             return VerifierResult.of("bad_reference", error=str(exc))
         if not isinstance(completion, str):
-            return VerifierResult.of("no_code", note=f"the completion is a {type(completion).__name__}, not text")
-        source = extract_program(completion)
+            return VerifierResult.of("no_code", note=f"the completion is a {type(completion).__name__}, not text",
+                                     judge=judge.name)
+        if judge.kind == "check":
+            build = humaneval_program if suite.check["style"] == "humaneval" else mbpp_program
+            if not completion.strip():
+                return VerifierResult.of("no_code", judge=judge.name)
+            return self._run(build(completion, suite.check), suite, judge, completion)
+        source = judge.extract(completion)
         if not source.strip():
-            return VerifierResult.of("no_code")
-        return self._run(source, suite)
+            return VerifierResult.of("no_code", judge=judge.name)
+        return self._run(source, suite, judge, source)
 
-    def _run(self, source: str, suite: TestSuite) -> VerifierResult:
+    def _run(self, source: str, suite: TestSuite, judge: Judge, shown: str) -> VerifierResult:
         # A sandbox that does not start or set up a test says something about the machine (out of
         # processes, a broken interpreter), not the program (which never reaches either channel):
         # try once more, then stop with the reason.
+        try:
+            inputs, expected = prepare_tests(judge, suite)
+        except ValueError as exc:
+            return VerifierResult.of("bad_reference", error=str(exc), judge=judge.name)
         failure = None
         for _ in range(2):
-            result, failure = self._run_once(source, suite)
+            result, failure = self._run_judged(source, suite, judge, inputs, expected, shown)
             if result is not None:
                 return result
         raise RuntimeError(f"the code sandbox did not start twice in a row: {failure}")
 
-    def _run_once(self, source: str, suite: TestSuite) -> tuple[VerifierResult | None, str | None]:
-        with SandboxRun(source, [case.harness_input() for case in suite.cases], call=suite.call,
-                        limits=self.limits, namespaces=self.namespaces) as run:
+    def _run_judged(self, source: str, suite: TestSuite, judge: Judge, inputs: list, expected: list,
+                    shown: str) -> tuple[VerifierResult | None, str | None]:
+        limits = self.limits_for(judge)
+        options = judge.options(suite.call)
+        if options.pop("numpy", False):
+            options["paths"] = numpy_paths()
+        if judge.name == "lcb" and suite.call is None:
+            source = lcb_wrap(source)
+        elif judge.name == "lcb":
+            source = LCB_PRELUDE + "\n\n" + source
+        elif judge.name == "taco" and suite.call is not None:
+            source = TACO_PRELUDE + source
+        elif judge.name == "taco":
+            compiled, run_version = taco_std_versions(source)
+            # TACO compiles the wrapped version first (running its imports): if that fails, every
+            # test fails as a compile error. Then it runs the plain version on each test, and if
+            # every test ended with exit status 1, the wrapped version with code() called.
+            first, failure = self._sandbox(run_version, suite, judge, limits, options, expected, shown,
+                                           [{"stdin": "", "source": compiled}] + inputs)
+            if first is None or first.reason == "correct" or not first.details.get("all_exit_1"):
+                return first, failure
+            return self._sandbox(compiled + "\ncode()\n", suite, judge, limits, options, expected, shown, inputs)
+        return self._sandbox(source, suite, judge, limits, options, expected, shown, inputs)
+
+    def _sandbox(self, source: str, suite: TestSuite, judge: Judge, limits: Limits, options: dict, expected: list,
+                 shown: str, inputs: list) -> tuple[VerifierResult | None, str | None]:
+        with SandboxRun(source, inputs, call=suite.call, limits=limits, namespaces=self.namespaces, judge=options) as run:
             if run.failure_kind == "start":
                 return None, run.failure
             try:
-                return self._judge(run, suite, source), None
+                return self._judge(run, suite, judge, limits, expected, shown, precheck=len(inputs) > len(expected)), None
             except SetupFailed as exc:
                 return None, str(exc)
 
-    def _judge(self, run: SandboxRun, suite: TestSuite, source: str) -> VerifierResult:
+    def _judge(self, run: SandboxRun, suite: TestSuite, judge: Judge, limits: Limits, expected: list, shown: str,
+               precheck: bool = False) -> VerifierResult:
         """Read the run's records as they come; the first failing test decides."""
-        base = {"tests": len(suite), "sandbox": run.isolation.get("mode"), "network_isolated": run.isolation.get("network", False),
-                "memory_bound": run.isolation.get("memory")}
-        passed, seconds = 0, 0.0
+        base = {"judge": judge.name, "tests": len(suite), "sandbox": run.isolation.get("mode"),
+                "network_isolated": run.isolation.get("network", False), "memory_bound": run.isolation.get("memory")}
+        stdout_match, value_match = default_match(judge, self.float_tolerance)
+        passed, seconds, exits = 0, 0.0, []
         for record in run:
             seconds += record.get("seconds", 0.0)
-            where = {**base, "passed": passed, "failed_test": record["test"], "seconds": round(seconds, 4)}
-            ended = classify(record, self.limits)
+            index = record["test"] - (1 if precheck else 0)
+            if index < 0:  # TACO's compile step
+                ended = classify(record, limits)
+                if ended is not None:
+                    reason, info = ended
+                    if reason not in ("sandbox_violation", "time_limit", "memory_limit", "output_limit"):
+                        reason = "compile_error"
+                    return VerifierResult.of(reason, **base, **info, note="TACO's compile step (the wrapped program) failed")
+                continue
+            where = {**base, "passed": passed, "failed_test": index, "seconds": round(seconds, 4)}
+            exits.append(record.get("exit") if not record.get("signal") and not record.get("ended") else None)
+            ended = classify(record, limits)
+            if ended is not None and judge.compare_after_crash and ended[0] in ("runtime_error", "time_limit", "memory_limit") \
+                    and suite.call is None and stdout_match(record.get("stdout", ""), expected[index]):
+                passed += 1  # CodeContests: the output decides, however the program ended
+                continue
             if ended is not None:
                 reason, info = ended
+                if judge.name == "taco" and suite.call is None and reason in ("runtime_error", "compile_error") \
+                        and record.get("exit") == 1:
+                    # TACO reruns the wrapped program when every test ended with status 1: read on.
+                    if all(code == 1 for code in exits) and index < len(suite) - 1:
+                        continue
+                    if all(code == 1 for code in exits):
+                        return VerifierResult.of(reason, **where, **info, all_exit_1=True)
+                if suite.check is not None and info.get("exception") == "AssertionError":
+                    reason = "wrong_answer"  # a check's assert failed: the program runs and computes something else
                 return VerifierResult.of(reason, **where, **info)
-            mismatch = self._mismatch(record, suite.cases[record["test"]], suite)
+            mismatch = self._mismatch(record, expected[index], suite, stdout_match, value_match)
             if mismatch is not None:
                 return VerifierResult.of("wrong_answer", **where, **mismatch)
             passed += 1
@@ -203,21 +315,28 @@ class CodeVerifier:
             return VerifierResult.of("time_limit", **where, failure=run.failure)
         if run.failure is not None or passed < len(suite):
             return VerifierResult.of("sandbox_violation", **where, failure=run.failure or "the sandbox stopped before the last test")
-        return VerifierResult.of("correct", canonical_program(source), **where)
+        return VerifierResult.of("correct", canonical_program(shown), **where)
 
-    def _mismatch(self, record: dict[str, Any], case: TestCase, suite: TestSuite) -> dict[str, Any] | None:
+    @staticmethod
+    def _mismatch(record: dict[str, Any], expected: Any, suite: TestSuite, stdout_match, value_match) -> dict[str, Any] | None:
+        if suite.check is not None:
+            return None  # a check program passes by running to its end
         if suite.call is None:
             got = record.get("stdout", "")
-            if outputs_match(got, case.output, self.float_tolerance):
+            if stdout_match(got, expected):
                 return None
-            return {"expected": _excerpt(case.output), "got": _excerpt(got)}
+            return {"expected": _excerpt(expected), "got": _excerpt(got)}
         status = record.get("status") or {}
-        if "result" not in status:
+        if "result_typed" in status:
+            got = decode_typed(status["result_typed"])
+        elif "result" in status:
+            got = status["result"]
+        else:
             got = status.get("result_repr", "no return value")
-            return {"expected": _excerpt(case.expected), "got": _excerpt(got), "note": "the return value is not JSON"}
-        if values_match(status["result"], case.expected, self.float_tolerance):
+            return {"expected": _excerpt(expected), "got": _excerpt(got), "note": "the return value is not JSON"}
+        if value_match(got, expected):
             return None
-        return {"expected": _excerpt(case.expected), "got": _excerpt(status["result"])}
+        return {"expected": _excerpt(expected), "got": _excerpt(got)}
 
     def score_many(self, completions: Sequence[str], tests: Sequence[Any], *, errors: str = "raise") -> list[VerifierResult]:
         """Judge pairs in parallel; results in input order. ``errors="result"`` turns a failure of

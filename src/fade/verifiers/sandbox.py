@@ -174,7 +174,7 @@ class SandboxRun:
     """
 
     def __init__(self, source: str, inputs: list[dict[str, Any]], *, call: str | None = None,
-                 limits: Limits | None = None, namespaces: bool = True) -> None:
+                 limits: Limits | None = None, namespaces: bool = True, judge: dict[str, Any] | None = None) -> None:
         self.limits = limits or Limits()
         self.isolation: dict[str, Any] = {}
         self.failure: str | None = None
@@ -187,6 +187,7 @@ class SandboxRun:
             "limits": self.limits.for_harness(),
             "namespaces": bool(namespaces),
             "parent": os.getpid(),
+            "judge": dict(judge or {}),
         }
         self._expected = len(inputs)
         self._proc: subprocess.Popen | None = None
@@ -219,7 +220,8 @@ class SandboxRun:
             self._slot = _SLOTS.acquire()
             self._job["uid"] = _sandbox_uid(self._slot)
         payload = json.dumps(self._job).encode()
-        self._deadline = time.monotonic() + worst_case_seconds(self.limits, self._expected)
+        runs = self._expected * (2 if self._job["judge"].get("file_retry") else 1)  # a retry runs a test twice
+        self._deadline = time.monotonic() + worst_case_seconds(self.limits, runs)
         env = dict(CLEAN_ENV, FADE_SANDBOX_HARNESS=str(HARNESS), FADE_SANDBOX_ROOT=self._root)
         self._proc = subprocess.Popen(
             [sys.executable, "-S", "-s", "-B", "-c", _BOOTSTRAP],

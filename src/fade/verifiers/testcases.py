@@ -44,7 +44,10 @@ from typing import Any
 
 __all__ = ["TestCase", "TestSuite", "outputs_match", "parse_tests", "values_match"]
 
-TEST_FIELDS = ("tests", "public_test_cases", "private_test_cases", "public_tests", "private_tests", "generated_tests", "input_output")
+TEST_FIELDS = ("tests", "public_test_cases", "private_test_cases", "public_tests", "private_tests", "generated_tests",
+               "input_output", "test", "test_list")
+#: The other fields a check-style problem (HumanEval, MBPP) is made of.
+CHECK_FIELDS = ("prompt", "entry_point", "text", "test_setup_code", "challenge_test_list")
 #: The most bytes LiveCodeBench's compressed tests may inflate to: well above the largest real
 #: problem's tests, and a bound on what a zlib bomb (1000:1 and more) can make the evaluator hold.
 MAX_DECOMPRESSED_BYTES = 256 << 20
@@ -58,6 +61,10 @@ class TestCase:
     output: str | None = None
     args: tuple | None = None
     expected: Any = None
+    # A call-based test's input and output as the dataset holds them (text of JSON lines, a list
+    # of arguments, a wrapped answer), for judges that read them their own way.
+    raw_input: Any = None
+    raw_output: Any = None
 
     def harness_input(self) -> dict[str, Any]:
         return {"stdin": self.stdin} if self.args is None else {"args": list(self.args)}
@@ -69,6 +76,11 @@ class TestSuite:
 
     cases: tuple[TestCase, ...]
     call: str | None = None
+    #: The fields the tests came from (which benchmark's format they are in).
+    fields: frozenset[str] = frozenset()
+    #: A check program's parts (HumanEval: prompt, test, entry_point; MBPP: text, test_list, ...)
+    #: and its ``style``; None for input/output and call-based tests.
+    check: dict[str, Any] | None = None
 
     def __len__(self) -> int:
         return len(self.cases)
@@ -142,7 +154,8 @@ def _lcb_cases(value: Any, what: str, func_name: str | None) -> tuple[list[TestC
                 expected = json.loads(item["output"]) if isinstance(item["output"], str) else item["output"]
             except ValueError:
                 raise ValueError(f"{where}: functional output {str(item['output'])[:80]!r} is not JSON") from None
-            cases.append(TestCase(args=_functional_args(_text(item["input"], where), where), expected=expected))
+            cases.append(TestCase(args=_functional_args(_text(item["input"], where), where), expected=expected,
+                                  raw_input=item["input"], raw_output=item["output"]))
         elif kind == "stdin":
             cases.append(TestCase(stdin=_text(item["input"], where), output=_text(item["output"], where)))
         else:
@@ -169,7 +182,7 @@ def _io_cases(value: Any, what: str) -> tuple[list[TestCase], str | None]:
         where = f"{what} test {i}"
         if fn:
             args = tuple(x) if isinstance(x, list) else (x,)
-            cases.append(TestCase(args=args, expected=y))
+            cases.append(TestCase(args=args, expected=y, raw_input=x, raw_output=y))
         else:
             cases.append(TestCase(stdin=_text(x, where), output=_text(y, where)))
     return cases, fn
@@ -185,6 +198,31 @@ def _metadata_func(row: dict) -> str | None:
     return meta.get("func_name") or row.get("func_name") or row.get("fn_name")
 
 
+def _check_suite(row: dict) -> TestSuite:
+    """A HumanEval-style (``test`` defining check(candidate), ``entry_point``, ``prompt``) or
+    MBPP-style (``test_list`` of asserts, ``text``) problem."""
+    present = frozenset(k for k in (*TEST_FIELDS, *CHECK_FIELDS) if row.get(k) is not None)
+    if row.get("test_list") is not None:
+        tests = row["test_list"]
+        if not isinstance(tests, list) or not tests or not all(isinstance(t, str) for t in tests):
+            raise ValueError(f"test_list must be a non-empty list of assert statements (text), got {tests!r}"[:300])
+        check = {"style": "mbpp", "test_list": list(tests), "text": str(row.get("text") or "")}
+    else:
+        test, entry = row.get("test"), row.get("entry_point")
+        if not isinstance(test, str) or not test.strip():
+            raise ValueError("test must be the text of the check code (HumanEval's `def check(candidate): ...`)")
+        if not isinstance(entry, str) or not entry.isidentifier():
+            raise ValueError(f"a HumanEval-style problem needs entry_point, the function's name; got {entry!r}")
+        prompt = row.get("prompt") or ""
+        if not isinstance(prompt, str):
+            raise ValueError(f"prompt must be text, got {type(prompt).__name__}")
+        check = {"style": "humaneval", "test": test, "entry_point": entry, "prompt": prompt}
+    others = sorted(k for k in TEST_FIELDS if row.get(k) is not None and k not in ("test", "test_list"))
+    if others:
+        raise ValueError(f"the problem mixes a check program with other tests ({', '.join(others)}): expected one kind")
+    return TestSuite((TestCase(stdin=""),), None, present, check)
+
+
 def parse_tests(source: Any) -> TestSuite:
     """The tests of a problem given as a dict of its fields (any format above), as the value of a
     ``tests`` field, or as JSON text of either. Raises ValueError naming what is malformed."""
@@ -192,12 +230,14 @@ def parse_tests(source: Any) -> TestSuite:
         return source
     value = _decode(source, "tests") if isinstance(source, str) else source
     row = value if isinstance(value, dict) and any(k in value for k in TEST_FIELDS) else {"tests": value}
+    if row.get("test_list") is not None or row.get("entry_point") is not None:
+        return _check_suite(row)
     func_name = _metadata_func(row)
     cases: list[TestCase] = []
     call: str | None = None
     kinds: set[str] = set()
     for key in TEST_FIELDS:
-        if key not in row or row[key] is None:
+        if key not in row or row[key] is None or key in ("test", "test_list"):
             continue
         value = _decode(row[key], key)
         if isinstance(value, list):
@@ -219,7 +259,8 @@ def parse_tests(source: Any) -> TestSuite:
         raise ValueError("the tests mix standard-input and call-based cases: expected one kind per problem")
     if "call" in kinds and not (isinstance(call, str) and call.isidentifier()):
         raise ValueError(f"call-based tests need the function name (metadata func_name or fn_name), got {call!r}")
-    return TestSuite(tuple(cases), call if "call" in kinds else None)
+    fields = frozenset(k for k in TEST_FIELDS if row.get(k) is not None)
+    return TestSuite(tuple(cases), call if "call" in kinds else None, fields)
 
 
 # Numbers are read from ASCII tokens only: Python's int() and float() also take Unicode digits

@@ -326,7 +326,7 @@ def test_verl_reward_kwargs_are_math_settings_and_unknown_ones_are_refused():
         rewards.compute_score("math", "\\boxed{7}", "7", answer_modes="final")
     with pytest.raises(ValueError, match="answer_mode must be one of"):
         rewards.compute_math_score("math", "\\boxed{7}", "7", answer_mode="last")
-    with pytest.raises(ValueError, match="code reward: it takes none"):
+    with pytest.raises(ValueError, match="code reward: it takes judge only"):
         rewards.compute_code_score("taco", "print(1)", json.dumps({"inputs": [""], "outputs": ["1"]}), timeout=3)
 
 

@@ -603,8 +603,14 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--problems", default=None, metavar="FILE.jsonl", help="gold answers or tests, joined to samples by problem id")
     p.add_argument("--workers", type=int, default=None, metavar="N", help="samples scored at once (default: CPU count)")
     p.add_argument("--timeout", type=float, default=5.0, metavar="S", help="math: seconds per sample (default: 5)")
-    p.add_argument("--time-limit", type=float, default=None, metavar="S", help="code: seconds per test, wall and CPU (default: 6)")
-    p.add_argument("--memory-mb", type=int, default=None, metavar="MB", help="code: address-space limit (default: 1024)")
+    p.add_argument("--judge", default="auto", choices=("auto", "lcb", "taco", "codecontests", "humaneval", "mbpp", "fade"),
+                   help="code: whose rules judge the programs: each benchmark's official harness, fade's own, or auto, "
+                        "the one the problem's format names (default: %(default)s; docs/verifiers.md)")
+    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help="code: seconds per test, wall and CPU (default: the judge's: lcb 6, taco 4, codecontests 10, "
+                        "humaneval and mbpp 3 for the whole program, fade 6)")
+    p.add_argument("--memory-mb", type=int, default=None, metavar="MB",
+                   help="code: address-space limit (default: codecontests 288, else 1024)")
     p.add_argument("--float-tolerance", type=float, default=1e-6, metavar="T", help="code: tolerance for non-integer outputs")
     p.add_argument("--answer-mode", choices=("any", "final", "boxed"), default="any",
                    help="math: where the answer may come from: any expression (math-verify's fallback), only a final "
@@ -630,7 +636,6 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
 
 def _run_eval(args: argparse.Namespace) -> int:
     from .verifiers.evaluate import EvalConfig, evaluate
-    from .verifiers.sandbox import Limits
 
     overrides = {}
     if args.time_limit is not None:
@@ -650,7 +655,8 @@ def _run_eval(args: argparse.Namespace) -> int:
         math["final_answer_pattern"] = args.final_answer_pattern
     config = EvalConfig(
         samples=args.samples, out=args.out, verifier=args.verifier, ks=_parse_ks(args.k), problems=args.problems,
-        workers=args.workers, timeout=args.timeout, math=math, limits=Limits(**overrides), float_tolerance=args.float_tolerance,
+        workers=args.workers, timeout=args.timeout, math=math, limits=overrides,
+        judge=args.judge, float_tolerance=args.float_tolerance,
         limit=args.limit, compare=tuple(d.strip() for d in args.compare.split(",") if d.strip()), label=args.label,
         progress=not args.no_progress,
     )
@@ -681,6 +687,8 @@ def _run_eval(args: argparse.Namespace) -> int:
     table.add_row("reasons", ", ".join(f"{r} {c}" for r, c in report["reasons"].items()))
     if "sandbox" in report:
         table.add_row("sandbox", ", ".join(f"{m} {c}" for m, c in report["sandbox"]["modes"].items()) or "none ran")
+    if report.get("judges"):
+        table.add_row("judged by", ", ".join(f"{j} {c}" for j, c in report["judges"].items()))
     console = _console()
     console.print(table)
     for path in outcome.written:

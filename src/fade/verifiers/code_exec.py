@@ -166,7 +166,7 @@ class CodeVerifier:
         limits: per-test time, memory, processes, output and disk limits (see :class:`Limits`);
             None: the judge's official defaults where it has them (LiveCodeBench 6 s, TACO 4 s,
             CodeContests 10 s and 288 MB, HumanEval and MBPP 3 s for the whole program), else
-            the sandbox's.
+            the sandbox's; a dict: those defaults with the given fields replaced.
         workers: sandboxes running at once (default: the CPU count).
         float_tolerance: absolute or relative tolerance for non-integer numbers in outputs (the
             ``fade`` judge; the benchmarks' judges compare their own way).
@@ -175,8 +175,8 @@ class CodeVerifier:
             :data:`fade.verifiers.judges.JUDGES` (lcb, taco, codecontests, humaneval, mbpp, fade).
     """
 
-    def __init__(self, limits: Limits | None = None, workers: int | None = None, float_tolerance: float = 1e-6,
-                 namespaces: bool = True, judge: str = "auto") -> None:
+    def __init__(self, limits: Limits | dict[str, Any] | None = None, workers: int | None = None,
+                 float_tolerance: float = 1e-6, namespaces: bool = True, judge: str = "auto") -> None:
         workers = (os.cpu_count() or 1) if workers is None else workers
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be a positive integer, got {workers!r}")
@@ -184,8 +184,12 @@ class CodeVerifier:
             raise ValueError(f"float_tolerance must be a number in [0, 1), got {float_tolerance!r}")
         if judge != "auto" and judge not in JUDGES:
             raise ValueError(f"judge must be auto or one of {', '.join(JUDGES)}, got {judge!r}")
+        if isinstance(limits, dict):
+            Limits(**limits)  # unknown fields and bad values are refused here, before anything runs
+        elif limits is not None and not isinstance(limits, Limits):
+            raise ValueError(f"limits must be a Limits, a dict of Limits fields or None, got {type(limits).__name__}")
         self.user_limits = limits
-        self.limits = limits or Limits()
+        self.limits = limits if isinstance(limits, Limits) else Limits(**(limits or {}))
         self.workers = workers
         self.float_tolerance = float(float_tolerance)
         self.namespaces = namespaces
@@ -193,10 +197,10 @@ class CodeVerifier:
 
     def limits_for(self, judge: Judge) -> Limits:
         """The limits a program runs under with ``judge``: the caller's, else the judge's defaults."""
-        if self.user_limits is not None:
+        if isinstance(self.user_limits, Limits):
             return self.user_limits
-        overrides = {k: v for k, v in (("time_seconds", judge.time_seconds), ("memory_mb", judge.memory_mb)) if v}
-        return Limits(**overrides)
+        defaults = {k: v for k, v in (("time_seconds", judge.time_seconds), ("memory_mb", judge.memory_mb)) if v}
+        return Limits(**{**defaults, **(self.user_limits or {})})
 
     def score(self, completion: str, tests: Any) -> VerifierResult:
         """Judge one completion against ``tests`` (a :class:`TestSuite`, or a problem's fields in

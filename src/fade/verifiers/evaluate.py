@@ -52,10 +52,11 @@ from fade.passk import pass_at_k
 from fade.progress import step_bar
 
 from .code_exec import CodeVerifier
+from .judges import JUDGES, judge_for
 from .math_answer import MathVerifier
 from .result import VerifierResult
 from .sandbox import Limits
-from .testcases import TEST_FIELDS, parse_tests
+from .testcases import CHECK_FIELDS, TEST_FIELDS, parse_tests
 
 __all__ = ["EvalConfig", "EvalOutcome", "ID_FIELDS", "draw_passk", "evaluate", "load_report", "read_samples"]
 
@@ -97,7 +98,8 @@ class EvalConfig:
     workers: int | None = None
     timeout: float = 5.0  # math: seconds per sample
     math: dict[str, Any] = field(default_factory=dict)  # math: MathVerifier's answer_mode and math-verify settings
-    limits: Limits = field(default_factory=Limits)  # code: per-test limits
+    limits: Limits | dict[str, Any] | None = None  # code: per-test limits, or fields replacing each judge's defaults
+    judge: str = "auto"  # code: the judging profile, or "auto" (from each problem's format)
     float_tolerance: float = 1e-6
     limit: int | None = None  # score at most this many new samples, then stop
     compare: tuple[str, ...] = ()  # earlier output folders to draw on the same pass@k plot
@@ -112,7 +114,9 @@ class EvalConfig:
         """What the scores depend on; a resumed run must have the same."""
         if self.verifier == "math":
             return {"verifier": "math", "timeout": self.timeout, **self.math_verifier().settings()}
-        return {"verifier": "code", "limits": self.limits.to_dict(), "float_tolerance": self.float_tolerance}
+        limits = self.limits.to_dict() if isinstance(self.limits, Limits) else {"judge_defaults_with": self.limits or {}}
+        return {"verifier": "code", "judge": self.judge, "limits": limits,
+                "float_tolerance": self.float_tolerance}
 
 
 @dataclass
@@ -167,10 +171,13 @@ def _problem_id(obj: dict, where: str) -> Any:
 def _reference(obj: dict, verifier: str) -> dict[str, Any]:
     if verifier == "math":
         return {k: obj[k] for k in GOLD_FIELDS if obj.get(k) is not None}
-    return {k: obj[k] for k in (*TEST_FIELDS, "metadata", "func_name", "fn_name") if obj.get(k) is not None}
+    keys = (*TEST_FIELDS, "metadata", "func_name", "fn_name")
+    if obj.get("entry_point") is not None or obj.get("test_list") is not None:
+        keys += CHECK_FIELDS  # a HumanEval or MBPP problem: its prompt and entry point are part of the program
+    return {k: obj[k] for k in keys if obj.get(k) is not None}
 
 
-def _gold(ref: dict[str, Any], verifier: str, where: str) -> Any:
+def _gold(ref: dict[str, Any], verifier: str, where: str, judge: str = "auto") -> Any:
     if verifier == "math":
         for key in GOLD_FIELDS:
             if key in ref:
@@ -182,7 +189,9 @@ def _gold(ref: dict[str, Any], verifier: str, where: str) -> Any:
     if not any(k in ref for k in TEST_FIELDS):
         raise ValueError(f"{where}: no tests: expected one of the keys {', '.join(TEST_FIELDS)} (or --problems FILE)")
     try:
-        return parse_tests(ref)
+        suite = parse_tests(ref)
+        judge_for(suite, judge)  # a judge that cannot read the problem is refused before anything runs
+        return suite
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
 
@@ -193,7 +202,7 @@ def _reference_sha(ref: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
 
 
-def read_samples(path: str | Path, verifier: str, problems: str | Path | None = None
+def read_samples(path: str | Path, verifier: str, problems: str | Path | None = None, judge: str = "auto"
                  ) -> tuple[list[Sample], dict[str, Any], list[str]]:
     """The samples of a file, each problem's reference (a gold answer or a :class:`TestSuite`),
     and the problems in order of first appearance. Raises ValueError naming the file and line
@@ -234,7 +243,7 @@ def read_samples(path: str | Path, verifier: str, problems: str | Path | None = 
         if key not in ref_source:
             order.append(key)
             ref_source[key] = (ref, where)
-            refs[key] = _gold(ref, verifier, where)
+            refs[key] = _gold(ref, verifier, where, judge)
             ref_shas[key] = _reference_sha(ref)
         elif ref != ref_source[key][0]:
             raise ValueError(f"{where}: problem {key} has a different reference than at {ref_source[key][1]}")
@@ -305,7 +314,7 @@ def _scorer(config: EvalConfig) -> tuple[Callable[[str, Any], VerifierResult], C
     if config.verifier == "math":
         v = config.math_verifier(workers)
         return v.score, v.close, workers
-    c = CodeVerifier(limits=config.limits, workers=workers, float_tolerance=config.float_tolerance)
+    c = CodeVerifier(limits=config.limits, workers=workers, float_tolerance=config.float_tolerance, judge=config.judge)
     return c.score, lambda: None, workers
 
 
@@ -422,6 +431,9 @@ def summarize(samples: list[Sample], done: dict[tuple[str, int], dict], order: l
         nets = Counter(r["details"].get("network_isolated") for recs in per_problem.values() for r in recs
                        if isinstance(r.get("details"), dict) and "network_isolated" in r["details"])
         report["sandbox"] = {"modes": dict(modes), "network_isolated": dict((str(k).lower(), v) for k, v in nets.items())}
+        judges = Counter(r["details"].get("judge") for recs in per_problem.values() for r in recs
+                         if isinstance(r.get("details"), dict) and r["details"].get("judge"))
+        report["judges"] = dict(sorted(judges.items()))
     return report, rows
 
 
@@ -503,7 +515,11 @@ def evaluate(config: EvalConfig) -> EvalOutcome:
     compared = [load_report(d) for d in config.compare]
     out = Path(config.out)
     _check_settings(out, config.settings())
-    samples, refs, order = read_samples(config.samples, config.verifier, config.problems)
+    if isinstance(config.limits, dict):
+        Limits(**config.limits)  # bad limits are refused before anything is read or scored
+    if config.verifier == "code" and config.judge != "auto" and config.judge not in JUDGES:
+        raise ValueError(f"unknown judge {config.judge!r}: expected auto or one of {', '.join(JUDGES)}")
+    samples, refs, order = read_samples(config.samples, config.verifier, config.problems, config.judge)
     out.mkdir(parents=True, exist_ok=True)
     with _folder_lock(out):
         _check_settings(out, config.settings())  # again, now that no other run can write it

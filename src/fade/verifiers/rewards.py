@@ -30,7 +30,7 @@ from typing import Any
 from fade.verifiers.code_exec import CodeVerifier, default_code_verifier
 from fade.verifiers.math_answer import MathVerifier, default_math_verifier
 from fade.verifiers.result import VerifierResult
-from fade.verifiers.testcases import TEST_FIELDS, parse_tests
+from fade.verifiers.testcases import CHECK_FIELDS, TEST_FIELDS, parse_tests
 
 __all__ = [
     "GOLD_COLUMNS",
@@ -104,9 +104,13 @@ def make_code_reward(verifier: CodeVerifier | None = None) -> Callable[..., list
     def code_reward(prompts: list, completions: list, **kwargs: Any) -> list[float | None]:
         v = verifier or default_code_verifier()
         n = len(completions)
-        keys = [k for k in (*TEST_FIELDS, "metadata") if kwargs.get(k) is not None]
+        keys = [k for k in (*TEST_FIELDS, *CHECK_FIELDS, "metadata") if kwargs.get(k) is not None]
         columns = {k: _column(kwargs, (k,), n) for k in keys}
         tests = [{k: columns[k][i] for k in keys if columns[k][i] is not None} for i in range(n)]
+        for i, row in enumerate(tests):
+            # A HumanEval row's program is its prompt and the completion: TRL passes the prompt apart.
+            if "entry_point" in row and "prompt" not in row and i < len(prompts) and isinstance(prompts[i], str):
+                row["prompt"] = prompts[i]
         rows = [i for i in range(n) if any(k in tests[i] for k in TEST_FIELDS)]
         scored = v.score_many([completion_text(completions[i]) for i in rows], [tests[i] for i in rows], errors="result")
         results: list[VerifierResult | None] = [None] * n
@@ -163,13 +167,25 @@ def compute_math_score(data_source: Any, solution_str: str, ground_truth: Any, e
     return _verl_dict(_math_verifier(kwargs).score(solution_str, ground_truth))
 
 
+_code_verifiers: dict[str, CodeVerifier] = {}
+
+
+def _code_verifier(judge: str) -> CodeVerifier:
+    with _math_lock:
+        if judge not in _code_verifiers:
+            _code_verifiers[judge] = CodeVerifier(judge=judge)
+        return _code_verifiers[judge]
+
+
 def compute_code_score(data_source: Any, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
                        **kwargs: Any) -> dict[str, Any]:
     """verl's reward signature, always running the program against ``ground_truth``'s tests (with
     the default limits: ``make_code_reward`` takes a configured verifier)."""
-    unknown = sorted(k for k in kwargs if k not in _VERL_EXTRAS)
+    unknown = sorted(k for k in kwargs if k not in _VERL_EXTRAS and k != "judge")
     if unknown:
-        raise ValueError(f"unknown reward_kwargs {unknown} for fade's code reward: it takes none")
+        raise ValueError(f"unknown reward_kwargs {unknown} for fade's code reward: it takes judge only")
+    if kwargs.get("judge", "auto") != "auto":
+        return _verl_dict(_code_verifier(kwargs["judge"]).score_many([solution_str], [ground_truth], errors="result")[0])
     return _verl_dict(default_code_verifier().score_many([solution_str], [ground_truth], errors="result")[0])
 
 
@@ -194,9 +210,12 @@ def _is_code(data_source: Any, ground_truth: Any, extra_info: dict | None) -> bo
 def compute_score(data_source: Any, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
                   **kwargs: Any) -> dict[str, Any]:
     """verl's custom reward function: code or math, chosen as the module docstring says."""
+    unknown = sorted(k for k in kwargs if k not in _VERL_EXTRAS and k not in MATH_SETTINGS and k != "judge")
+    if unknown:
+        raise ValueError(f"unknown reward_kwargs {unknown} for fade's reward: expected some of "
+                         f"{[*MATH_SETTINGS, 'judge']}")
     if _is_code(data_source, ground_truth, extra_info):
-        unknown = sorted(k for k in kwargs if k not in _VERL_EXTRAS and k not in MATH_SETTINGS)
-        if unknown:
-            raise ValueError(f"unknown reward_kwargs {unknown} for fade's reward: expected some of {list(MATH_SETTINGS)}")
-        return compute_code_score(data_source, solution_str, ground_truth, extra_info)
-    return compute_math_score(data_source, solution_str, ground_truth, extra_info, **kwargs)
+        return compute_code_score(data_source, solution_str, ground_truth, extra_info,
+                                  **{k: v for k, v in kwargs.items() if k == "judge" or k in _VERL_EXTRAS})
+    return compute_math_score(data_source, solution_str, ground_truth, extra_info,
+                              **{k: v for k, v in kwargs.items() if k != "judge"})

@@ -357,7 +357,7 @@ _DOUBLE = re.compile(r"\s*[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|
 
 
 def _cc_int(token: str) -> int | None:
-    if re.fullmatch(r"[+-]?[0-9]+", token, re.ASCII):
+    if re.fullmatch(r"[+-]?[0-9]+", token, re.ASCII) and len(token.lstrip("+-").lstrip("0")) <= 10:
         value = int(token)
         if _INT32[0] <= value <= _INT32[1]:
             return value
@@ -365,7 +365,10 @@ def _cc_int(token: str) -> int | None:
 
 
 def _cc_double(token: str) -> float | None:
-    return float(token) if _DOUBLE.fullmatch(token) else None
+    try:
+        return float(token) if _DOUBLE.fullmatch(token) else None
+    except (ValueError, OverflowError):
+        return None
 
 
 def codecontests_match(got: str, expected: str) -> bool:

@@ -270,6 +270,13 @@ _INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 
 
+def _int_text(token: str) -> str:
+    """An ASCII integer token in a normal form ("+007" -> "7", "-0" -> "0"), compared as text:
+    int() refuses more than 4,300 digits, and answers can be longer."""
+    digits = token.lstrip("+-").lstrip("0") or "0"
+    return "-" + digits if token.startswith("-") and digits != "0" else digits
+
+
 def _finite_decimal(token: str) -> float | None:
     """The value of an ASCII decimal token (``12``, ``-0.5``, ``.5``, ``1e-9``), None for anything
     else or for a value that overflows a float."""
@@ -287,7 +294,7 @@ def _tokens_match(got: str, expected: str, tol: float) -> bool:
     if got == expected:
         return True
     if _INT.fullmatch(expected):
-        return _INT.fullmatch(got) is not None and int(got) == int(expected)
+        return _INT.fullmatch(got) is not None and _int_text(got) == _int_text(expected)
     want = _finite_decimal(expected)
     have = _finite_decimal(got)
     if want is None or have is None:

@@ -177,3 +177,15 @@ def test_a_run_stops_cleanly_after_a_disbelieved_report():
         records = list(run)
     assert len(records) == 1 and "2 lines" in records[0]["report_error"] and "status" not in records[0]
     assert run.failure is None
+
+
+@pytest.mark.parametrize("judge", ["lcb", "taco", "codecontests"])
+@pytest.mark.parametrize("forged", sorted(FORGED))
+@pytest.mark.parametrize("tests", [STDIN_TESTS, CALL_TESTS], ids=["stdin", "call"])
+def test_forged_report_lines_never_decide_a_benchmark_judges_verdict(judge, forged, tests):
+    # The benchmarks' judges run programs their own way (LiveCodeBench's wrapping and stand-in
+    # stdin, TACO's retries, CodeContests judging output after a crash): the report channel holds.
+    if judge == "codecontests" and tests is CALL_TESTS:
+        pytest.skip("CodeContests has no call-based tests")
+    result = CodeVerifier(limits=LIMITS, workers=1, judge=judge).score(_program(FORGED[forged], "range(256)"), tests)
+    assert result.reason != "correct" and result.score == 0.0

@@ -12,7 +12,15 @@ import time
 import pytest
 
 from fade.verifiers.code_exec import CodeVerifier
-from fade.verifiers.sandbox import PER_TEST_SLACK, START_SLACK, Limits, SandboxRun, isolation_report, worst_case_seconds
+from fade.verifiers.sandbox import (
+    CLEAN_ENV,
+    PER_TEST_SLACK,
+    START_SLACK,
+    Limits,
+    SandboxRun,
+    isolation_report,
+    worst_case_seconds,
+)
 from fade.verifiers.testcases import outputs_match, parse_tests, values_match
 
 LIMITS = Limits(time_seconds=1.0, memory_mb=256, processes=16, output_bytes=64 << 10, disk_mb=16)
@@ -265,3 +273,61 @@ def test_a_traceback_shows_the_programs_frames_only():
         tail = record["stderr_tail"]
         assert "Traceback" in tail and "<solution>" in tail
         assert "harness" not in tail, tail
+
+
+# -- supervisors forked by the zygote ------------------------------------------------------------
+
+
+def test_the_program_sees_none_of_the_evaluators_environment(monkeypatch):
+    monkeypatch.setenv("FADE_TEST_SECRET", "hunter2")
+    program = (
+        "import os\n"
+        "try:\n"
+        "    seen = open('/proc/self/environ', 'rb').read().count(b'hunter2')\n"
+        "except OSError:\n"
+        "    seen = 'unreadable'\n"
+        "print(seen, ','.join(sorted(os.environ)))\n"
+    )
+    with SandboxRun(program, [{"stdin": ""}], limits=LIMITS) as run:
+        (record,) = list(run)
+    seen, names = record["stdout"].split()
+    assert seen in ("0", "unreadable"), record
+    assert set(names.split(",")) <= set(CLEAN_ENV) | {"HOME", "TMPDIR"}, names
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return not any(line.startswith("State:") and "Z" in line.split()[1] for line in f)
+    except OSError:
+        return False
+
+
+def test_a_killed_evaluator_leaves_no_zygote_supervisor_or_folder(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "evaluator.py"
+    script.write_text(
+        "import time\n"
+        "from fade.verifiers import sandbox\n"
+        "run = sandbox.SandboxRun('import time\\ntime.sleep(60)', [{'stdin': ''}], limits=sandbox.Limits(time_seconds=30))\n"
+        "run.start()\n"
+        "zygote = sandbox._zygote.proc.pid if sandbox._zygote else 0\n"
+        "print(run._root, zygote, run._proc.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    root, zygote, supervisor = proc.stdout.readline().split()
+    zygote, supervisor = int(zygote), int(supervisor)
+    time.sleep(0.3)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (os.path.exists(root) or _alive(supervisor) or (zygote and _alive(zygote))):
+        time.sleep(0.05)
+    assert not os.path.exists(root)
+    assert not _alive(supervisor)
+    assert not zygote or not _alive(zygote)

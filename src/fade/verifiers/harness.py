@@ -964,6 +964,9 @@ def _supervise(job, iso, sandbox_uid, alive_r):
             for name in COMMON_MODULES:
                 __import__(name)
     judge = job.get("judge") or {}
+    if judge.get("guard"):
+        import shutil  # noqa: F401 - for the guard in every test child, imported once
+        import subprocess  # noqa: F401
     if judge.get("paths") and "sys_path" not in judge:
         # No private root to bind them into: their own folders, with whatever else is beside them,
         # imported here too where the program's uid may not read the interpreter's files.
@@ -1055,6 +1058,57 @@ def main() -> None:
     if os.getppid() != job["parent"]:
         _remove_root(job["root"])  # the evaluator cannot any more
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF if os.WIFEXITED(status) else 70)
+
+
+def serve_forks(control_fd):
+    """A zygote: a supervisor interpreter with everything above imported, started once by the
+    evaluator with the sandbox's clean environment, which forks a fresh supervisor (P0) for each
+    run instead of the evaluator starting a new interpreter. A request on the control socket is
+    the run's work folder and three file descriptors (the new supervisor's stdin, stdout and
+    stderr); the answer is its pid. No program ever runs in this process. It exits when the
+    evaluator closes its standard input (the evaluator died, or is done)."""
+    import shutil  # noqa: F401 - imported once here for every supervisor: judges' guards use them
+    import socket
+    import subprocess  # noqa: F401
+
+    sock = socket.socket(fileno=control_fd)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # supervisors are reaped by the kernel
+    os.chdir("/")
+    while True:
+        ready, _, _ = select.select([sock, 0], [], [])
+        if 0 in ready and not os.read(0, 1):
+            os._exit(0)
+        if sock not in ready:
+            continue
+        try:
+            message, fds, _, _ = socket.recv_fds(sock, 4096, 3)
+        except OSError:
+            os._exit(0)
+        if not message:
+            os._exit(0)
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            sock.sendall(b"0\n")
+            continue
+        pid = os.fork()
+        if pid == 0:
+            try:
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                os.setsid()
+                for target, fd in enumerate(fds):
+                    os.dup2(fd, target)
+                for fd in fds:
+                    if fd > 2:
+                        os.close(fd)
+                sock.close()
+                os.environ["FADE_SANDBOX_ROOT"] = message.decode()
+                main()
+            finally:
+                os._exit(70)
+        for fd in fds:
+            os.close(fd)
+        sock.sendall(f"{pid}\n".encode())
 
 
 if __name__ == "__main__":

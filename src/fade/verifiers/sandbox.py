@@ -65,6 +65,10 @@ _BOOTSTRAP = (
     "import os;p=os.environ.pop('FADE_SANDBOX_HARNESS');"
     "exec(compile(open(p,'rb').read(),p,'exec'),{'__name__':'__main__','__file__':p})"
 )
+_ZYGOTE_BOOTSTRAP = (
+    "import os;p=os.environ.pop('FADE_SANDBOX_HARNESS');g={'__name__':'fade_sandbox','__file__':p};"
+    "exec(compile(open(p,'rb').read(),p,'exec'),g);g['serve_forks'](int(os.environ.pop('FADE_SANDBOX_CONTROL')))"
+)
 #: Seconds a run may take beyond its tests' time limits (starting the supervisor, building the
 #: private root) before it is stopped; with :data:`PER_TEST_SLACK` this bounds how long one
 #: sample can hold a worker: START_SLACK + tests x (time_seconds + PER_TEST_SLACK).
@@ -73,6 +77,9 @@ PER_TEST_SLACK = 0.25
 # How many bytes of supervisor output one byte of the program's output can become: a control
 # character or an undecodable byte is escaped as \uXXXX in the JSON line.
 _ESCAPE_FACTOR = 6
+# Supervisors are forked by a zygote (a warm interpreter) where the kernel has pidfds: a run then
+# starts in a few milliseconds instead of an interpreter's start and imports.
+_USE_ZYGOTE = os.environ.get("FADE_SANDBOX_ZYGOTE", "1") != "0"
 
 #: Sandboxes started as root run their programs as uid UID_BASE + (pid mod 2**22) * 64 + slot:
 #: a uid no account uses, distinct for each of up to 64 concurrent sandboxes of each process, so
@@ -145,6 +152,100 @@ class _Slots:
 
 
 _SLOTS = _Slots()
+
+
+class _Spawned:
+    """A supervisor forked by the zygote: not this process's child, so it is signalled and
+    awaited through a pidfd (which names that process and no other, even after it exits)."""
+
+    def __init__(self, pid: int, stdin: int, stdout: int, stderr: int) -> None:
+        self.pid = pid
+        self.pidfd = os.pidfd_open(pid)
+        self.stdin = os.fdopen(stdin, "wb")
+        self.stdout = os.fdopen(stdout, "rb", buffering=0)
+        self.stderr = os.fdopen(stderr, "rb", buffering=0)
+
+    def poll(self) -> int | None:
+        return None  # the zygote reaps it; the exit status is not known here
+
+    def kill(self) -> None:
+        try:
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        except OSError:
+            pass  # already gone
+
+    def wait(self) -> None:
+        select.select([self.pidfd], [], [], 10.0)  # readable once the process has exited
+        os.close(self.pidfd)
+
+
+class _Zygote:
+    """The process that forks supervisors (``harness.serve_forks``): one per evaluator process,
+    started on first use with the sandbox's clean environment, restarted if it dies."""
+
+    def __init__(self) -> None:
+        import socket
+
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        env = dict(CLEAN_ENV, FADE_SANDBOX_HARNESS=str(HARNESS), FADE_SANDBOX_CONTROL=str(theirs.fileno()))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-S", "-s", "-B", "-c", _ZYGOTE_BOOTSTRAP], stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd="/", start_new_session=True,
+            pass_fds=(theirs.fileno(),),
+        )
+        theirs.close()
+        self.sock = ours
+        self.lock = threading.Lock()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def spawn(self, root: str) -> _Spawned:
+        import socket
+
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            with self.lock:
+                socket.send_fds(self.sock, [root.encode()], [in_r, out_w, err_w])
+                answer = b""
+                while not answer.endswith(b"\n"):
+                    chunk = self.sock.recv(64)
+                    if not chunk:
+                        raise OSError("the sandbox zygote closed its socket")
+                    answer += chunk
+            pid = int(answer)
+            if pid <= 0:
+                raise OSError("the sandbox zygote refused the request")
+            return _Spawned(pid, in_w, out_r, err_r)
+        except BaseException:
+            for fd in (in_w, out_r, err_r):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (in_r, out_w, err_w):
+                os.close(fd)
+
+
+_zygote: _Zygote | None = None
+_zygote_lock = threading.Lock()
+
+
+def _spawn_supervisor(root: str) -> tuple[_Spawned, int] | None:
+    """A supervisor forked by the zygote, and the zygote's pid (its parent); None where the
+    kernel has no pidfds or the zygote cannot start (the caller starts an interpreter instead)."""
+    global _zygote
+    if not hasattr(os, "pidfd_open") or not hasattr(signal, "pidfd_send_signal"):
+        return None
+    try:
+        with _zygote_lock:
+            if _zygote is None or not _zygote.alive():
+                _zygote = _Zygote()
+            zygote = _zygote
+        return zygote.spawn(root), zygote.proc.pid
+    except OSError:
+        return None
 _warned_weak = False
 _warn_lock = threading.Lock()
 
@@ -219,15 +320,19 @@ class SandboxRun:
         if os.geteuid() == 0:
             self._slot = _SLOTS.acquire()
             self._job["uid"] = _sandbox_uid(self._slot)
-        payload = json.dumps(self._job).encode()
         runs = self._expected * (2 if self._job["judge"].get("file_retry") else 1)  # a retry runs a test twice
         self._deadline = time.monotonic() + worst_case_seconds(self.limits, runs)
-        env = dict(CLEAN_ENV, FADE_SANDBOX_HARNESS=str(HARNESS), FADE_SANDBOX_ROOT=self._root)
-        self._proc = subprocess.Popen(
-            [sys.executable, "-S", "-s", "-B", "-c", _BOOTSTRAP],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=env, cwd=self._root, start_new_session=True, close_fds=True,
-        )
+        spawned = _spawn_supervisor(self._root) if _USE_ZYGOTE else None
+        if spawned is not None:
+            self._proc, self._job["parent"] = spawned
+        else:
+            env = dict(CLEAN_ENV, FADE_SANDBOX_HARNESS=str(HARNESS), FADE_SANDBOX_ROOT=self._root)
+            self._proc = subprocess.Popen(
+                [sys.executable, "-S", "-s", "-B", "-c", _BOOTSTRAP],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=env, cwd=self._root, start_new_session=True, close_fds=True,
+            )
+        payload = json.dumps(self._job).encode()
         try:
             self._proc.stdin.write(payload)
             self._proc.stdin.close()
@@ -247,7 +352,15 @@ class SandboxRun:
         if self._closed:
             return
         self._closed = True
-        if self._proc is not None:
+        if isinstance(self._proc, _Spawned):
+            self._proc.kill()  # its supervisor (P1) dies with it (its death signal)
+            self._proc.wait()
+            for stream in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        elif self._proc is not None:
             try:
                 os.killpg(self._proc.pid, signal.SIGKILL)
             except OSError:

@@ -23,7 +23,7 @@ __all__ = ["Estimator", "EstimatorSpec", "register", "estimator", "available", "
 
 #: Per-rollout inputs an estimator may take as keyword arguments, and what each one is.
 INPUTS: dict[str, str] = {
-    "lengths": "response length of each rollout in tokens (positive)",
+    "lengths": "response length of each rollout in tokens (non-negative; an empty response weighs nothing)",
     "baseline_rewards": "reward of a baseline response for each rollout's prompt (e.g. ReMax's greedy decode)",
 }
 
@@ -230,8 +230,8 @@ class Estimator:
             if t.dim() != 1 or t.numel() != r.numel():
                 raise ValueError(f"{key} must have one value per rollout ({r.numel()}), got shape {tuple(t.shape)}")
             check_finite(t, key)
-            if key == "lengths" and bool((t <= 0).any()):
-                raise ValueError(f"lengths must be positive, got minimum {t.min().item()}")
+            if key == "lengths" and bool((t < 0).any()):
+                raise ValueError(f"lengths must be non-negative, got minimum {t.min().item()}")
             out[key] = t
         return out
 

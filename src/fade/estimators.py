@@ -528,20 +528,23 @@ def opo(r: torch.Tensor, g: Groups, *, lone: str, lengths: torch.Tensor) -> torc
     or r with ``lone="verl"`` (verl's baseline 0).
     """
     total = g.sum(lengths)
-    if bool((total <= 0).any()):
-        k = int((total <= 0).nonzero()[0, 0])
-        first = int((g.index == k).nonzero()[0, 0])
+    single = g.counts == 1  # a lone rollout is its own baseline, whatever its length
+    empty = (total <= 0) & ~single
+    if bool(empty.any()):
+        first = int((g.index == int(empty.nonzero()[0, 0])).nonzero()[0, 0])
         raise ValueError(
             f"opo weighs each group's baseline by its rollouts' lengths; the group of rollout {first} has total "
             "length 0 (every response empty), so its baseline 0/0 is undefined"
         )
-    baseline = g.sum(lengths * r) / total
+    baseline = g.sum(lengths * r) / torch.where(single, torch.ones_like(total), total)
     if not bool(torch.isfinite(baseline.sum())):
         # lengths * r or the sums overflow: a weighted mean is unchanged by scaling the weights,
         # and scales with the rewards, so divide both by powers of two.
         m = g.magnitude(r)
         v = lengths / g.expand(g.magnitude(lengths))
-        baseline = g.sum(v * (r / g.expand(m))) / g.sum(v) * m
+        baseline = g.sum(v * (r / g.expand(m))) / g.sum(v).clamp_min(torch.finfo(r.dtype).tiny) * m
+    if bool(single.any()):
+        baseline = torch.where(single, g.sum(r), baseline)
     out = r - g.expand(baseline)
     alone = _lone_rows(g, lone)
     return out if alone is None else torch.where(alone, r, out)

@@ -33,16 +33,18 @@ PARITY: list[dict] = []
 RTOL, ATOL = 1e-5, 1e-6
 
 
-@pytest.fixture(scope="session")
-def parity():
+class Parity:
     """``parity(engine, theirs_name, ours_name, setting, ours, theirs)`` asserts that fade's values
-    equal the engine's within the engine's tolerance (rtol 1e-5, atol 1e-6), and records the largest
-    absolute difference for docs/engines/parity.md (``FADE_PARITY_JSON=path`` writes them).
-    ``exception="why"`` records a documented difference instead, which the calling test checks."""
-    import torch
+    equal the engine's within the engine's tolerance (rtol 1e-5, atol 1e-6), records the largest
+    absolute difference for docs/engines/parity.md (``FADE_PARITY_JSON=path`` writes the records)
+    and returns it. ``exception="why"`` records a documented difference instead, which the calling
+    test checks; :meth:`refused` records an input that is refused (by both, or by fade where the
+    engine ignores a setting)."""
 
-    def check(engine: str, theirs_name: str, ours_name: str, setting: str, ours, theirs,
-              exception: str | None = None) -> float:
+    def __call__(self, engine: str, theirs_name: str, ours_name: str, setting: str, ours, theirs,
+                 exception: str | None = None) -> float:
+        import torch
+
         ours, theirs = torch.as_tensor(ours), torch.as_tensor(theirs).to(torch.as_tensor(ours).dtype)
         assert ours.shape == theirs.shape, (ours.shape, theirs.shape)
         diff = float((ours.double() - theirs.double()).abs().max()) if ours.numel() else 0.0
@@ -52,7 +54,13 @@ def parity():
             torch.testing.assert_close(ours, theirs, rtol=RTOL, atol=ATOL)
         return diff
 
-    return check
+    def refused(self, engine: str, theirs_name: str, ours_name: str, setting: str, how: str) -> None:
+        PARITY.append({"engine": engine, "theirs": theirs_name, "ours": ours_name, "setting": setting, "refused": how})
+
+
+@pytest.fixture(scope="session")
+def parity() -> Parity:
+    return Parity()
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -41,7 +41,6 @@ import fade  # noqa: E402
 import fade.integrations.verl as fv  # noqa: E402
 
 PAIRS = [(cp.verl, cp.name) for cp in fv.COUNTERPARTS.values()]
-GROUPED = [(v, f) for v, f in PAIRS if not fv.COUNTERPARTS[f].ungrouped]
 VERL_FN = {v: (core_algos.compute_grpo_outcome_advantage if v == "grpo" else core_algos.get_adv_estimator_fn(v))
            for v, _ in PAIRS}
 
@@ -164,11 +163,21 @@ def test_outcome_rewards(parity, theirs, ours, seed):
     side_by_side(parity, theirs, ours, batch(seed, binary=seed != 1), algorithm(), "outcome rewards")
 
 
-@pytest.mark.parametrize(("theirs", "ours"), [p for p in PAIRS if p[0] != "grpo_vectorized"])
+@pytest.mark.parametrize(("theirs", "ours"), PAIRS)
 def test_norm_adv_by_std_in_grpo_false(parity, theirs, ours):
-    """Dr. GRPO as verl users run it; estimators that do not read the setting are unchanged by it."""
-    side_by_side(parity, theirs, ours, batch(4, binary=False), algorithm(norm_adv_by_std_in_grpo=False),
-                 "norm_adv_by_std_in_grpo=False")
+    """Dr. GRPO as verl users run it; estimators that do not read the setting are unchanged by it.
+    verl's grpo_vectorized is called by compute_advantage without it and divides by the std anyway:
+    fade refuses the setting there rather than ignore it."""
+    b, config = batch(4, binary=False), algorithm(norm_adv_by_std_in_grpo=False)
+    if theirs == "grpo_vectorized":
+        adv_v, _ = run(theirs, b, config)
+        torch.testing.assert_close(adv_v, run(theirs, b, algorithm())[0], rtol=0, atol=0)  # verl ignores it
+        with pytest.raises(ValueError, match=r"^fade_grpo_vectorized: algorithm.norm_adv_by_std_in_grpo=False is not "
+                                             r"read by verl's grpo_vectorized"):
+            run(ours, b, config)
+        parity.refused("verl", theirs, ours, "norm_adv_by_std_in_grpo=False", "fade refuses; verl ignores it")
+        return
+    side_by_side(parity, theirs, ours, b, config, "norm_adv_by_std_in_grpo=False")
 
 
 def test_norm_adv_by_std_in_grpo_false_on_the_issues_batch(parity):
@@ -203,33 +212,42 @@ def _direct_args(theirs: str, b: dict, config) -> tuple[list, dict]:
 @pytest.mark.parametrize("how", ["keyword", "positional"])
 @pytest.mark.parametrize(("theirs", "ours"), PAIRS)
 def test_epsilon(parity, theirs, ours, how):
-    """verl's grpo and grpo_passk divide by std + epsilon; its other functions take epsilon (or swallow
-    it in **kwargs) and never read it. Positional: the fourth argument, where verl's order has it."""
+    """verl's grpo, grpo_vectorized and grpo_passk divide by std + epsilon; its other functions take
+    epsilon (or swallow it in **kwargs) and never read it, and fade refuses it there rather than ignore
+    it. Positional: the fourth argument, where verl's order has it."""
     b = batch(6, binary=False)
     config = algorithm()
     args, kwargs = _direct_args(theirs, b, config)
+    with torch.no_grad():
+        plain, _ = VERL_FN[theirs](*copy.deepcopy(args), **kwargs)
     eps = 1e-3
     if how == "keyword" or theirs in ("reinforce_plus_plus", "remax"):
         kwargs["epsilon"] = eps
     else:
         args.insert(3, eps)
+    setting = f"epsilon={eps} ({how})"
     with torch.no_grad():
         adv_v, ret_v = VERL_FN[theirs](*copy.deepcopy(args), **kwargs)
+        if not fv.COUNTERPARTS[ours].epsilon:
+            assert torch.equal(adv_v, plain)  # verl's function takes it and never reads it
+            with pytest.raises(ValueError, match=rf"^{ours}: verl's {theirs} takes epsilon=0.001 but never reads it; "
+                                                 "fade refuses it rather than ignore it"):
+                core_algos.get_adv_estimator_fn(ours)(*args, **kwargs)
+            parity.refused("verl", theirs, ours, setting, "fade refuses; verl ignores it")
+            return
         adv_f, ret_f = core_algos.get_adv_estimator_fn(ours)(*args, **kwargs)
-    setting = f"epsilon={eps} ({how})"
     parity("verl", theirs, ours, setting, adv_f, adv_v)
     parity("verl", theirs, ours, setting, ret_f, ret_v)
-    if theirs in ("grpo", "grpo_passk"):  # the setting is read: it changes the numbers
-        default, _ = core_algos.get_adv_estimator_fn(ours)(b["tlr"], b["mask"], b["uids"], config=config)
-        assert (default - adv_f).abs().max() > 1e-4
+    assert (plain - adv_v).abs().max() > 1e-4  # the setting is read: it changes the numbers
 
 
-@pytest.mark.parametrize(("theirs", "ours"), GROUPED)
+@pytest.mark.parametrize(("theirs", "ours"), PAIRS)
 def test_one_rollout_groups(parity, theirs, ours):
     b = batch(7, singletons=True, binary=False)
     config = algorithm()
     if theirs == "grpo_passk":  # pass@k needs two rollouts per group, in verl and in fade
         assert both_refuse(lambda: run(theirs, b, config), lambda: run(ours, b, config)) == "ValueError"
+        parity.refused("verl", theirs, ours, "one-rollout groups", "both refuse")
         return
     side_by_side(parity, theirs, ours, b, config, "one-rollout groups")
 
@@ -340,6 +358,7 @@ def test_calls_without_index(parity, theirs, ours):
         both_refuse(lambda: run(theirs, b, config, uids=False), lambda: run(ours, b, config, uids=False))
         with pytest.raises(ValueError, match=rf"{ours}: verl passed no group ids"):
             run(ours, b, config, uids=False)
+        parity.refused("verl", theirs, ours, "no index", "both refuse")
 
 
 @pytest.mark.parametrize("form", ["dict", "namespace", "algoconfig"])
@@ -353,9 +372,10 @@ def test_config_forms(parity, theirs, ours, form):
     reference, _ = run(ours, b, algorithm("dictconfig", **values))
     try:
         run(theirs, b, algorithm(form, **values))
-    except (AttributeError, TypeError):
+    except (AttributeError, TypeError) as exc:
         ours_adv, _ = run(ours, b, algorithm(form, **values))
         torch.testing.assert_close(ours_adv, reference, rtol=0, atol=0)
+        parity.refused("verl", theirs, ours, f"config as {form}", f"verl raises {type(exc).__name__}; fade reads it")
         return
     side_by_side(parity, theirs, ours, b, algorithm(form, **values), f"config as {form}")
 
@@ -413,15 +433,19 @@ def test_random_ragged_batches(parity, b):
 # -- the one difference ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("theirs", ["grpo", "grpo_vectorized"])
-def test_all_equal_groups_get_exactly_zero_where_verl_leaves_a_float_residue(parity, theirs):
-    """A group of 15 rewards of 0.98 in float32: their mean rounds off by an ulp, and verl divides that
-    residue by a std of about 1e-8 plus epsilon, giving every rollout an advantage of order 0.1 where
-    the group carries no signal. fade centres twice and gives exactly 0. The other group agrees."""
+@pytest.mark.parametrize(("theirs", "ours"), PAIRS)
+def test_all_equal_groups_get_exactly_zero_where_verl_leaves_a_float_residue(parity, theirs, ours):
+    """A group of 15 rewards of 0.98 in float32: their mean rounds off by an ulp, and verl's grpo divides
+    that residue by a std of about 1e-8 plus epsilon, giving every rollout an advantage of order 0.1
+    where the group carries no signal. fade centres twice and gives exactly 0: the one documented
+    difference. Every other estimator agrees with verl's on the same batch, and so does the other group."""
     n = 15
-    b = {"tlr": torch.tensor([[0.98]] * n + [[1.0], [0.0], [1.0]]), "mask": torch.ones(n + 3, 1, dtype=torch.int64),
-         "uids": ["same"] * n + ["x"] * 3, "baselines": torch.zeros(n + 3)}
-    ours = "fade_grpo" if theirs == "grpo" else "fade_grpo_vectorized"
+    b = {"tlr": torch.tensor([[0.0, 0.98]] * n + [[0.0, 1.0], [0.0, 0.0], [0.5, 0.5]]),
+         "mask": torch.ones(n + 3, 2, dtype=torch.int64), "uids": ["same"] * n + ["x"] * 3,
+         "baselines": torch.zeros(n + 3)}
+    if theirs not in ("grpo", "grpo_vectorized"):
+        side_by_side(parity, theirs, ours, b, algorithm(), "all-equal groups")
+        return
     adv_v, _ = run(theirs, b, algorithm())
     adv_f, _ = run(ours, b, algorithm())
     assert bool((adv_f[:n] == 0).all())
@@ -450,6 +474,7 @@ def test_all_equal_groups_get_exactly_zero_where_verl_leaves_a_float_residue(par
         ("fade_grpo", algorithm(fade={"eps": 1e-4}), {"epsilon": 1e-3},
          r"^fade_grpo: epsilon=0.001 contradicts algorithm.fade.eps=0.0001"),
         ("fade", algorithm(), {"epsilon": 1e-3}, r"^fade: verl's epsilon=0.001 has no meaning for fade's 'fade'"),
+        ("fade_gpg", algorithm(), {"alpha": 2.0}, r"^fade_gpg: verl's gpg takes alpha=2.0 but replaces it with N / M"),
         ("fade", algorithm(use_kl_in_reward=True), {},
          r"^fade: fade's 'fade' reads each score as a success in \[0, 1\], but algorithm.use_kl_in_reward=True"),
     ],

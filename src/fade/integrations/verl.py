@@ -186,7 +186,8 @@ class Counterpart:
     #: which verl's trainers set from the algorithm config), "keyword" (grpo_vectorized, which
     #: compute_advantage calls without it), "config" (grpo_passk), or None (not read).
     norm: str | None = None
-    #: verl's ``epsilon`` is the estimator's ``eps`` (True) or has no effect in verl (False).
+    #: verl's ``epsilon`` is the estimator's ``eps`` (True), or verl's function takes it and never
+    #: reads it (False), and fade refuses it rather than ignore it.
     epsilon: bool = False
     #: verl's v1 trainer scores each agent-loop session by its final output (verl's ``grpo``).
     sessions: bool = False
@@ -256,7 +257,10 @@ def resolve_params(
             raise _refuse(vname, f"norm_adv_by_std_in_grpo={norm} means {key}={value!r}, but "
                                  f"algorithm.fade.{key}={given[key]!r}; set one of them")
         params[key] = value
-    if epsilon is not None and cp.epsilon:
+    if epsilon is not None and not cp.epsilon:
+        raise _refuse(vname, f"verl's {cp.verl} takes epsilon={epsilon!r} but never reads it; fade refuses it rather "
+                             "than ignore it: drop it")
+    if epsilon is not None:
         if "eps" in given and given["eps"] != epsilon:
             raise _refuse(vname, f"epsilon={epsilon!r} contradicts algorithm.fade.eps={given['eps']!r}")
         params["eps"] = epsilon
@@ -500,10 +504,12 @@ def _verl_fn(vname: str, name: str) -> Callable[..., tuple[torch.Tensor, torch.T
 
     elif cp is not None and cp.verl == "gpg":
 
-        def compute_advantage(token_level_rewards, response_mask, index=None, epsilon=None, f_norm=1.0, alpha=1.0,
+        def compute_advantage(token_level_rewards, response_mask, index=None, epsilon=None, f_norm=1.0, alpha=None,
                               config=None, reward_baselines=None):
-            # verl's gpg overwrites alpha with N / M before using it, and never reads epsilon.
-            return advantage(token_level_rewards, response_mask, index, config, reward_baselines, None, None,
+            if alpha is not None:
+                raise _refuse(vname, f"verl's gpg takes alpha={alpha!r} but replaces it with N / M before use; fade "
+                                     "refuses it rather than ignore it: drop it")
+            return advantage(token_level_rewards, response_mask, index, config, reward_baselines, epsilon, None,
                              f_norm=_finite(vname, "f_norm", f_norm))
 
     elif cp is not None and cp.verl == "reinforce_plus_plus":
@@ -511,7 +517,7 @@ def _verl_fn(vname: str, name: str) -> Callable[..., tuple[torch.Tensor, torch.T
         def compute_advantage(token_level_rewards, response_mask, config=None, index=None, reward_baselines=None,
                               epsilon=None):
             # verl's takes neither index nor epsilon (its **kwargs swallow them); the whitening eps is 1e-8.
-            return advantage(token_level_rewards, response_mask, index, config, reward_baselines, None, None)
+            return advantage(token_level_rewards, response_mask, index, config, reward_baselines, epsilon, None)
 
     elif cp is not None and cp.verl == "remax":
 
@@ -519,14 +525,14 @@ def _verl_fn(vname: str, name: str) -> Callable[..., tuple[torch.Tensor, torch.T
                               index=None, epsilon=None):
             if response_mask is None:
                 raise TypeError(f"{vname} needs response_mask")
-            return advantage(token_level_rewards, response_mask, index, config, reward_baselines, None, None)
+            return advantage(token_level_rewards, response_mask, index, config, reward_baselines, epsilon, None)
 
     elif cp is not None:
 
         def compute_advantage(token_level_rewards, response_mask, index=None, epsilon=None, config=None,
                               reward_baselines=None):
             # verl's rloo, opo and reinforce_plus_plus_baseline take epsilon and never read it.
-            return advantage(token_level_rewards, response_mask, index, config, reward_baselines, None, None)
+            return advantage(token_level_rewards, response_mask, index, config, reward_baselines, epsilon, None)
 
     else:
 

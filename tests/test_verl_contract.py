@@ -214,18 +214,27 @@ def _direct_args(theirs: str, b: dict, config) -> tuple[list, dict]:
 def test_epsilon(parity, theirs, ours, how):
     """verl's grpo, grpo_vectorized and grpo_passk divide by std + epsilon; its other functions take
     epsilon (or swallow it in **kwargs) and never read it, and fade refuses it there rather than ignore
-    it. Positional: the fourth argument, where verl's order has it."""
+    it. Positional: verl's order, with epsilon the fourth argument where verl's order has it
+    (REINFORCE++ and ReMax take (rewards, mask, config) and (rewards, baselines, mask, config))."""
     b = batch(6, binary=False)
     config = algorithm()
     args, kwargs = _direct_args(theirs, b, config)
     with torch.no_grad():
         plain, _ = VERL_FN[theirs](*copy.deepcopy(args), **kwargs)
     eps = 1e-3
-    if how == "keyword" or theirs in ("reinforce_plus_plus", "remax"):
+    setting = f"epsilon={eps} ({how})"
+    if how == "positional" and theirs in ("reinforce_plus_plus", "remax"):
+        # verl's order here has no epsilon: the positional call itself is the case
+        with torch.no_grad():
+            adv_f, ret_f = core_algos.get_adv_estimator_fn(ours)(*args, **kwargs)
+            adv_v, ret_v = VERL_FN[theirs](*args, **kwargs)
+        parity("verl", theirs, ours, setting, adv_f, adv_v)
+        parity("verl", theirs, ours, setting, ret_f, ret_v)
+        return
+    if how == "keyword":
         kwargs["epsilon"] = eps
     else:
         args.insert(3, eps)
-    setting = f"epsilon={eps} ({how})"
     with torch.no_grad():
         adv_v, ret_v = VERL_FN[theirs](*copy.deepcopy(args), **kwargs)
         if not fv.COUNTERPARTS[ours].epsilon:

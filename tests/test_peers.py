@@ -9,7 +9,7 @@ last response token and a mask built from the lengths; their per-sequence value 
 
 verl's loops give a one-rollout group its raw reward (mean 0, std 1); fade gives it 0 unless
 ``lone="verl"``. Batches here have groups of at least 2 rollouts, and one test shows both
-conventions. tests/test_verl.py runs the same comparisons against verl's installed functions.
+conventions. tests/test_verl_contract.py runs verl's installed functions side by side with fade's.
 """
 
 from __future__ import annotations

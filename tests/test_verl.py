@@ -535,6 +535,8 @@ def test_trainer_gives_fade_grpo_verls_final_session_rule(trainer_base, example_
         ({"reward.reward_model.enable": True}, r"reward.reward_model.enable=True scores responses with a reward model"),
         ({"algorithm.adv_estimator": "fade_grpo", "algorithm.norm_adv_by_std_in_grpo": False,
           "algorithm.fade": {"scale": "group"}}, r"^fade_grpo: norm_adv_by_std_in_grpo=False means scale='none'"),
+        ({"algorithm.adv_estimator": "fade_remax", "algorithm.fade": None},
+         r"^fade_remax: needs verl's reward_baselines .* only verl's legacy trainer computes"),
         ({"algorithm.adv_estimator": "fade_grpo_vectorized", "algorithm.norm_adv_by_std_in_grpo": False,
           "algorithm.fade": None},
          r"^fade_grpo_vectorized: algorithm.norm_adv_by_std_in_grpo=False is not read by verl's grpo_vectorized"),

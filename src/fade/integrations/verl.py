@@ -363,7 +363,8 @@ def check_run(config: Any) -> None:
     (parameters and verl's settings checked), and refuses an estimator that reads rewards as
     successes without a success option when the scores are not in [0, 1]: a reward model
     (``reward.reward_model.enable``) or a KL penalty in the reward (``algorithm.use_kl_in_reward``).
-    A fade name that is not in verl's registry, or another estimator, passes.
+    ``FadeTrainer`` (verl's v1 trainer) calls it; the v1 trainer computes no ``reward_baselines``,
+    so ``fade_remax`` is refused there too. verl's own estimators pass.
     """
     algorithm = config.algorithm
     name = setting(algorithm, "adv_estimator")
@@ -371,6 +372,9 @@ def check_run(config: Any) -> None:
         return
     est = estimator_for(name, resolve_params(name, algorithm))
     _check_real_valued(name, est, algorithm, reward_model=bool(OmegaConf.select(config, "reward.reward_model.enable")))
+    if "baseline_rewards" in est.spec.needs:
+        raise _refuse(name, "needs verl's reward_baselines (a greedy decode's reward per prompt), which only verl's "
+                            "legacy trainer computes, and only for its own adv_estimator=remax")
 
 
 def _check_real_valued(vname: str, est: fade.Estimator, algorithm: Any, *, reward_model: bool = False) -> None:

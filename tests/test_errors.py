@@ -110,8 +110,8 @@ def test_missing_baseline_rewards_for_remax():
     ("lengths", "match"),
     [
         ([1, 2, 3], r"lengths must have one value per rollout \(4\)"),
-        ([1, 2, 0, 4], r"lengths must be positive"),
-        ([1, 2, -3, 4], r"lengths must be positive"),
+        ([1, 2, -3, 4], r"lengths must be non-negative, got minimum -3"),
+        ([0, 0, 1, 4], r"the group of rollout 0 has total length 0"),
         ([1, 2, math.nan, 4], r"lengths must be finite"),
     ],
 )

@@ -298,9 +298,63 @@ def test_bad_state_raises():
         est.load_state_dict(state)
 
 
-def test_rewards_outside_unit_interval_raise():
-    with pytest.raises(ValueError, match="\\[0, 1\\]"):
-        fade.estimator("fade")(torch.tensor([2.0, 0.0]), 2)
+def test_rewards_outside_unit_interval_raise_naming_the_success_options():
+    with pytest.raises(ValueError, match=r"\[0, 1\], got values in \[-0.13, 0.9\].*success_threshold=.*reward_min="):
+        fade.estimator("fade")(torch.tensor([0.9, -0.13]), 2)
+
+
+def test_success_threshold_makes_real_rewards_successes():
+    """A reward model's scores: FADE with success_threshold is FADE on the 0/1 successes, state included."""
+    scores = torch.tensor([0.7, -0.2, 1.9, 0.49, -1.0, 0.5, 0.51, 3.0])
+    successes = (scores >= 0.5).double()
+    real, binary = fade.estimator("fade", success_threshold=0.5), fade.estimator("fade")
+    for est in (real, binary):
+        est.observe(entropy=1.0)
+    for _ in range(3):
+        torch.testing.assert_close(real(scores.double(), 4), binary(successes, 4), rtol=0, atol=0)
+    assert real.state_dict() == binary.state_dict()
+    assert real.last["batch_solve_rate"] == 0.625
+
+
+def test_reward_range_maps_onto_the_unit_interval_and_clips():
+    scores = torch.tensor([-1.0, 0.0, 1.0, 3.0, -5.0, 0.5])
+    est = fade.estimator("maxrl", reward_min=-1, reward_max=1)
+    mapped = torch.tensor([0.0, 0.5, 1.0, 1.0, 0.0, 0.75])
+    torch.testing.assert_close(est.as_success(scores), mapped, rtol=0, atol=0)
+    torch.testing.assert_close(est(scores, 3), fade.advantages("maxrl", mapped, 3), rtol=0, atol=0)
+    # estimators that take any reward read them unchanged
+    assert fade.estimator("grpo").as_success(scores) is scores
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "match"),
+    [
+        ("fade", {"success_threshold": math.nan}, r"success_threshold must be a finite number or None, got nan"),
+        ("fade", {"success_threshold": "0.5"}, r"success_threshold must be a finite number"),
+        ("fade", {"reward_min": 0.0}, r"reward_min and reward_max are set together"),
+        ("power", {"reward_min": 1.0, "reward_max": 1.0}, r"reward_min must be below reward_max"),
+        ("fade", {"success_threshold": 0.5, "reward_min": 0, "reward_max": 1}, r"not both"),
+        ("passk", {"reward_min": -1, "reward_max": 1}, r"'passk' counts successes .* use success_threshold"),
+        ("grpo", {"success_threshold": 0.5}, r"unknown parameter\(s\) \['success_threshold'\]"),
+    ],
+)
+def test_bad_success_options_are_refused_at_construction(name, params, match):
+    with pytest.raises(ValueError, match=match):
+        fade.estimator(name, **params)
+
+
+@pytest.mark.parametrize("name", [n for n in fade.available() if fade.spec(n).rewards != "any"])
+def test_every_estimator_that_reads_successes_takes_the_success_options(name):
+    spec = fade.spec(name)
+    assert {"success_threshold", "reward_min", "reward_max"} <= set(spec.defaults)
+    params = {"k": 2} if "k" in spec.defaults else {}
+    if name == "fade_decay":
+        params["total_steps"] = 10
+    scores = torch.tensor([2.0, -1.0, 0.3, 0.9, 5.0, -2.0, 1.0, 0.2])
+    with pytest.raises(ValueError, match=r"success_threshold="):
+        fade.estimator(name, **params)(scores, 4)
+    ours = fade.estimator(name, success_threshold=0.5, **params)(scores, 4)
+    torch.testing.assert_close(ours, fade.estimator(name, **params)((scores >= 0.5).float(), 4), rtol=0, atol=0)
 
 
 def test_device_and_dtype_follow_input():

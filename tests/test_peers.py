@@ -7,8 +7,9 @@ advantage in GRPOTrainer (``scale_rewards`` group / batch / none, eps 1e-4, unbi
 Token-level peers are run on a (batch, length) reward matrix with the outcome reward on the
 last response token and a mask built from the lengths; their per-sequence value is compared.
 
-verl's loops give a one-rollout group its raw reward (mean 0, std 1); fade gives it 0. Batches
-here have groups of at least 2 rollouts, and one test documents the difference.
+verl's loops give a one-rollout group its raw reward (mean 0, std 1); fade gives it 0 unless
+``lone="verl"``. Batches here have groups of at least 2 rollouts, and one test shows both
+conventions. tests/test_verl_contract.py runs verl's installed functions side by side with fade's.
 """
 
 from __future__ import annotations
@@ -254,25 +255,35 @@ def test_remax_matches_verl(seed):
     torch.testing.assert_close(fade.advantages("remax", r, uid, baseline_rewards=b), ref, **CLOSE)
 
 
-def test_one_rollout_groups_get_zero_from_fade_but_raw_reward_from_verl_loops():
-    """The one documented difference: verl's loops give a lone rollout mean 0 and std 1."""
-    r = np.array([1.0, 0.0, 1.0, 0.7])
-    uid = np.array(["a", "a", "lone", "lone2"])
+@pytest.mark.parametrize("name", ["grpo", "dr_grpo", "rloo", "opo", "gpg", "reinforce_pp_baseline"])
+def test_one_rollout_groups_get_zero_or_verls_raw_reward_with_lone_verl(name):
+    """fade's convention gives a lone rollout 0; ``lone="verl"`` gives verl's loops' mean 0, std 1."""
+    r = np.array([1.0, 0.0, 1.0, 0.7, 0.0, 0.25])
+    uid = np.array(["a", "a", "lone", "lone2", "b", "b"])
     t = torch.as_tensor(r)
     lone = torch.tensor([2, 3])
-    lengths = np.array([3, 4, 5, 6])
-    cases = {
-        "grpo": (fade.advantages("grpo", r, uid), verl_grpo(t, uid)),
-        "dr_grpo": (fade.advantages("dr_grpo", r, uid), verl_grpo(t, uid, norm_adv_by_std_in_grpo=False)),
-        "rloo": (fade.advantages("rloo", r, uid), verl_rloo(t, uid)),
-        "opo": (fade.advantages("opo", r, uid, lengths=lengths), verl_opo(t, torch.as_tensor(lengths), uid)),
-    }
-    for name, (ours, theirs) in cases.items():
-        # opo's lone baseline l r / l can round by an ulp
-        torch.testing.assert_close(ours[lone], torch.zeros(2, dtype=torch.float64), rtol=0, atol=1e-15)
-        expected = t[lone] / (1 + 1e-6) if name == "grpo" else t[lone]
-        torch.testing.assert_close(theirs[lone], expected, **CLOSE)
-        torch.testing.assert_close(ours[:2], theirs[:2], **CLOSE)  # the real group agrees
+    lengths = np.array([3, 4, 5, 6, 2, 7])
+    tok, mask = token_level(r, lengths)
+    theirs = {
+        "grpo": lambda: verl_grpo(t, uid),
+        "dr_grpo": lambda: verl_grpo(t, uid, norm_adv_by_std_in_grpo=False),
+        "rloo": lambda: verl_rloo(t, uid),
+        "opo": lambda: verl_opo(t, torch.as_tensor(lengths), uid),
+        "gpg": lambda: verl_gpg(t, uid),
+        "reinforce_pp_baseline": lambda: per_sequence(verl_reinforce_pp_baseline(tok, mask, uid), lengths),
+    }[name]()
+    inputs = {"lengths": lengths} if name in ("opo", "reinforce_pp_baseline") else {}
+    zero = fade.advantages(name, r, uid, **inputs)
+    if name != "reinforce_pp_baseline":  # whitening spreads the lone rollouts over the whole batch
+        assert torch.equal(zero[lone], torch.zeros(2, dtype=torch.float64))
+        torch.testing.assert_close(zero[:2], theirs[:2], rtol=1e-6, atol=1e-7)  # the real groups agree
+    verl = fade.advantages(name, r, uid, lone="verl", **inputs)
+    torch.testing.assert_close(verl, theirs, rtol=1e-6, atol=1e-7)
+    expected = t[lone] / (1 + 1e-6) if name == "grpo" else t[lone]
+    if name == "gpg":
+        expected = expected * r.size / np.count_nonzero(r)
+    if name != "reinforce_pp_baseline":
+        torch.testing.assert_close(verl[lone], expected, **CLOSE)
 
 
 # -- TRL ---------------------------------------------------------------------------------------

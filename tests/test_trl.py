@@ -8,6 +8,7 @@ estimator's state survives a checkpoint; bad settings fail before a model is tou
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -20,7 +21,7 @@ import pytest
 pytest.importorskip("trl")
 
 import torch  # noqa: E402
-from trl import GRPOConfig  # noqa: E402
+from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 import fade  # noqa: E402
 from fade.integrations.trl import STATE_FILE, FadeGRPOTrainer  # noqa: E402
@@ -30,6 +31,16 @@ from fade.testbed.trainer import base_model_dir  # noqa: E402
 from fade.testbed.trl_task import prompt_dataset, reward_function  # noqa: E402
 
 G = 4
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """These models are tiny: a second intra-op thread buys nothing, and where the cores are shared
+    (``pytest -n 2`` on two cores) its spinning makes each matrix product a hundred times slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 class Recording(FadeGRPOTrainer):
@@ -76,6 +87,8 @@ def make_trainer(tmp_path: Path, *, cls=Recording, reward=None, steps: int = 3, 
         gradient_accumulation_steps=accumulation, max_completion_length=task.max_answer_chars + 1, max_steps=steps,
         logging_steps=1, learning_rate=1e-4, bf16=False, use_cpu=True, report_to="none", save_strategy="no",
         gradient_checkpointing=False, temperature=1.0, beta=0.0, seed=0, disable_tqdm=True,
+        # TRL's std scale is GRPO's; fade's other estimators set their own and need "none"
+        scale_rewards="group" if kwargs.get("advantage") in ("grpo", "grpo_passk") else "none",
     )
     config.update(kwargs.pop("config", {}))
     return cls(
@@ -85,7 +98,8 @@ def make_trainer(tmp_path: Path, *, cls=Recording, reward=None, steps: int = 3, 
 
 
 def replay(name: str, params: dict, records: list[dict]) -> list[torch.Tensor]:
-    """The advantages a fresh estimator gives the recorded rewards, fed the recorded signals."""
+    """The advantages a fresh estimator gives the recorded rewards, fed the recorded signals
+    (``params`` as the trainer resolved them: ``trainer.fade_estimator.params``)."""
     est = fade.estimator(name, **params)
     out = []
     for rec in records:
@@ -104,7 +118,9 @@ def test_advantages_reaching_the_loss_are_fades(tmp_path, name, params):
     trainer = make_trainer(tmp_path, advantage=name, advantage_kwargs=params)
     trainer.train()
     assert len(trainer.records) == 3
-    for rec, expected in zip(trainer.records, replay(name, params, trainer.records)):
+    assert trainer.fade_estimator.params == {**fade.estimator(name, **params).params, **(
+        {"eps": 1e-4, "scale": "group"} if name == "grpo" else {})}
+    for rec, expected in zip(trainer.records, replay(name, trainer.fade_estimator.params, trainer.records)):
         assert torch.equal(rec["advantages"], expected.to(rec["advantages"].dtype))
         # Shuffled and split into micro-batches, every row reaches the loss once with its advantage.
         assert Counter(rec["loss"]) == Counter(rec["advantages"].tolist())
@@ -153,7 +169,7 @@ def test_unscorable_completions_get_zero_and_leave_the_baseline(tmp_path):
     trainer = make_trainer(tmp_path, advantage="dr_grpo", reward=sometimes_none)
     trainer.train()
     assert any(not bool(rec["scorable"].all()) for rec in trainer.records)
-    for rec, expected in zip(trainer.records, replay("dr_grpo", {}, trainer.records)):
+    for rec, expected in zip(trainer.records, replay("dr_grpo", trainer.fade_estimator.params, trainer.records)):
         assert torch.equal(rec["advantages"], expected)
         assert bool((rec["advantages"][~rec["scorable"]] == 0).all())
 
@@ -198,11 +214,6 @@ def test_bad_settings_fail_before_the_model_is_touched(kwargs, message):
         FadeGRPOTrainer(model=None, **kwargs)
 
 
-def test_normalize_then_sum_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="multi_objective_aggregation must be 'sum_then_normalize'"):
-        make_trainer(tmp_path, advantage="grpo", config={"multi_objective_aggregation": "normalize_then_sum"})
-
-
 def test_two_processes_compute_the_same_advantages_and_keep_their_own_slice(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
@@ -237,8 +248,13 @@ def test_example_settings_validate_against_trl_and_fade():
     checked = example.dry_run(example.parse_args([]))
     assert checked["fade"] == {"advantage": "fade", "advantage_kwargs": {"h_star_ratio": 0.5}, "entropy": "previous"}
     assert checked["grpo_config"]["num_generations"] == 8
+    assert checked["grpo_config"]["scale_rewards"] == "none"
     checked = example.dry_run(example.parse_args(["--advantage", "passk", "--advantage-args", "k=4"]))
     assert checked["fade"]["advantage_kwargs"] == {"k": 4}
+    assert example.dry_run(example.parse_args(["--advantage", "grpo", "--advantage-args", ""]))["grpo_config"][
+        "scale_rewards"] == "group"
+    with pytest.raises(ValueError, match=r"scale_rewards=.group. means scale=.group. for estimator .grpo., but advantage_kwargs has scale=.batch."):
+        example.dry_run(example.parse_args(["--advantage", "grpo", "--advantage-args", "scale=batch"]))
     with pytest.raises(ValueError, match="unknown estimator 'nope'"):
         example.dry_run(example.parse_args(["--advantage", "nope"]))
     with pytest.raises(ValueError, match="unknown parameter"):
@@ -272,3 +288,211 @@ def test_resuming_from_a_checkpoint_without_fade_state_starts_fresh(tmp_path, ca
     with caplog.at_level("WARNING", logger="fade.integrations.trl"):
         switched.train(resume_from_checkpoint=str(checkpoint))
     assert "starts from its initial state" in caplog.text
+
+
+# -- the drop-in contract: FadeGRPOTrainer(advantage="grpo") is GRPOTrainer -------------------------
+
+LOSS_TYPES = ["grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo"]
+NAN = float("nan")
+
+
+def injected_rewards(self, inputs, prompts, completions, completion_ids_list):
+    """Stands in for TRL's scoring in GRPOTrainer._calculate_rewards, so that stock and fade see the
+    same rewards: two reward functions' real-valued scores, a None here and there (NaN), a completion
+    both decline, a group in which function 1 scores one completion only, a group in which function 0
+    gives every completion the same score."""
+    n = len(prompts)
+    gen = torch.Generator().manual_seed(1000 + self.state.global_step)
+    r = torch.randint(-2, 5, (n, 2), generator=gen).float() / 2
+    r[torch.rand(n, 2, generator=gen) < 0.15] = NAN
+    r[1] = NAN
+    r[G:2 * G - 1, 1] = NAN
+    r[2 * G:3 * G, 0] = 0.5
+    return r
+
+
+def brevity(completions, **_):
+    return [1.0 / (1 + len(c)) for c in completions]
+
+
+class Capture:
+    """Keeps the advantages each training generation hands to the loss, and the loss values."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.captured, self.losses = [], []
+
+    def _generate_and_score_completions(self, inputs):
+        out = super()._generate_and_score_completions(inputs)
+        if self.model.training:
+            self.captured.append(out["advantages"].clone())
+        return out
+
+    def _compute_loss(self, model, inputs):
+        loss = super()._compute_loss(model, inputs)
+        if self.model.training:
+            self.losses.append(float(loss.detach()))
+        return loss
+
+
+class StockCapture(Capture, GRPOTrainer):
+    pass
+
+
+class FadeCapture(Capture, FadeGRPOTrainer):
+    pass
+
+
+def tiny_trainer(cls, tiny_model: str, tmp_path: Path, *, reward_funcs=None, steps: int = 1, **kwargs):
+    """A trainer on the tiny randomly initialised policy: 16 completions per step, 4 prompts x G."""
+    torch.manual_seed(0)
+    task = get_task("arithmetic")
+    model, tokenizer = load_policy(tiny_model)
+    problems = task.problems("train", n=32, seed=0)
+    config = dict(
+        output_dir=str(tmp_path / cls.__name__), per_device_train_batch_size=4 * G, num_generations=G,
+        gradient_accumulation_steps=1, max_completion_length=6, max_steps=steps, logging_steps=1,
+        learning_rate=1e-3, bf16=False, use_cpu=True, report_to="none", save_strategy="no",
+        gradient_checkpointing=False, temperature=1.0, beta=0.0, seed=0, disable_tqdm=True,
+    )
+    config.update(kwargs.pop("config", {}))
+    return cls(
+        model=model, reward_funcs=reward_funcs or [reward_function(task, problems), brevity],
+        args=GRPOConfig(**config), train_dataset=prompt_dataset(problems, tokenizer.bos_token),
+        processing_class=tokenizer, **kwargs,
+    )
+
+
+def stock_and_fade(monkeypatch, tiny_model, tmp_path, config: dict) -> tuple[Capture, Capture]:
+    monkeypatch.setattr(GRPOTrainer, "_calculate_rewards", injected_rewards)
+    stock = tiny_trainer(StockCapture, tiny_model, tmp_path, config=config)
+    stock.train()
+    ours = tiny_trainer(FadeCapture, tiny_model, tmp_path, config=config, advantage="grpo")
+    ours.train()
+    return stock, ours
+
+
+@pytest.mark.parametrize("aggregation", ["sum_then_normalize", "normalize_then_sum"])
+@pytest.mark.parametrize("scale_rewards", ["group", "batch", "none", True, False])
+def test_fade_grpo_gives_grpotrainers_advantages_for_every_scale_and_aggregation(
+    monkeypatch, tiny_model, tmp_path, parity, scale_rewards, aggregation
+):
+    """Stock GRPOTrainer and FadeGRPOTrainer(advantage="grpo") on the same rewards (weights, Nones, an
+    unscorable completion): the same advantages reach the loss, and the loss is the same."""
+    config = {"scale_rewards": scale_rewards, "multi_objective_aggregation": aggregation, "reward_weights": [0.7, -1.3]}
+    stock, ours = stock_and_fade(monkeypatch, tiny_model, tmp_path, config)
+    assert len(stock.captured) == len(ours.captured) == 1
+    theirs, mine = stock.captured[0], ours.captured[0]
+    assert bool((theirs != 0).any()) and theirs[1] == 0  # signal, and the unscorable completion gets 0
+    parity("trl", "GRPOTrainer", 'FadeGRPOTrainer(advantage="grpo")',
+           f"scale_rewards={scale_rewards!r}, {aggregation}", mine, theirs)
+    assert ours.losses == pytest.approx(stock.losses, rel=1e-5, abs=1e-7)
+    # TRL's completion table logs the advantages that were used
+    assert list(ours._logs["advantages"]) == pytest.approx(list(stock._logs["advantages"]), rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.parametrize("loss_type", LOSS_TYPES)
+def test_fade_grpo_gives_grpotrainers_advantages_and_loss_on_every_loss_type(
+    monkeypatch, tiny_model, tmp_path, parity, loss_type
+):
+    config = {"loss_type": loss_type, "scale_rewards": "batch", "reward_weights": [1.0, 0.5]}
+    if loss_type == "luspo":
+        config["importance_sampling_level"] = "sequence"  # TRL requires it for luspo
+    stock, ours = stock_and_fade(monkeypatch, tiny_model, tmp_path, config)
+    parity("trl", "GRPOTrainer", 'FadeGRPOTrainer(advantage="grpo")', f"loss_type={loss_type!r}",
+           ours.captured[0], stock.captured[0])
+    assert ours.losses == pytest.approx(stock.losses, rel=1e-5, abs=1e-7)
+
+
+def test_scale_rewards_has_no_effect_under_normalize_then_sum_and_fade_says_so(monkeypatch, tiny_model, tmp_path,
+                                                                                caplog):
+    with caplog.at_level("WARNING", logger="fade.integrations.trl"):
+        tiny_trainer(FadeGRPOTrainer, tiny_model, tmp_path, advantage="grpo",
+                     config={"scale_rewards": "none", "multi_objective_aggregation": "normalize_then_sum"})
+    assert "scale_rewards='none' has no effect under multi_objective_aggregation='normalize_then_sum'" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("advantage", "kwargs", "config", "message"),
+    [
+        ("fade", {}, {"scale_rewards": "group"},
+         r"^FadeGRPOTrainer: scale_rewards='group' divides TRL's advantage by the reward std; estimator 'fade' sets "
+         r"its own scale and cannot honour it: set scale_rewards='none' \(or False\)$"),
+        ("maxrl", {}, {"scale_rewards": True}, r"scale_rewards='group' .* estimator 'maxrl'"),  # TRL reads True as 'group'
+
+        ("fade", {}, {"scale_rewards": "none", "multi_objective_aggregation": "normalize_then_sum"},
+         r"^FadeGRPOTrainer: multi_objective_aggregation='normalize_then_sum' is TRL's GRPO recipe .* estimator "
+         r"'fade' needs one reward per completion"),
+        ("grpo_passk", {}, {"scale_rewards": "batch"}, r"scale_rewards='batch' cannot be honoured by estimator "
+                                                        r"'grpo_passk'"),
+        ("grpo", {"scale": "none"}, {"scale_rewards": "group"},
+         r"^FadeGRPOTrainer: scale_rewards='group' means scale='group' for estimator 'grpo', but advantage_kwargs has "
+         r"scale='none'; set one of them$"),
+        ("grpo", {"scale": "batch"}, {"multi_objective_aggregation": "normalize_then_sum"},
+         r"multi_objective_aggregation='normalize_then_sum' means scale='group' for estimator 'grpo'"),
+    ],
+)
+def test_a_trl_setting_an_estimator_cannot_honour_is_refused_before_the_model_loads(advantage, kwargs, config,
+                                                                                    message, tmp_path):
+    args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", **config)
+    with pytest.raises(ValueError, match=message) as caught:
+        FadeGRPOTrainer(model=None, args=args, advantage=advantage, advantage_kwargs=kwargs)
+    assert "\n" not in str(caught.value)
+
+
+def test_weights_that_sum_rewards_beyond_one_need_a_success_option(tiny_model, tmp_path):
+    with pytest.raises(ValueError, match=r"reward_weights \[1.0, 1.0\] sum rewards in \[0, 1\] to values in \[0, 2\]: "
+                                         r"pass advantage_kwargs=\{'success_threshold': T\}"):
+        tiny_trainer(FadeGRPOTrainer, tiny_model, tmp_path, advantage="fade", config={"scale_rewards": "none"})
+    trainer = tiny_trainer(FadeGRPOTrainer, tiny_model, tmp_path, advantage="fade", config={"scale_rewards": "none"},
+                           advantage_kwargs={"reward_min": 0.0, "reward_max": 2.0})
+    assert trainer.fade_estimator.params["reward_max"] == 2.0
+
+
+def test_rewards_outside_the_unit_interval_are_refused_on_the_first_batch(tiny_model, tmp_path):
+    """A Python reward function gives no range up front: its first batch outside [0, 1] stops the run,
+    before the first optimizer step, naming the option."""
+
+    def partial_credit(completions, **_):
+        return [-0.13 if i % 3 else 0.9 for i in range(len(completions))]
+
+    trainer = tiny_trainer(FadeGRPOTrainer, tiny_model, tmp_path, reward_funcs=[partial_credit], advantage="fade",
+                           config={"scale_rewards": "none"})
+    with pytest.raises(ValueError, match=r"expects rewards in \[0, 1\], got values in \[-0.13, 0.9\]: .*success_threshold="):
+        trainer.train()
+    assert trainer.state.global_step == 0
+
+
+@pytest.fixture(scope="module")
+def tiny_reward_model(tiny_model):
+    """A randomly initialised tiny Llama with a scalar head: a reward model with real-valued scores."""
+    from transformers import LlamaForSequenceClassification
+
+    _, tokenizer = load_policy(tiny_model)
+    config = copy.deepcopy(load_policy(tiny_model)[0].config)
+    config.num_labels = 1
+    config.pad_token_id = tokenizer.pad_token_id
+    torch.manual_seed(1)
+    return LlamaForSequenceClassification(config), tokenizer
+
+
+def test_fade_trains_on_a_reward_models_scores_with_a_success_threshold(tiny_model, tiny_reward_model, tmp_path):
+    model, tokenizer = tiny_reward_model
+    with pytest.raises(ValueError, match=r"^FadeGRPOTrainer: estimator 'fade' reads each reward as a success in "
+                                         r"\[0, 1\], but reward function '.*' is a reward model"):
+        tiny_trainer(FadeGRPOTrainer, tiny_model, tmp_path, reward_funcs=[model], advantage="fade",
+                     reward_processing_classes=[tokenizer], config={"scale_rewards": "none"})
+
+    params = {"success_threshold": 0.0}
+    trainer = tiny_trainer(Recording, tiny_model, tmp_path, reward_funcs=[model], advantage="fade", steps=2,
+                           advantage_kwargs=params, reward_processing_classes=[tokenizer],
+                           config={"scale_rewards": "none"})
+    trainer.train()
+    assert trainer.state.global_step == 2 and len(trainer.records) == 2
+    scores = torch.cat([rec["rewards"] for rec in trainer.records])
+    assert bool((scores >= 0).any()) and bool((scores < 0).any())  # a reward model's real-valued scores
+    for rec, expected in zip(trainer.records, replay("fade", trainer.fade_estimator.params, trainer.records)):
+        assert torch.equal(rec["advantages"], expected.to(rec["advantages"].dtype))
+    solve = trainer.fade_estimator.last["batch_solve_rate"]
+    assert solve == pytest.approx(float((trainer.records[-1]["rewards"] >= 0).float().mean()))
+    assert trainer.fade_estimator.state_dict()["step"] == 2

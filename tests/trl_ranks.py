@@ -47,7 +47,7 @@ def main(out: str) -> None:
         output_dir=out, per_device_train_batch_size=8, num_generations=4, gradient_accumulation_steps=2,
         max_completion_length=task.max_answer_chars + 1, max_steps=3, logging_steps=1, learning_rate=1e-4,
         bf16=False, use_cpu=True, report_to="none", save_strategy="no", gradient_checkpointing=False,
-        temperature=1.0, beta=0.0, seed=0, disable_tqdm=True,
+        temperature=1.0, beta=0.0, seed=0, disable_tqdm=True, scale_rewards="none",
     )
     trainer = Recording(
         model=model, reward_funcs=[reward_function(task, problems)], args=args,

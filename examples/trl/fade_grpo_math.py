@@ -64,6 +64,8 @@ def grpo_config_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         temperature=1.0,
         beta=0.0,  # no KL term: FADE's sign knob is what holds the entropy up
         loss_type="dapo",  # token-level aggregation
+        # TRL's std scale is part of GRPO's advantage; fade's other estimators set their own scale
+        scale_rewards="group" if args.advantage in ("grpo", "grpo_passk") else "none",
         bf16=True,
         gradient_checkpointing=True,
         use_vllm=args.use_vllm,
@@ -104,8 +106,13 @@ def dry_run(args: argparse.Namespace) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"not GRPOConfig fields in TRL's installed version: {unknown}")
     # Device settings cannot validate on a machine without a GPU; everything else goes through TRL.
-    GRPOConfig(**{**config, "bf16": False, "use_cpu": True, "use_vllm": False, "report_to": "none"})
+    checked = GRPOConfig(**{**config, "bf16": False, "use_cpu": True, "use_vllm": False, "report_to": "none"})
     fade_args = trainer_kwargs(args)
+    from fade.integrations.trl import trl_params
+
+    # TRL's advantage settings against the estimator, as FadeGRPOTrainer checks them before loading a model
+    trl_params(args.advantage, fade_args["advantage_kwargs"], scale_rewards=checked.scale_rewards,
+               multi_objective_aggregation=checked.multi_objective_aggregation)
     if not callable(math_reward):
         raise ValueError("fade.verifiers.rewards.math_reward is not callable")
     return {"grpo_config": config, "fade": fade_args, "reward_funcs": [math_reward.__name__]}

@@ -7,7 +7,9 @@ rollout i of group g, ``mean`` and ``std`` are the group's reward mean and stand
 
 Conventions shared by every estimator:
 - A one-rollout group has no peer to compare with: centred estimators give it advantage 0.
-  (verl's loop implementations give it ``r`` instead; its vectorised RLOO gives 0.)
+  The estimators that verl also defines (grpo, dr_grpo, rloo, opo, gpg, reinforce_pp_baseline)
+  take ``lone="verl"`` for verl's loop convention instead: the lone rollout is compared with a
+  mean of 0 and, where the formula divides by a std, a std of 1 (so grpo gives it r / (1 + eps)).
 - Groups whose rollouts all have the same reward get 0 from every centred estimator.
 - Dtype and device follow the rewards; there is no Python loop over groups or rollouts.
 """
@@ -24,6 +26,10 @@ from .registry import register
 from .segments import Groups
 
 # -- parameter checks ------------------------------------------------------------------------
+
+#: What a one-rollout group gets (the ``lone`` parameter): "zero", fade's convention, or "verl",
+#: verl's loop implementations' (mean 0, std 1).
+LONE = ("zero", "verl")
 
 
 #: The smallest delta (asym_grpo, FADE) accepted: failures get divided by delta, and 1/delta must
@@ -79,7 +85,16 @@ def _check_k(p: dict[str, Any]) -> None:
         raise ValueError(f"k must be a positive integer, got {k!r}")
 
 
+def _check_lone(p: dict[str, Any]) -> None:
+    if not isinstance(p["lone"], str) or p["lone"] not in LONE:
+        raise ValueError(
+            f"lone must be 'zero' (a one-rollout group gets advantage 0) or 'verl' (it is compared with a mean "
+            f"of 0 and a std of 1, as verl's loop implementations do), got {p['lone']!r}"
+        )
+
+
 def _check_grpo(p: dict[str, Any]) -> None:
+    _check_lone(p)
     _check_eps(p)
     if not isinstance(p["std"], str) or p["std"] not in ("unbiased", "population"):
         raise ValueError(f"std must be 'unbiased' or 'population', got {p['std']!r}")
@@ -110,6 +125,21 @@ def _comb_ratio(top: torch.Tensor, bottom: torch.Tensor, b: int, log_fact: torch
     return torch.exp(_log_comb(top, b, log_fact) - _log_comb(bottom, b, log_fact))
 
 
+def _lone_rows(g: Groups, lone: str) -> torch.Tensor | None:
+    """With ``lone="verl"``, a bool per rollout: whether it is alone in its group; else None."""
+    if lone != "verl" or g.size is not None and g.size > 1:
+        return None
+    alone = g.counts == 1
+    return alone.index_select(0, g.index) if bool(alone.any()) else None
+
+
+def _centre(r: torch.Tensor, g: Groups, lone: str) -> torch.Tensor:
+    """The group mean at every rollout; 0 for a lone rollout under ``lone="verl"``."""
+    mean = g.mean_of(r)
+    rows = _lone_rows(g, lone)
+    return mean if rows is None else mean.masked_fill(rows, 0)
+
+
 def _successes(r: torch.Tensor, g: Groups) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Group sizes n, success counts c (int64) and the log-factorial table up to max n."""
     n = g.counts
@@ -120,19 +150,19 @@ def _successes(r: torch.Tensor, g: Groups) -> tuple[torch.Tensor, torch.Tensor, 
 # -- group-centred estimators ------------------------------------------------------------------
 
 
-@register("dr_grpo", centred=True)
-def dr_grpo(r: torch.Tensor, g: Groups) -> torch.Tensor:
+@register("dr_grpo", centred=True, check=_check_lone, lone="zero")
+def dr_grpo(r: torch.Tensor, g: Groups, *, lone: str) -> torch.Tensor:
     """Dr. GRPO: A_i = r_i - mean.
 
     GRPO without the standard-deviation scale (Liu et al. 2025, "Understanding R1-Zero-Like
     Training: A Critical Perspective", arXiv 2503.20783). Binary: a+ = q, a- = -p,
     m_S = m_F = pq; implied objective p.
     """
-    return r - g.mean_of(r)
+    return r - _centre(r, g, lone)
 
 
-@register("grpo", centred=True, check=_check_grpo, eps=1e-6, std="unbiased", scale="group")
-def grpo(r: torch.Tensor, g: Groups, *, eps: float, std: str, scale: str) -> torch.Tensor:
+@register("grpo", centred=True, check=_check_grpo, eps=1e-6, std="unbiased", scale="group", lone="zero")
+def grpo(r: torch.Tensor, g: Groups, *, eps: float, std: str, scale: str, lone: str) -> torch.Tensor:
     """GRPO: A_i = (r_i - mean) / (s + eps).
 
     Group-normalised advantage (Shao et al. 2024, DeepSeekMath, arXiv 2402.03300). ``s`` is the
@@ -143,7 +173,9 @@ def grpo(r: torch.Tensor, g: Groups, *, eps: float, std: str, scale: str) -> tor
     """
     unbiased = std == "unbiased"
     if scale == "none":
-        return r - g.expand(g.mean(r))
+        return r - _centre(r, g, lone)
+    alone = _lone_rows(g, lone)
+    out = None
     if scale == "group" and eps >= _tiny_std(r.dtype):
         d = r - g.expand(g.mean(r))
         # Corrected two-pass centring: the mean of n equal non-dyadic values can round off by an
@@ -156,15 +188,23 @@ def grpo(r: torch.Tensor, g: Groups, *, eps: float, std: str, scale: str) -> tor
         if bool(torch.isfinite(var.sum())):
             denom = var.sqrt() + eps
             inv = torch.where(denom > 0, 1 / denom.clamp_min(torch.finfo(r.dtype).tiny), torch.zeros_like(denom))
-            return d * g.expand(inv)
-    return _grpo_scaled(r, g, eps=eps, unbiased=unbiased, batch=scale == "batch")
+            out = d * g.expand(inv)
+    if out is None:
+        out = _grpo_scaled(r, g, eps=eps, unbiased=unbiased, batch=scale == "batch", alone=alone)
+    if alone is not None and scale == "group":
+        # verl's loops: a lone rollout's mean is 0 and its std 1.
+        out = torch.where(alone, r / (1 + eps), out)
+    return out
 
 
-def _grpo_scaled(r: torch.Tensor, g: Groups, *, eps: float, unbiased: bool, batch: bool) -> torch.Tensor:
+def _grpo_scaled(
+    r: torch.Tensor, g: Groups, *, eps: float, unbiased: bool, batch: bool, alone: torch.Tensor | None = None
+) -> torch.Tensor:
     """GRPO on rewards divided by a power of two per group (per batch for ``batch``).
 
     (r - mean)/(s + eps) = (x - mean_x)/(s_x + eps/m) for x = r/m: exact to rounding at any
     magnitude, where the squares of r would overflow or underflow. Half precision runs in float32.
+    ``alone`` marks the rollouts centred on 0 instead of their group mean (``lone="verl"``).
     """
     w = r.float() if r.dtype in (torch.float16, torch.bfloat16) else r
     if batch:
@@ -176,6 +216,8 @@ def _grpo_scaled(r: torch.Tensor, g: Groups, *, eps: float, unbiased: bool, batc
         x = w / g.expand(m)
     d = x - g.expand(g.mean(x))
     d = d - g.expand(g.mean(d))
+    if alone is not None:
+        d = torch.where(alone, x, d)
     if batch:
         # The whole batch's reward std (TRL's scale_rewards="batch"), centred twice as above.
         xc = x - x.mean()
@@ -192,16 +234,19 @@ def _grpo_scaled(r: torch.Tensor, g: Groups, *, eps: float, unbiased: bool, batc
     return out.to(r.dtype)
 
 
-@register("rloo", centred=True)
-def rloo(r: torch.Tensor, g: Groups) -> torch.Tensor:
+@register("rloo", centred=True, check=_check_lone, lone="zero")
+def rloo(r: torch.Tensor, g: Groups, *, lone: str) -> torch.Tensor:
     """RLOO: A_i = r_i - mean_{j != i} r_j = n (r_i - mean) / (n - 1).
 
     Leave-one-out baseline (Kool et al. 2019; Ahmadian et al. 2024, arXiv 2402.14740).
-    Binary: a+ = n q/(n-1), a- = -n p/(n-1).
+    Binary: a+ = n q/(n-1), a- = -n p/(n-1). A lone rollout gets 0, or r with ``lone="verl"``
+    (verl's ``rloo``; its ``rloo_vectorized`` gives 0).
     """
     n = g.sizes(r.dtype)
     # n/(n-1) first: (r - mean) * n can overflow where the advantage itself does not.
-    return (r - g.mean_of(r)) * (n / (n - 1).clamp_min(1))
+    out = (r - g.mean_of(r)) * (n / (n - 1).clamp_min(1))
+    alone = _lone_rows(g, lone)
+    return out if alone is None else torch.where(alone, r, out)
 
 
 @register("maxrl", centred=True, rewards="unit")
@@ -348,15 +393,15 @@ def logmeanexp(r: torch.Tensor, g: Groups, *, beta: float) -> torch.Tensor:
     return (u - g.mean_of(u)) / g.expand(1 + m)
 
 
-@register("gpg", centred=True)
-def gpg(r: torch.Tensor, g: Groups) -> torch.Tensor:
+@register("gpg", centred=True, check=_check_lone, lone="zero")
+def gpg(r: torch.Tensor, g: Groups, *, lone: str) -> torch.Tensor:
     """GPG (Chu et al. 2025, arXiv 2504.02546), as verl computes it.
 
     A_i = (N / M) (r_i - mean), where N is the batch size and M the number of rollouts with a
     non-zero reward (at least 1): a batch-level correction for groups that carry no signal.
     """
     m = torch.count_nonzero(r).clamp_min(1).to(r.dtype)
-    return (r.numel() / m) * (r - g.mean_of(r))
+    return (r.numel() / m) * (r - _centre(r, g, lone))
 
 
 def _check_grpo_passk(p: dict[str, Any]) -> None:
@@ -408,15 +453,23 @@ def grpo_passk(r: torch.Tensor, g: Groups, *, eps: float, norm_by_std: bool) -> 
     return is_top * g.expand(ratio.to(r.dtype))
 
 
-@register("reinforce_pp_baseline", centred=True, uses=("lengths",), check=_check_eps, eps=1e-8)
-def reinforce_pp_baseline(r: torch.Tensor, g: Groups, *, eps: float, lengths: torch.Tensor | None = None) -> torch.Tensor:
+def _check_reinforce_pp_baseline(p: dict[str, Any]) -> None:
+    _check_lone(p)
+    _check_eps(p)
+
+
+@register("reinforce_pp_baseline", centred=True, uses=("lengths",), check=_check_reinforce_pp_baseline, eps=1e-8,
+          lone="zero")
+def reinforce_pp_baseline(
+    r: torch.Tensor, g: Groups, *, eps: float, lone: str, lengths: torch.Tensor | None = None
+) -> torch.Tensor:
     """REINFORCE++ with a group baseline (Hu 2025, arXiv 2501.03262), as verl computes it.
 
     x_i = r_i - mean, then whitened over the batch: A_i = (x_i - mu) / sqrt(var + eps), where
     mu and the unbiased var are over tokens, so each rollout weighs by its length when
-    ``lengths`` is given (equal weights otherwise).
+    ``lengths`` is given (equal weights otherwise; a rollout of length 0 weighs nothing).
     """
-    return _whiten(r - g.mean_of(r), lengths, eps)
+    return _whiten(r - _centre(r, g, lone), lengths, eps)
 
 
 @register("reinforce_pp", uses=("lengths",), check=_check_eps, eps=1e-8)
@@ -466,20 +519,35 @@ def _whiten_scaled(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor
     return (yc / denom if denom > 0 else yc).to(dtype)
 
 
-@register("opo", needs=("lengths",))
-def opo(r: torch.Tensor, g: Groups, *, lengths: torch.Tensor) -> torch.Tensor:
+@register("opo", needs=("lengths",), check=_check_lone, lone="zero")
+def opo(r: torch.Tensor, g: Groups, *, lone: str, lengths: torch.Tensor) -> torch.Tensor:
     """OPO (Hao et al. 2025, arXiv 2505.23585): the length-weighted optimal baseline.
 
-    A_i = r_i - sum_j l_j r_j / sum_j l_j over the group, with l the response lengths.
+    A_i = r_i - sum_j l_j r_j / sum_j l_j over the group, with l the response lengths (a
+    rollout of length 0 weighs nothing; every group needs some length). A lone rollout gets 0,
+    or r with ``lone="verl"`` (verl's baseline 0).
     """
-    baseline = g.sum(lengths * r) / g.sum(lengths)
+    total = g.sum(lengths)
+    single = g.counts == 1  # a lone rollout is its own baseline, whatever its length
+    empty = (total <= 0) & ~single
+    if bool(empty.any()):
+        first = int((g.index == int(empty.nonzero()[0, 0])).nonzero()[0, 0])
+        raise ValueError(
+            f"opo weighs each group's baseline by its rollouts' lengths; the group of rollout {first} has total "
+            "length 0 (every response empty), so its baseline 0/0 is undefined"
+        )
+    baseline = g.sum(lengths * r) / torch.where(single, torch.ones_like(total), total)
     if not bool(torch.isfinite(baseline.sum())):
         # lengths * r or the sums overflow: a weighted mean is unchanged by scaling the weights,
         # and scales with the rewards, so divide both by powers of two.
         m = g.magnitude(r)
         v = lengths / g.expand(g.magnitude(lengths))
-        baseline = g.sum(v * (r / g.expand(m))) / g.sum(v) * m
-    return r - g.expand(baseline)
+        baseline = g.sum(v * (r / g.expand(m))) / g.sum(v).clamp_min(torch.finfo(r.dtype).tiny) * m
+    if bool(single.any()):
+        baseline = torch.where(single, g.sum(r), baseline)
+    out = r - g.expand(baseline)
+    alone = _lone_rows(g, lone)
+    return out if alone is None else torch.where(alone, r, out)
 
 
 @register("remax", needs=("baseline_rewards",))

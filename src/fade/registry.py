@@ -19,15 +19,38 @@ import torch
 
 from .segments import Groups, as_groups, as_rewards, as_tensor, check_finite, first_non_finite
 
-__all__ = ["Estimator", "EstimatorSpec", "register", "estimator", "available", "advantages", "spec", "INPUTS"]
+__all__ = [
+    "INPUTS",
+    "SUCCESS_OPTIONS",
+    "Estimator",
+    "EstimatorSpec",
+    "advantages",
+    "available",
+    "estimator",
+    "register",
+    "spec",
+]
 
 #: Per-rollout inputs an estimator may take as keyword arguments, and what each one is.
 INPUTS: dict[str, str] = {
-    "lengths": "response length of each rollout in tokens (positive)",
+    "lengths": "response length of each rollout in tokens (non-negative; an empty response weighs nothing)",
     "baseline_rewards": "reward of a baseline response for each rollout's prompt (e.g. ReMax's greedy decode)",
 }
 
 RewardKind = str  # "any" | "unit" (each in [0, 1]) | "binary" (each 0 or 1)
+
+#: The parameters of every estimator that reads its rewards as successes (rewards "unit" or
+#: "binary": FADE, maxrl, power, passk, ...): how a real-valued reward (a reward model's score,
+#: partial credit) becomes one, chosen at construction. ``success_threshold=t``: a reward >= t is a
+#: success (1), anything else a failure (0). ``reward_min=lo, reward_max=hi``: rewards are clipped to
+#: [lo, hi] and mapped linearly onto [0, 1] (binary estimators refuse it: it does not make 0 or 1).
+#: With none set, the rewards must already be in [0, 1] (0 or 1 for binary estimators).
+SUCCESS_OPTIONS: dict[str, None] = {"success_threshold": None, "reward_min": None, "reward_max": None}
+
+_SUCCESS_HINT = (
+    "say what counts as a success with success_threshold=T (a reward >= T is a success) or "
+    "reward_min=LO, reward_max=HI (rewards clipped to [LO, HI] and mapped onto [0, 1])"
+)
 
 
 @dataclass(frozen=True)
@@ -71,7 +94,8 @@ def register(
         needs: per-rollout inputs that must be given (names from :data:`INPUTS`).
         uses: per-rollout inputs that are used when given.
         centred: advantages have zero mean within every group (when rollouts weigh equally).
-        rewards: which rewards the formula is defined for: "any", "unit" or "binary".
+        rewards: which rewards the formula is defined for: "any", "unit" or "binary". The last two
+            add the parameters of :data:`SUCCESS_OPTIONS`.
         check: validates a full parameter dict, raising ValueError.
         cls: the :class:`Estimator` subclass to build (stateful estimators).
         schedule: how that class schedules this variant's parameters (see :class:`EstimatorSpec`).
@@ -82,6 +106,12 @@ def register(
     for key in (*needs, *uses):
         if key not in INPUTS:
             raise ValueError(f"unknown per-rollout input {key!r}; known: {sorted(INPUTS)}")
+
+    clash = sorted(set(defaults) & set(SUCCESS_OPTIONS))
+    if clash:
+        raise ValueError(f"estimator {name!r}: parameter(s) {clash} are reserved for the success options")
+    if rewards != "any":
+        defaults = {**defaults, **SUCCESS_OPTIONS}
 
     def wrap(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
         if name in _REGISTRY and _REGISTRY[name].fn is not fn:
@@ -162,6 +192,8 @@ class Estimator:
                 f"estimator {self.spec.name!r} got unknown parameter(s) {unknown}; accepted (with defaults): {accepted}"
             )
         self.params = {**self.spec.defaults, **self.params}
+        if self.spec.rewards != "any":
+            _check_success_options(self.spec, self.params)
         if self.spec.check is not None:
             self.spec.check(self.params)
 
@@ -194,14 +226,33 @@ class Estimator:
         r = as_rewards(rewards)
         g = as_groups(groups, r.numel(), r.device)
         inputs = self._inputs(r, lengths=lengths, baseline_rewards=baseline_rewards)
+        r = self.as_success(r)
         _check_reward_kind(self.spec, r)
         out = self.compute(r, g, **inputs)
         _check_output(self.name, out, r)
         return out
 
+    def as_success(self, rewards: torch.Tensor) -> torch.Tensor:
+        """The rewards as the formula reads them: with ``success_threshold`` 1 for a reward at or
+        above it and 0 otherwise; with ``reward_min``/``reward_max`` clipped to that range and mapped
+        onto [0, 1]; unchanged otherwise (and for estimators that take any reward)."""
+        if self.spec.rewards == "any":
+            return rewards
+        t, lo, hi = (self.params[k] for k in SUCCESS_OPTIONS)
+        if t is not None:
+            return (rewards >= t).to(rewards.dtype)
+        if lo is not None:
+            return (rewards.clamp(lo, hi) - lo) / (hi - lo)
+        return rewards
+
+    @property
+    def formula_params(self) -> dict[str, Any]:
+        """The parameters the formula takes: ``params`` less the success options."""
+        return {k: v for k, v in self.params.items() if k not in SUCCESS_OPTIONS}
+
     def compute(self, rewards: torch.Tensor, groups: Groups, **inputs: torch.Tensor) -> torch.Tensor:
         """The formula on validated inputs. Subclasses with state override this."""
-        return self.spec.fn(rewards, groups, **self.params, **inputs)
+        return self.spec.fn(rewards, groups, **self.formula_params, **inputs)
 
     def observe(self, **signals: float) -> None:
         """Feed training signals (e.g. ``entropy=``). Stateless estimators validate and ignore them."""
@@ -230,8 +281,8 @@ class Estimator:
             if t.dim() != 1 or t.numel() != r.numel():
                 raise ValueError(f"{key} must have one value per rollout ({r.numel()}), got shape {tuple(t.shape)}")
             check_finite(t, key)
-            if key == "lengths" and bool((t <= 0).any()):
-                raise ValueError(f"lengths must be positive, got minimum {t.min().item()}")
+            if key == "lengths" and bool((t < 0).any()):
+                raise ValueError(f"lengths must be non-negative, got minimum {t.min().item()}")
             out[key] = t
         return out
 
@@ -252,17 +303,39 @@ def _check_output(name: str, adv: torch.Tensor, r: torch.Tensor) -> None:
         )
 
 
+def _check_success_options(s: EstimatorSpec, params: dict[str, Any]) -> None:
+    """The success options of ``params`` make sense together and for the estimator."""
+    for key in SUCCESS_OPTIONS:
+        value = params[key]
+        if isinstance(value, np.generic) and value.dtype.kind in "iuf":
+            value = params[key] = value.item()
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)):
+            raise ValueError(f"{key} must be a finite number or None, got {value!r}")
+    t, lo, hi = (params[k] for k in SUCCESS_OPTIONS)
+    if (lo is None) != (hi is None):
+        raise ValueError(f"reward_min and reward_max are set together (the range mapped onto [0, 1]), got "
+                         f"reward_min={lo!r}, reward_max={hi!r}")
+    if lo is not None and not lo < hi:
+        raise ValueError(f"reward_min must be below reward_max, got reward_min={lo!r}, reward_max={hi!r}")
+    if t is not None and lo is not None:
+        raise ValueError(f"estimator {s.name!r}: give success_threshold or reward_min/reward_max, not both")
+    if lo is not None and s.rewards == "binary":
+        raise ValueError(f"estimator {s.name!r} counts successes (rewards 0 or 1): a reward range maps onto [0, 1] "
+                         "without making rewards 0 or 1; use success_threshold=T instead")
+
+
 def _check_reward_kind(s: EstimatorSpec, r: torch.Tensor) -> None:
     if s.rewards == "any":
         return
     lo_t, hi_t = torch.aminmax(r)
     lo, hi = float(lo_t), float(hi_t)
     if lo < 0.0 or hi > 1.0:
-        raise ValueError(f"estimator {s.name!r} expects rewards in [0, 1], got values in [{lo}, {hi}]")
+        raise ValueError(f"estimator {s.name!r} expects rewards in [0, 1], got values in [{lo:.6g}, {hi:.6g}]: {_SUCCESS_HINT}")
     # In [0, 1], r (1 - r) >= 0 with equality exactly at 0 and 1: one dot product checks binarity.
     if s.rewards == "binary" and float(torch.dot(r, 1 - r)) != 0.0:
         bad = r[(r != 0) & (r != 1)][0].item()
-        raise ValueError(f"estimator {s.name!r} expects binary rewards (0 or 1), got {bad}")
+        raise ValueError(f"estimator {s.name!r} expects binary rewards (0 or 1), got {bad}: say what counts as a "
+                         "success with success_threshold=T (a reward >= T is a success)")
 
 
 #: Training signals ``observe`` accepts, and what each one is.

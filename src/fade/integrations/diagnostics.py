@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import torch
+
 import fade
 from fade.adaptive import SCHEDULE
 from fade.mass import DIAGNOSTICS
@@ -20,11 +22,12 @@ def batch_metrics(est: fade.Estimator, advantages: Any, rewards: Any, groups: An
     """``fade/<key>`` for the latest call of ``est`` on (``rewards``, ``groups``) giving ``advantages``.
 
     A stateful estimator's ``last`` already holds the diagnostics; the others get them from
-    :func:`fade.decompose`.
+    :func:`fade.decompose`, on the rewards as the estimator reads them (successes under a
+    ``success_threshold``, for instance).
     """
     values: dict[str, float] = dict(est.last) if est.stateful else {}
     if len(advantages) and not all(key in values for key in DIAGNOSTICS):
-        rep = fade.decompose(advantages, rewards, groups)
+        rep = fade.decompose(advantages, est.as_success(torch.as_tensor(rewards)), groups)
         values.update({key: getattr(rep, key) for key in DIAGNOSTICS})
     out = {}
     for key in (*SCHEDULE, *DIAGNOSTICS):

@@ -24,7 +24,15 @@ Entropy, the one training signal FADE needs (``entropy=`` chooses the source):
 Rows of the generation batch come from TRL's ``RepeatSampler``: each run of ``num_generations``
 consecutive rows answers one prompt, so the groups are ``arange(N) // num_generations``.
 Completions that every reward function declined (all None) are left out of the estimator and
-get advantage 0, as TRL does. fade's batch diagnostics and FADE's schedule are appended to TRL's
+get advantage 0, as TRL does.
+
+``advantage="grpo"`` is TRL's own advantage with every TRL setting honoured (:func:`trl_params`):
+``scale_rewards`` (group, batch, none and the booleans), eps 1e-4, both
+``multi_objective_aggregation`` modes, reward weights and None rewards, so a swap to
+FadeGRPOTrainer changes nothing until ``advantage`` does. A setting an estimator cannot honour (a
+std scale for an estimator that sets its own, per-function normalisation for one that needs one
+reward per completion, real-valued rewards for one that reads successes without a success option)
+is refused at construction, with one line naming the setting and the estimator. fade's batch diagnostics and FADE's schedule are appended to TRL's
 metrics under ``fade/...``, so they reach whatever logger the run reports to. The estimator's
 state is saved as ``fade_estimator.json`` in each checkpoint folder and restored on resume.
 """
@@ -44,8 +52,9 @@ from trl import GRPOTrainer
 import fade
 from fade.integrations.diagnostics import batch_metrics
 from fade.integrations.state import STATE_FILE, load_estimator_state, save_estimator_state
+from fade.registry import SUCCESS_OPTIONS
 
-__all__ = ["ENTROPY_SOURCES", "STATE_FILE", "FadeGRPOTrainer"]
+__all__ = ["ENTROPY_SOURCES", "STATE_FILE", "TRL_EPS", "FadeGRPOTrainer", "trl_params"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +69,72 @@ _FORWARD_KEYS = (
 )
 
 
+#: TRL's GRPO advantage: eps added to the std (a constant in GRPOTrainer).
+TRL_EPS = 1e-4
+
+
+def _refuse(what: str) -> ValueError:
+    return ValueError(f"FadeGRPOTrainer: {what}")
+
+
+def trl_params(
+    advantage: str, advantage_kwargs: Mapping[str, Any] | None, *, scale_rewards: Any = "group",
+    multi_objective_aggregation: str = "sum_then_normalize",
+) -> dict[str, Any]:
+    """The parameters of fade's estimator ``advantage`` under TRL's advantage settings.
+
+    ``advantage="grpo"`` is TRL's own advantage: eps 1e-4 (TRL's constant) and ``scale`` from
+    ``scale_rewards`` (``True``/``False`` are ``"group"``/``"none"``, as GRPOConfig reads them);
+    under ``multi_objective_aggregation="normalize_then_sum"`` it is TRL's per-function, then
+    batch, normalisation. ``grpo_passk`` takes ``norm_by_std`` from ``scale_rewards``. Every other
+    estimator sets its own scale, so it needs ``scale_rewards="none"``, and needs one reward per
+    completion, so it needs ``"sum_then_normalize"``. A setting that cannot be honoured, or one
+    that contradicts ``advantage_kwargs``, raises one line naming both.
+    """
+    given = dict(advantage_kwargs or {})
+    params = dict(given)
+    scale = {True: "group", False: "none"}.get(scale_rewards, scale_rewards)
+    if scale not in ("group", "batch", "none"):
+        raise _refuse(f"scale_rewards must be 'group', 'batch', 'none', True or False, got {scale_rewards!r}")
+    if multi_objective_aggregation not in ("sum_then_normalize", "normalize_then_sum"):
+        raise _refuse(f"multi_objective_aggregation must be 'sum_then_normalize' or 'normalize_then_sum', "
+                      f"got {multi_objective_aggregation!r}")
+
+    def take(key: str, value: Any, setting: str) -> None:
+        if key in given and given[key] != value:
+            raise _refuse(f"{setting} means {key}={value!r} for estimator {advantage!r}, but advantage_kwargs has "
+                          f"{key}={given[key]!r}; set one of them")
+        params[key] = value
+
+    if multi_objective_aggregation == "normalize_then_sum":
+        if advantage != "grpo":
+            raise _refuse(f"multi_objective_aggregation='normalize_then_sum' is TRL's GRPO recipe (each reward function "
+                          f"normalised within its group, the weighted sum over the batch); estimator {advantage!r} "
+                          "needs one reward per completion: use 'sum_then_normalize', or advantage='grpo'")
+        take("scale", "group", "multi_objective_aggregation='normalize_then_sum'")
+        params.setdefault("eps", TRL_EPS)
+        if scale != "group":
+            logger.warning("scale_rewards=%r has no effect under multi_objective_aggregation='normalize_then_sum': "
+                           "TRL normalises by the group std and then the batch std, and so does fade's grpo", scale)
+    elif advantage == "grpo":
+        take("scale", scale, f"scale_rewards={scale_rewards!r}")
+        params.setdefault("eps", TRL_EPS)
+    elif advantage == "grpo_passk":
+        if scale == "batch":
+            raise _refuse("scale_rewards='batch' cannot be honoured by estimator 'grpo_passk', which divides by its "
+                          "group's std or by nothing: use 'group' or 'none'")
+        take("norm_by_std", scale == "group", f"scale_rewards={scale_rewards!r}")
+    elif scale != "none":
+        raise _refuse(f"scale_rewards={scale_rewards!r} divides TRL's advantage by the reward std; estimator "
+                      f"{advantage!r} sets its own scale and cannot honour it: set scale_rewards='none' (or False)")
+    return params
+
+
+def _reward_range(weights: list[float]) -> tuple[float, float]:
+    """The range of the weighted sum of rewards that each lie in [0, 1]."""
+    return sum(min(w, 0.0) for w in weights), sum(max(w, 0.0) for w in weights)
+
+
 class FadeGRPOTrainer(GRPOTrainer):
     """TRL's ``GRPOTrainer`` with the advantage of any fade estimator.
 
@@ -67,13 +142,15 @@ class FadeGRPOTrainer(GRPOTrainer):
         *args, **kwargs: as for ``trl.GRPOTrainer``.
         advantage: a name from ``fade.available()`` (default ``"fade"``).
         advantage_kwargs: the estimator's parameters, e.g. ``{"h_star_ratio": 0.5}`` for FADE or
-            ``{"k": 8}`` for passk.
+            ``{"k": 8}`` for passk; ``{"success_threshold": 0.5}`` (or ``reward_min``/``reward_max``)
+            says what counts as a success for estimators that read one (FADE, maxrl, passk, ...).
         entropy: ``"previous"`` or ``"current"``: where FADE's entropy comes from (module docstring).
 
-    TRL's own advantage settings (``scale_rewards``) do not apply; the estimator decides its
-    scale (``advantage="grpo", advantage_kwargs={"eps": 1e-4, "std": "unbiased"}`` is TRL's
-    default GRPO advantage). Rewards are the weighted sum of the reward functions, as TRL's
-    default ``multi_objective_aggregation="sum_then_normalize"`` forms them before normalising.
+    ``advantage="grpo"`` is TRL's own advantage, with every TRL setting honoured
+    (:func:`trl_params`): the same advantages as ``GRPOTrainer`` for every ``scale_rewards`` and
+    ``multi_objective_aggregation``, reward weights and None rewards. Other estimators take the
+    weighted sum of the reward functions as each completion's reward and need
+    ``scale_rewards="none"``; settings that cannot be honoured are refused at construction.
 
     After each generation, ``fade_estimator`` holds the estimator (``.last`` has FADE's schedule)
     and ``fade_last`` the rewards, groups and advantages of the whole generation batch.
@@ -90,23 +167,41 @@ class FadeGRPOTrainer(GRPOTrainer):
         # Validate before TRL loads a model: a typo should cost a second, not a model load.
         if entropy not in ENTROPY_SOURCES:
             raise ValueError(f"entropy must be one of {ENTROPY_SOURCES}, got {entropy!r}")
-        est = fade.estimator(advantage, **dict(advantage_kwargs or {}))
-        if "baseline_rewards" in est.spec.needs:
+        fade.estimator(advantage, **dict(advantage_kwargs or {}))
+        if "baseline_rewards" in fade.spec(advantage).needs:
             raise ValueError(
                 f"estimator {advantage!r} needs a baseline response per prompt (ReMax's greedy decode), "
                 "which GRPOTrainer does not generate; choose another estimator"
             )
+        config = kwargs.get("args", args[2] if len(args) > 2 else None)
+        if config is not None:
+            trl_params(advantage, advantage_kwargs, scale_rewards=config.scale_rewards,
+                       multi_objective_aggregation=config.multi_objective_aggregation)
         super().__init__(*args, **kwargs)
-        if self.multi_objective_aggregation != "sum_then_normalize":
-            raise ValueError(
-                "FadeGRPOTrainer computes advantages from the weighted sum of the rewards; "
-                f"multi_objective_aggregation must be 'sum_then_normalize', got {self.multi_objective_aggregation!r}"
-            )
-        self.fade_estimator = est
+        params = trl_params(advantage, advantage_kwargs, scale_rewards=self.scale_rewards,
+                            multi_objective_aggregation=self.multi_objective_aggregation)
+        self.fade_estimator = est = fade.estimator(advantage, **params)
+        self._fade_check_rewards(est)
         self.fade_entropy_source = entropy
         self.fade_last: dict[str, torch.Tensor] = {}
         self._fade_rewards_per_func: torch.Tensor | None = None
         self._fade_pending_entropy: list[float] = []
+
+    def _fade_check_rewards(self, est: fade.Estimator) -> None:
+        """An estimator that reads rewards as successes, without a success option, is refused here
+        when the rewards can leave [0, 1]: a reward model's scores, or weights whose sum can."""
+        if est.spec.rewards == "any" or any(est.params[k] is not None for k in SUCCESS_OPTIONS):
+            return
+        hint = "pass advantage_kwargs={'success_threshold': T} or {'reward_min': LO, 'reward_max': HI}"
+        models = [name for f, name in zip(self.reward_funcs, self.reward_func_names) if isinstance(f, torch.nn.Module)]
+        if models:
+            raise _refuse(f"estimator {est.name!r} reads each reward as a success in [0, 1], but reward function "
+                          f"{models[0]!r} is a reward model with real-valued scores: {hint}")
+        weights = [float(w) for w in self.reward_weights]
+        low, high = _reward_range(weights)
+        if low < 0 or high > 1:
+            raise _refuse(f"estimator {est.name!r} reads each reward as a success in [0, 1], but reward_weights "
+                          f"{weights} sum rewards in [0, 1] to values in [{low:g}, {high:g}]: {hint}")
 
     # -- what TRL computes on the way --------------------------------------------------------
 
@@ -143,15 +238,28 @@ class FadeGRPOTrainer(GRPOTrainer):
         device = rewards_per_func.device
         n = rewards_per_func.shape[0]
         size = self.num_generations if mode == "train" else self.num_generations_eval
-        rewards = (rewards_per_func * self.reward_weights.to(device).unsqueeze(0)).nansum(dim=1)
+        weights = self.reward_weights.to(device)
+        rewards = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1)
         scorable = ~torch.isnan(rewards_per_func).all(dim=1)
         groups = torch.div(torch.arange(n, device=device), size, rounding_mode="floor")
-        inputs_ = {}
-        if "lengths" in {*est.spec.needs, *est.spec.uses}:
-            lengths = self.accelerator.gather(out["completion_mask"].sum(dim=1).to(rewards.dtype))
-            inputs_["lengths"] = lengths[scorable].clamp_min(1)
         advantages = torch.zeros_like(rewards)
-        if bool(scorable.any()):
+        if self.multi_objective_aggregation == "normalize_then_sum":
+            # TRL's recipe, with fade's grpo at both stages: each reward function normalised within its
+            # group (a None leaves that function out of the row), then the weighted sum over the batch.
+            normalised = torch.full_like(rewards_per_func, torch.nan)
+            for k in range(rewards_per_func.shape[1]):
+                given = ~torch.isnan(rewards_per_func[:, k])
+                if bool(given.any()):
+                    normalised[given, k] = est(rewards_per_func[given, k], groups[given])
+            summed = (normalised * weights.unsqueeze(0)).nansum(dim=1)
+            if bool(scorable.any()):
+                advantages[scorable] = est(summed[scorable], torch.zeros_like(groups[scorable]))
+        elif bool(scorable.any()):
+            inputs_ = {}
+            if "lengths" in {*est.spec.needs, *est.spec.uses}:
+                lengths = self.accelerator.gather(out["completion_mask"].sum(dim=1).to(rewards.dtype))
+                # An empty completion still holds its EOS token in TRL's mask; 1 keeps opo's weights defined.
+                inputs_["lengths"] = lengths[scorable].clamp_min(1)
             advantages[scorable] = est(rewards[scorable], groups[scorable], **inputs_)
         local = out["advantages"].numel()
         start = self.accelerator.process_index * local

@@ -33,6 +33,7 @@ from .judges import (
     Judge,
     decode_typed,
     default_match,
+    extract_program,
     humaneval_program,
     judge_for,
     lcb_wrap,
@@ -55,7 +56,6 @@ VIOLATION_ERRNOS = frozenset({
 })
 _NETWORK_EXCEPTIONS = frozenset({"gaierror", "herror"})
 _EXCERPT = 200
-_PYTHON_TAGS = ("python", "py", "python3")
 _ERRORS = ("raise", "result")
 _log = logging.getLogger(__name__)
 _numpy_paths: list[str] | None = None
@@ -78,28 +78,6 @@ def numpy_paths() -> list[str]:
         if os.path.isdir(libs):
             _numpy_paths.append(libs)
     return list(_numpy_paths)
-
-
-def extract_program(completion: str) -> str:
-    """The program in a completion: its last python (or unlabelled) fenced block, else its last
-    fenced block, else the whole text. An unclosed fence runs to the end of the text."""
-    blocks: list[tuple[str, str]] = []
-    lang, lines = None, []
-    for line in completion.split("\n"):
-        stripped = line.strip()
-        if lang is None and stripped.startswith("```"):
-            lang, lines = stripped[3:].strip().lower(), []
-        elif lang is not None and stripped.startswith("```"):
-            blocks.append((lang, "\n".join(lines)))
-            lang = None
-        elif lang is not None:
-            lines.append(line)
-    if lang is not None:
-        blocks.append((lang, "\n".join(lines)))
-    if not blocks:
-        return completion
-    python = [code for tag, code in blocks if not tag or tag.split()[0] in _PYTHON_TAGS]
-    return (python or [code for _, code in blocks])[-1]
 
 
 def canonical_program(source: str) -> str:

@@ -41,6 +41,7 @@ from .testcases import TestCase, TestSuite, outputs_match, values_match
 
 __all__ = [
     "JUDGES",
+    "extract_program",
     "JUDGE_FIELDS",
     "Judge",
     "decode_typed",
@@ -457,27 +458,46 @@ class Judge:
         return dict(self.call_harness if call is not None else self.harness)
 
 
-def _fade_extract(completion: str) -> str:
-    from .code_exec import extract_program
+_PYTHON_TAGS = ("python", "py", "python3")
 
-    return extract_program(completion)
+
+def extract_program(completion: str) -> str:
+    """The program in a completion: its last python (or unlabelled) fenced block, else its last
+    fenced block, else the whole text. An unclosed fence runs to the end of the text."""
+    blocks: list[tuple[str, str]] = []
+    lang, lines = None, []
+    for line in completion.split("\n"):
+        stripped = line.strip()
+        if lang is None and stripped.startswith("```"):
+            lang, lines = stripped[3:].strip().lower(), []
+        elif lang is not None and stripped.startswith("```"):
+            blocks.append((lang, "\n".join(lines)))
+            lang = None
+        elif lang is not None:
+            lines.append(line)
+    if lang is not None:
+        blocks.append((lang, "\n".join(lines)))
+    if not blocks:
+        return completion
+    python = [code for tag, code in blocks if not tag or tag.split()[0] in _PYTHON_TAGS]
+    return (python or [code for _, code in blocks])[-1]
 
 
 JUDGES: dict[str, Judge] = {
-    "fade": Judge("fade", "fade's own rules", "tests", _fade_extract, fade_tolerance=True),
+    "fade": Judge("fade", "fade's own rules", "tests", extract_program, fade_tolerance=True),
     "lcb": Judge(
         "lcb", "LiveCodeBench", "tests", lcb_extract, lcb_stdout_match, lcb_value_match,
         harness={"io": "lcb", "guard": "lcb", "int_max_str_digits": 50000},
         call_harness={"io": "lcb", "guard": "lcb", "int_max_str_digits": 50000, "typed": True, "solution_by_text": True},
         time_seconds=6.0),
     "taco": Judge(
-        "taco", "TACO", "tests", _fade_extract, taco_stdout_match, taco_value_match,
+        "taco", "TACO", "tests", extract_program, taco_stdout_match, taco_value_match,
         harness={"io": "fade", "numpy": True, "file_retry": True, "stop_on_failure": False},
         call_harness={"io": "fade", "numpy": True, "module_name": "tmp_sol", "guard": "taco",
                       "guard_after_compile": True, "typed": True, "solution_by_text": True},
         time_seconds=4.0),
     "codecontests": Judge(
-        "codecontests", "CodeContests", "tests", _fade_extract, codecontests_match, None,
+        "codecontests", "CodeContests", "tests", extract_program, codecontests_match, None,
         harness={"io": "fade", "stop_on_failure": False}, time_seconds=10.0, memory_mb=288, compare_after_crash=True),
     "humaneval": Judge("humaneval", "HumanEval", "check", None, harness={"io": "check", "guard": "humaneval"},
                        time_seconds=3.0),

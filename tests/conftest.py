@@ -68,3 +68,19 @@ def pytest_sessionfinish(session, exitstatus):
     if out and PARITY:
         worker = os.environ.get("PYTEST_XDIST_WORKER")  # under -n each worker writes its own share
         Path(f"{out}.{worker}" if worker else out).write_text(json.dumps(PARITY, indent=1) + "\n")
+
+
+@pytest.fixture(scope="session")
+def isolation() -> dict:
+    """What the code sandbox gets on this machine (probed once)."""
+    from fade.verifiers.sandbox import isolation_report
+
+    return isolation_report()
+
+
+@pytest.fixture
+def namespaces(isolation: dict) -> dict:
+    """For tests of what namespaces isolate: skipped where the machine gives the sandbox none."""
+    if isolation["mode"] == "none":
+        pytest.skip(f"no namespaces on this machine ({isolation['notes']}): the weaker isolation is documented")
+    return isolation

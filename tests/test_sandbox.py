@@ -21,7 +21,7 @@ import pytest
 
 from fade.verifiers import rewards, testcases
 from fade.verifiers.code_exec import CodeVerifier, canonical_program, extract_program
-from fade.verifiers.sandbox import MAX_SLOTS, UID_BASE, Limits, SandboxRun, isolation_report
+from fade.verifiers.sandbox import MAX_SLOTS, UID_BASE, Limits, SandboxRun
 from fade.verifiers.testcases import outputs_match, parse_tests, values_match
 
 LIMITS = Limits(time_seconds=1.0, memory_mb=256, processes=16, output_bytes=64 << 10, disk_mb=16)
@@ -32,16 +32,6 @@ ECHO_TESTS = {"tests": [{"input": "", "output": "SAFE"}]}
 @pytest.fixture(scope="module")
 def verifier() -> CodeVerifier:
     return CodeVerifier(limits=LIMITS, workers=2)
-
-
-@pytest.fixture(scope="module")
-def isolation() -> dict:
-    return isolation_report()
-
-
-def _needs_namespaces(isolation: dict) -> None:
-    if isolation["mode"] == "none":
-        pytest.skip(f"no namespaces on this machine ({isolation['notes']}): the weaker isolation is documented")
 
 
 def _sandbox_processes() -> list[int]:
@@ -264,8 +254,7 @@ def test_huge_output(verifier):
     _assert_evaluator_fine(verifier)
 
 
-def test_writing_outside_the_working_directory(verifier, isolation, tmp_path):
-    _needs_namespaces(isolation)
+def test_writing_outside_the_working_directory(verifier, namespaces, tmp_path):
     outside = [str(tmp_path / "escape"), str(Path(__file__).with_name("escape-marker")), "/etc/fade-escape", "/usr/fade-escape"]
     # The sandbox's /tmp is its own working directory (a fresh tmpfs): writing there is allowed
     # and must not reach the host's /tmp.
@@ -307,8 +296,7 @@ def test_reading_the_parents_environment(verifier, monkeypatch):
     assert os.environ["FADE_TEST_SECRET"] == secret
 
 
-def test_opening_a_network_connection(verifier, isolation):
-    _needs_namespaces(isolation)
+def test_opening_a_network_connection(verifier, namespaces):
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen(1)

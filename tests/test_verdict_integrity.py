@@ -18,7 +18,6 @@ from fade.verifiers.sandbox import (
     START_SLACK,
     Limits,
     SandboxRun,
-    isolation_report,
     worst_case_seconds,
 )
 from fade.verifiers.testcases import outputs_match, parse_tests, values_match
@@ -29,16 +28,6 @@ LIMITS = Limits(time_seconds=1.0, memory_mb=256, processes=16, output_bytes=64 <
 @pytest.fixture(scope="module")
 def verifier() -> CodeVerifier:
     return CodeVerifier(limits=LIMITS, workers=2)
-
-
-@pytest.fixture(scope="module")
-def isolation() -> dict:
-    return isolation_report()
-
-
-def _needs_namespaces(isolation: dict) -> None:
-    if isolation["mode"] == "none":
-        pytest.skip(f"no namespaces on this machine ({isolation['notes']}): the weaker isolation is documented")
 
 
 def _stdin_tests(*pairs: tuple[str, str]) -> dict:
@@ -207,8 +196,7 @@ def test_large_non_ascii_output_under_the_cap_is_judged(char, count):
 # -- 6. what the program can see ---------------------------------------------------------------------
 
 
-def test_no_third_party_packages_in_the_sandbox(verifier, isolation):
-    _needs_namespaces(isolation)
+def test_no_third_party_packages_in_the_sandbox(verifier, namespaces):
     program = """
 import os, sys, sysconfig
 found = []
@@ -226,8 +214,7 @@ print(found or "none")
     assert result.reason == "correct", result.details
 
 
-def test_the_supervisor_command_line_names_no_host_path(verifier, isolation):
-    _needs_namespaces(isolation)
+def test_the_supervisor_command_line_names_no_host_path(verifier, namespaces):
     program = """
 import os
 seen = []
@@ -243,7 +230,7 @@ print(len(seen), "|".join(seen))
         (record,) = list(run)
     shown = record["stdout"]
     assert "harness" not in shown and "fade-sandbox" not in shown and "/src/" not in shown
-    if isolation["uid"] == "dropped":
+    if namespaces["uid"] == "dropped":
         assert shown.startswith("1 ")  # the program's own process only: the supervisor is hidden
 
 

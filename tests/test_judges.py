@@ -15,6 +15,7 @@ Then each profile judges a few complete problems written here in its benchmark's
 
 from __future__ import annotations
 
+import gzip
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -371,8 +372,10 @@ def _jsonl(path: Path, rows: list[dict]) -> Path:
 
 
 def test_fade_eval_reads_humaneval_and_mbpp_as_they_ship(capsys, tmp_path):
-    # HumanEval's own problems file and its samples format ({task_id, completion}), joined by task_id.
-    problems = _jsonl(tmp_path / "HumanEval.jsonl", HE_PROBLEMS)
+    # HumanEval's own problems file, gzipped as it ships, and its samples format ({task_id,
+    # completion}), joined by task_id.
+    problems = tmp_path / "HumanEval.jsonl.gz"
+    problems.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in HE_PROBLEMS).encode()))
     samples = _jsonl(tmp_path / "samples.jsonl", [{"task_id": t, "completion": c} for t, c, _ in HE_SAMPLES])
     out = tmp_path / "he"
     code = main(["eval", str(samples), "--problems", str(problems), "--verifier", "code", "--k", "1,2",

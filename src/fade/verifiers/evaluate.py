@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gzip
 import hashlib
 import json
 import math
@@ -136,7 +137,9 @@ def _read_jsonl(path: str | Path, what: str) -> Iterator[tuple[int, dict]]:
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"{what} {path}: no such file")
-    with p.open("rb") as f:  # bytes, so that a bad byte is reported with its line, not by the reader
+    # bytes, so that a bad byte is reported with its line, not by the reader; a .gz file (HumanEval
+    # ships HumanEval.jsonl.gz) is read as it ships.
+    with (gzip.open(p, "rb") if p.suffix == ".gz" else p.open("rb")) as f:
         for lineno, raw in enumerate(f, start=1):
             try:
                 line = raw.decode("utf-8")

@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 EXTRAS ?= testbed,trl,verl,math,test
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo clean-demo test lint install bench bench-trainer bench-peers base sweep-quick results clean
+.PHONY: demo clean-demo test lint install dist check-wheel bench bench-trainer bench-peers base sweep-quick results clean
 
 $(VENV)/.installed-$(EXTRAS): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -36,6 +36,17 @@ test: install
 	$(PY) -m ruff check src tests benchmarks examples
 	$(PY) -m pytest -q -n 2
 
+# The sdist and the wheel (built from the sdist) into dist/: `pip install 'dist/fade_rl-VERSION-py3-none-any.whl[testbed]'`
+# installs fade on a machine without this checkout.
+dist: install
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+
+# What CI checks after the suite: the wheel installs into an empty environment outside the checkout
+# and runs `fade --version` and a one-step `fade train` from there.
+check-wheel: install
+	PYTHON=$(PY) TORCH_SPEC="$(TORCH_SPEC)" .ci/check-wheel
+
 lint: install
 	$(PY) -m ruff check src tests benchmarks examples
 
@@ -62,4 +73,4 @@ base: install
 	$(VENV)/bin/fade pretrain --task countdown --seed 0 --out src/fade/testbed/base/countdown
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .hypothesis
+	rm -rf $(VENV) runs dist build .pytest_cache .hypothesis

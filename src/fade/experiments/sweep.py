@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from fade.atomic import write_json_atomic
-from fade.progress import bar_columns
+from fade.progress import make_progress
 
 from .presets import Preset, RunSpec, estimate_seconds, estimate_wall_seconds, format_minutes
 
@@ -566,10 +566,8 @@ class _Bar:
         self.enabled, self._log = enabled, log
         self._progress = None
         if enabled:
-            from rich.progress import Progress
-
             # A long speed window: evaluations pause the steps for seconds at a time.
-            self._progress = Progress(*bar_columns(stats=False), speed_estimate_period=600)
+            self._progress = make_progress(speed_estimate_period=600)
             self._runs = self._progress.add_task("runs ", total=runs, unit="runs")
             self._steps = self._progress.add_task("steps", total=steps, unit="steps")
 

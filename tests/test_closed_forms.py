@@ -1,4 +1,4 @@
-"""Closed forms for binary rewards (FADE.md section 2), checked through ``fade.mass_profile``.
+"""Closed forms for binary rewards (docs/method.md, section 2), checked through ``fade.mass_profile``.
 
 A group of G rollouts with c = k successes has solve rate p = k/G and q = 1 - p. Each row of the
 table gives the advantage of a success (a+) and of a failure (a-, signed), and the masses
@@ -50,7 +50,7 @@ def passk_rho(g: int, c: int, k: int) -> Fraction:
 
 
 def table(name: str, g: int, c: int, **params) -> tuple[float, float]:
-    """(a+, a-) from FADE.md section 2, before the k = 0 / k = G conventions."""
+    """(a+, a-) from docs/method.md, section 2, before the k = 0 / k = G conventions."""
     p = c / g
     q = 1 - p
     if name == "dr_grpo":

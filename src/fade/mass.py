@@ -26,7 +26,7 @@ __all__ = ["BALANCED_SIGN", "DIAGNOSTICS", "MassProfile", "MassReport", "carries
 
 @dataclass(frozen=True)
 class MassReport:
-    """Batch diagnostics of a set of advantages (FADE.md section 2).
+    """Batch diagnostics of a set of advantages (docs/method.md, section 1).
 
     Attributes:
         positive_mass: (1/N) sum max(A, 0).

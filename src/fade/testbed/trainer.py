@@ -72,7 +72,7 @@ RUN_FILE, RESUMES_FILE = CONFIG_FILE, "resumes.jsonl"
 RESUME_MAY_CHANGE = ("out", "progress", "checkpoint_every", "eval_every", "device", "steps")
 #: The optimizers ``TrainConfig.optimizer`` names: AdamW (with the adam_* settings), or plain SGD
 #: (no momentum, no dampening, weight decay only if asked), the gradient step first-order theory
-#: such as FADE.md section 6's entropy formula is about.
+#: such as the entropy formula of docs/method.md, section 4, is about.
 OPTIMIZERS = ("adamw", "sgd")
 _EVAL_STREAM = 1_000_003  # keeps evaluation randomness apart from the training steps'
 
@@ -259,8 +259,8 @@ def token_covariance(adv: torch.Tensor, logp: torch.Tensor, mask: torch.Tensor) 
 
     Cov = mean_t(A_t lp_t) - mean_t(A_t) mean_t(lp_t) = (1/N) sum_t (A_t - mean_t A) lp_t, the sums
     over the N tokens where ``mask`` is True. It is the covariance term of the first-order entropy
-    change dH ~ -eta [(m_S - m_F) H + Cov(A, log pi)] (Cui et al., arXiv 2505.22617; FADE.md
-    section 6). Computed in float64 from each rollout's token count and log-prob sum (one
+    change dH ~ -eta [(m_S - m_F) H + Cov(A, log pi)] (Cui et al., arXiv 2505.22617; docs/method.md,
+    section 4). Computed in float64 from each rollout's token count and log-prob sum (one
     reduction over the tokens); the centred form keeps it exact for a constant A.
 
     Args:
@@ -486,7 +486,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             if len(diagnostics) < len(DIAGNOSTICS):
                 report = decompose_grouped(adv.double(), rewards, as_groups(prompt_ids, rewards.numel(), "cpu"))
                 diagnostics = {k: getattr(report, k) for k in DIAGNOSTICS}
-            # The first-order entropy formula's terms on this batch, before the update (FADE.md section 6).
+            # The first-order entropy formula's terms on this batch, before the update (docs/method.md, section 4).
             cov_adv_logp = token_covariance(adv, old_lp, c_mask)
             mass_entropy_term = (float(diagnostics["positive_mass"]) - float(diagnostics["negative_mass"])) * entropy
             adv_dev = adv.to(device=device, dtype=torch.float32)

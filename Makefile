@@ -17,17 +17,13 @@ $(VENV)/.installed-$(EXTRAS): pyproject.toml
 
 install: $(VENV)/.installed-$(EXTRAS)
 
-DEMO_STEPS ?= 500
-
-# FADE on the arithmetic task from the shipped base policy (about 7 minutes on 2 CPU cores),
-# then the estimators' gradient-mass atlas. A rerun continues the finished run instead of
-# starting over; `make clean-demo` removes it.
+# FADE against grpo on the same seed, base policy and prompts: two of the paper preset's runs
+# (countdown_multi, 200 steps, one core each, side by side), then one comparison figure,
+# $(DEMO_OUT)/compare.png, and a table. A rerun skips what finished; `make clean-demo` removes it.
 # The demo needs the testbed only: the engines' extras (verl pulls Ray) are for `make test`.
 demo:
 	$(MAKE) install EXTRAS=testbed
-	$(VENV)/bin/fade atlas --group-size 16 --out $(DEMO_OUT)/atlas.png
-	$(VENV)/bin/fade train --task arithmetic --estimator fade --steps $(DEMO_STEPS) --eval-every 250 \
-		--seed 0 --out $(DEMO_OUT)/fade-arithmetic $(if $(wildcard $(DEMO_OUT)/fade-arithmetic/checkpoint.pt),--resume,)
+	$(VENV)/bin/fade demo --out $(DEMO_OUT)
 
 clean-demo:
 	rm -rf $(DEMO_OUT)

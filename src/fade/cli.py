@@ -842,11 +842,110 @@ def _run_sweep(args: argparse.Namespace) -> int:
     return 1 if outcome.failed else 0
 
 
+# -- fade compare / fade demo ------------------------------------------------------------------
+
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="put finished runs side by side: one figure (pass@1, pass@k, entropy, sign/difficulty plane) and a table",
+        description=(
+            "Read the run folders `fade train` wrote and draw them on shared axes into --out: pass@1 against "
+            "step, the final pass@k curves (under the base's when all runs share it), training entropy (with "
+            "FADE's target H*) and each run's path on the sign/difficulty plane. Prints a table of the shared "
+            "base evaluation, each run's final one, and the training signals behind them."
+        ),
+        formatter_class=_DefaultsHelpFormatter,
+    )
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders written by fade train or fade sweep")
+    p.add_argument("--out", default="compare.png", metavar="FILE.png", help="the figure to write; its folder is created")
+    p.add_argument("--label-key", default=None, metavar="KEY",
+                   help="label runs by this run.json key, e.g. estimator_args.h_star_ratio (default: the estimator)")
+    p.set_defaults(func=_run_compare)
+
+
+def _print_comparison(runs: Sequence[str | Path], out: Path, *, labels: Sequence[str] | None = None,
+                      label_key: str | None = None, title: str | None = None) -> None:
+    from .testbed import report
+
+    if out.suffix.lower() != ".png":
+        raise ValueError(f"--out must name a .png file, got {str(out)!r}")
+    missing = [str(r) for r in runs if not (Path(r) / "metrics.jsonl").is_file()]
+    if missing:
+        raise ValueError(f"{missing[0]} holds no run (no metrics.jsonl): expected a folder written by fade train")
+    figure = report.compare_runs(runs, out, label_key=label_key)
+    table = report.compare_table(runs, labels=labels)
+    if title is not None:
+        table.title = title
+    console = _console()
+    console.print(table)
+    console.print(f"wrote {figure}")
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    _print_comparison(args.runs, Path(args.out), label_key=args.label_key)
+    return 0
+
+
+DEMO_READING = (
+    "How to read it: both runs start from the same base policy (grey) and see the same prompts; only the "
+    "advantage differs (second - first: FADE minus the baseline). RL raises pass@1 and narrows the policy, so "
+    "pass@k at large k falls below the base's: the run that keeps more of it keeps more distinct correct answers. "
+    "The entropy panel shows how fast each run sharpens (dotted: FADE's target H*; its sign knob delta drops "
+    "below 1 once the entropy average is under it). On the plane, a run left of the baseline puts its weight on "
+    "harder prompts (FADE's alpha > 1), one below 0.5 on failures (delta < 1). One seed is one draw: "
+    "docs/results/paper holds the five-seed comparison."
+)
+
+
+def _add_demo(sub: argparse._SubParsersAction) -> None:
+    from .experiments.demo import DEMO_BASELINE, DEMO_FADE, DEMO_SEED
+
+    p = sub.add_parser(
+        "demo",
+        help=f"FADE against {DEMO_BASELINE} on the same seed and prompts, in minutes on two cores, with one figure",
+        description=(
+            f"Train {DEMO_BASELINE} and {DEMO_FADE} on countdown_multi from the shipped base policy, seed "
+            f"{DEMO_SEED}, with the paper preset's settings (G = 16, 16 prompts a step, 200 steps; one core each), "
+            "then draw both into DIR/compare.png and print a table of their final evaluations and training "
+            "signals. A rerun skips the finished runs and resumes an interrupted one."
+        ),
+        formatter_class=_DefaultsHelpFormatter,
+    )
+    p.add_argument("--out", default="runs/demo", metavar="DIR", help="the demo's folder")
+    p.add_argument("--workers", type=int, default=2, metavar="N", help="runs trained at once, one core each")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_run_demo, needs=lambda args: ("testbed",))
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    _testbed()
+    from .experiments.demo import FIGURE, run_demo
+
+    if args.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    try:
+        outcome = run_demo(args.out, workers=args.workers, progress=not args.no_progress)
+    except KeyboardInterrupt:
+        print(f"fade: interrupted; finished runs and checkpoints in {args.out} are intact: rerun the same command to resume",
+              file=sys.stderr)
+        return 130
+    for key, message in sorted(outcome.failed.items()):
+        print(f"fade: run {key} failed: {message}", file=sys.stderr)
+    if outcome.failed:
+        return 1
+    _print_comparison(outcome.runs, Path(args.out) / FIGURE, labels=outcome.labels,
+                      title="countdown_multi, seed 0: the same base and prompts, two advantages")
+    _console().print(DEMO_READING)
+    return 0
+
+
 # -- entry point -------------------------------------------------------------------------------
 
 #: Subcommands in the order ``fade --help`` lists them.
 COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
-    _add_atlas, _add_decompose, _add_pretrain, _add_calibrate, _add_train, _add_eval, _add_sweep,
+    _add_atlas, _add_decompose, _add_pretrain, _add_calibrate, _add_train, _add_eval, _add_sweep, _add_compare,
+    _add_demo,
 )
 
 

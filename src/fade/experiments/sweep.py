@@ -395,13 +395,15 @@ def run_sweep(
     progress: bool = True,
     command: str | None = None,
     log: Callable[[str], None] | None = None,
+    report: bool = True,
 ) -> SweepOutcome:
     """Run every unfinished run of ``preset`` into ``out``, then write ``out/README.md``.
 
     ``command`` is the command line printed at the top of the report (default: the preset's
     ``fade sweep`` command). ``log`` receives one line per run that finishes or fails (default:
-    printed above the progress bar, or nowhere without it). Workers are spawned, so a script that
-    calls this with ``workers > 1`` needs the usual ``if __name__ == "__main__":`` guard.
+    printed above the progress bar, or nowhere without it). ``report=False`` trains and writes no
+    report (``fade demo`` draws its own figure). Workers are spawned, so a script that calls this
+    with ``workers > 1`` needs the usual ``if __name__ == "__main__":`` guard.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
@@ -409,7 +411,8 @@ def run_sweep(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     with _lock(out):
-        return _sweep(preset, out, workers, keep_checkpoints, progress, command or default_command(preset, out), log)
+        return _sweep(preset, out, workers, keep_checkpoints, progress, command or default_command(preset, out), log,
+                      report)
 
 
 @contextlib.contextmanager
@@ -440,7 +443,7 @@ def _alive(pid: int) -> bool:
 
 
 def _sweep(preset: Preset, out: Path, workers: int, keep_checkpoints: bool, progress: bool, command: str,
-           log: Callable[[str], None] | None) -> SweepOutcome:
+           log: Callable[[str], None] | None, report: bool = True) -> SweepOutcome:
     outcome = SweepOutcome()
     first = preset.runs()
     candidates = {r.key for r in _tuning_candidates(preset)}
@@ -510,11 +513,13 @@ def _sweep(preset: Preset, out: Path, workers: int, keep_checkpoints: bool, prog
         pool.close(cancel=True)
         # An interrupted sweep still reports the runs that finished, so a long sweep stopped at
         # any point leaves a report of what it measured; the rest resumes on the next call.
-        with contextlib.suppress(Exception):
-            outcome.readme = write_sweep_report(preset, out, outcome, command, workers)
+        if report:
+            with contextlib.suppress(Exception):
+                outcome.readme = write_sweep_report(preset, out, outcome, command, workers)
         raise
     pool.close()
-    outcome.readme = write_sweep_report(preset, out, outcome, command, workers)
+    if report:
+        outcome.readme = write_sweep_report(preset, out, outcome, command, workers)
     return outcome
 
 

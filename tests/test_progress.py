@@ -84,3 +84,44 @@ def test_step_bar_counts_units_and_notes_without_counting():
     with step_bar("off", 10, enabled=False) as advance:
         advance("nothing", 0)
         advance("nothing")
+
+
+def test_spinner_shows_what_it_is_doing_and_the_elapsed_time():
+    from fade.progress import spinner
+
+    console = Console(file=io.StringIO(), width=80, color_system=None, force_terminal=False)
+    with spinner("report", console=console) as note:
+        note("reading run 3/12: arithmetic/grpo/seed0")
+        note("tables and figures")
+    line = console.file.getvalue().splitlines()[-1]
+    assert "report" in line and "tables and figures" in line and "0:00:0" in line and len(line) <= 80
+    with spinner("off", enabled=False) as note:
+        note("nothing")
+
+
+def test_the_trainer_counts_every_step_and_notes_its_evaluations(tiny_model, tmp_path, monkeypatch):
+    """What the trainer's bar is told: one unit a step, and a note (no unit) for each evaluation's
+    chunks, starting before the first step."""
+    import contextlib
+
+    from fade.testbed import trainer
+
+    calls: list[tuple[str, int]] = []
+
+    @contextlib.contextmanager
+    def recording(description, total, completed=0, enabled=True, **kwargs):
+        calls.append((f"open {description} {total} {completed}", -1))
+        yield lambda stats, units=1: calls.append((stats, units))
+
+    monkeypatch.setattr(trainer, "step_bar", recording)
+    config = trainer.TrainConfig(out=str(tmp_path / "run"), model=tiny_model, estimator="grpo", steps=3, eval_every=2,
+                                 eval_prompts=3, eval_samples=2, prompts_per_step=2, group_size=2, device="cpu")
+    trainer.train(config)
+    assert calls[0] == ("open grpo on arithmetic 3 0", -1)
+    assert calls[1] == ("evaluating at step 0: 0/3 prompts x 2 samples", 0)
+    assert ("evaluating at step 0: 3/3 prompts x 2 samples", 0) in calls
+    steps = [stats for stats, units in calls if units == 1]
+    assert len(steps) == 3 and all(s.startswith("reward ") for s in steps)
+    assert "pass@1" in steps[-1] and "(step 3)" in steps[-1]  # the last evaluation's pass@1 stays on the line
+    assert ("evaluating at step 2: 0/3 prompts x 2 samples", 0) in calls
+    assert sum(units for _, units in calls if units > 0) == 3

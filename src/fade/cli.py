@@ -806,7 +806,8 @@ def _run_sweep(args: argparse.Namespace) -> int:
     preset.check()
     console = _console()
     if args.report_only:
-        outcome = sweep.report_sweep(preset, args.out, workers=args.workers, command=_sweep_command(args))
+        outcome = sweep.report_sweep(preset, args.out, workers=args.workers, command=_sweep_command(args),
+                                     progress=not args.no_progress)
         console.print(f"{len(outcome.skipped)} of {len(outcome.runs)} runs finished; wrote {outcome.readme}")
         return 0
     if args.dry_run:

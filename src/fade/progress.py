@@ -12,10 +12,12 @@ loads it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-__all__ = ["BAR_MIN_WIDTH", "DESCRIPTION_WIDTH", "Advance", "bar_columns", "make_progress", "rate_text", "step_bar"]
+__all__ = [
+    "BAR_MIN_WIDTH", "DESCRIPTION_WIDTH", "Advance", "bar_columns", "make_progress", "rate_text", "spinner", "step_bar",
+]
 
 #: The description column's width at most (longer ones end in an ellipsis) ...
 DESCRIPTION_WIDTH = 22
@@ -103,3 +105,24 @@ def step_bar(
             bar.update(task, advance=units, stats=stats)
 
         yield advance
+
+
+@contextlib.contextmanager
+def spinner(description: str, enabled: bool = True, *, console: Any = None) -> Iterator[Callable[[str], None]]:
+    """For work whose size is not known up front: a spinner, ``description``, what it is doing now
+    and the elapsed time, on one line. Yields ``note(text)``, which sets what it is doing now."""
+    if not enabled:
+        yield lambda text: None
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.table import Column
+
+    kwargs = {} if console is None else {"console": console}
+    columns = (
+        SpinnerColumn(), TextColumn("[bold]{task.description}"),
+        TextColumn("{task.fields[now]}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, **kwargs) as bar:
+        task = bar.add_task(description, total=None, now="")
+        yield lambda text: bar.update(task, now=text)

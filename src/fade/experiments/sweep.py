@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from fade.atomic import write_json_atomic
-from fade.progress import make_progress
+from fade.progress import make_progress, spinner
 
 from .presets import Preset, RunSpec, estimate_seconds, estimate_wall_seconds, format_minutes
 
@@ -519,11 +519,12 @@ def _sweep(preset: Preset, out: Path, workers: int, keep_checkpoints: bool, prog
         raise
     pool.close()
     if report:
-        outcome.readme = write_sweep_report(preset, out, outcome, command, workers)
+        outcome.readme = write_sweep_report(preset, out, outcome, command, workers, progress)
     return outcome
 
 
-def report_sweep(preset: Preset, out: str | Path, *, workers: int = 2, command: str | None = None) -> SweepOutcome:
+def report_sweep(preset: Preset, out: str | Path, *, workers: int = 2, command: str | None = None,
+                 progress: bool = False) -> SweepOutcome:
     """Write the report of ``preset``'s runs finished so far in ``out``; train nothing.
 
     Safe while a sweep is running into the same folder: it only reads the finished runs' logs.
@@ -538,12 +539,14 @@ def report_sweep(preset: Preset, out: str | Path, *, workers: int = 2, command: 
         if outcome.choice:
             outcome.runs += preset.tuned_runs(outcome.choice)
     outcome.skipped = [r.key for r in outcome.runs if inspect_run(r, out)[0] == DONE]
-    outcome.readme = write_sweep_report(preset, out, outcome, command or default_command(preset, out), workers)
+    outcome.readme = write_sweep_report(preset, out, outcome, command or default_command(preset, out), workers, progress)
     return outcome
 
 
-def write_sweep_report(preset: Preset, out: Path, outcome: SweepOutcome, command: str, workers: int) -> Path:
-    """Summarise every finished run and write the report (README.md, PNGs, results.json)."""
+def write_sweep_report(preset: Preset, out: Path, outcome: SweepOutcome, command: str, workers: int,
+                       progress: bool = False) -> Path:
+    """Summarise every finished run and write the report (README.md, PNGs, results.json);
+    ``progress`` shows which part it is on (a large sweep's report takes a while)."""
     from .claims import evaluate, summarise
     from .results_report import write_report
 
@@ -552,16 +555,21 @@ def write_sweep_report(preset: Preset, out: Path, outcome: SweepOutcome, command
     summaries = []
     order = {spec: i for i, spec in enumerate(spec for plan in preset.plans for spec in plan.estimators)}
     tasks = {task: i for i, task in enumerate(preset.tasks)}
-    for run in sorted(outcome.runs, key=lambda r: (tasks.get(r.task, len(tasks)), order.get(r.estimator, len(order)), r.seed)):
-        if run.key in outcome.failed or inspect_run(run, out)[0] != DONE:
-            continue
-        try:
-            summaries.append(summarise(run, out))
-        except (ValueError, OSError) as exc:
-            outcome.failed[run.key] = f"could not read its logs: {exc}"
-    sections = evaluate(summaries, preset, outcome.choice)
-    return write_report(out, preset=preset, runs=outcome.runs, summaries=summaries, sections=sections,
-                        failures=outcome.failed, command=command, workers=workers, choice=outcome.choice)
+    runs = sorted(outcome.runs, key=lambda r: (tasks.get(r.task, len(tasks)), order.get(r.estimator, len(order)), r.seed))
+    with spinner("report", progress) as note:
+        for i, run in enumerate(runs, 1):
+            note(f"reading run {i}/{len(runs)}: {run.key}")
+            if run.key in outcome.failed or inspect_run(run, out)[0] != DONE:
+                continue
+            try:
+                summaries.append(summarise(run, out))
+            except (ValueError, OSError) as exc:
+                outcome.failed[run.key] = f"could not read its logs: {exc}"
+        note(f"verdicts on {len(summaries)} runs")
+        sections = evaluate(summaries, preset, outcome.choice)
+        note(f"tables and figures into {out}")
+        return write_report(out, preset=preset, runs=outcome.runs, summaries=summaries, sections=sections,
+                            failures=outcome.failed, command=command, workers=workers, choice=outcome.choice)
 
 
 class _Bar:

@@ -330,6 +330,7 @@ def _write_samples(tmp_path: Path) -> Path:
         (["pretrain", "--task", "arithmetic", "--out", "{out}", "--no-progress"], "testbed", "transformers"),
         (["calibrate", "--task", "countdown", "--out", "{out}", "--no-progress"], "testbed", "safetensors"),
         (["sweep", "--preset", "quick", "--out", "{out}", "--no-progress"], "testbed", "transformers"),
+        (["demo", "--out", "{out}", "--no-progress"], "testbed", "transformers"),
         (["eval", "{samples}", "--verifier", "math", "--out", "{out}", "--no-progress"], "math", "math_verify"),
         (["train", "--data", "{samples}", "--verifier", "math", "--out", "{out}", "--no-progress"], "math", "math_verify"),
     ],

@@ -23,6 +23,8 @@ __all__ = [
 DESCRIPTION_WIDTH = 22
 #: ... and the bar's at least, so that the line fits 80 columns with a rate such as "12.34 samples/s".
 BAR_MIN_WIDTH = 10
+#: The window, in seconds, over which a bar's rate is measured.
+SPEED_WINDOW_SECONDS = 120.0
 
 
 class Advance(Protocol):
@@ -98,7 +100,9 @@ def step_bar(
         yield lambda stats, units=1: None
         return
     kwargs = {} if console is None else {"console": console}
-    with make_progress(unit=unit, **kwargs) as bar:
+    # A two-minute speed window: evaluations pause the count for tens of seconds, and the rate and
+    # the ETA should include them rather than jump after each one.
+    with make_progress(unit=unit, speed_estimate_period=SPEED_WINDOW_SECONDS, **kwargs) as bar:
         task = bar.add_task(description, total=total, completed=completed, stats="")
 
         def advance(stats: str, units: int = 1) -> None:

@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 EXTRAS ?= testbed,trl,verl,math,test
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo clean-demo test lint install bench bench-trainer bench-peers base sweep-quick results clean
+.PHONY: demo clean-demo test lint install dist check-wheel bench bench-trainer bench-peers base sweep-quick results clean
 
 $(VENV)/.installed-$(EXTRAS): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -17,17 +17,13 @@ $(VENV)/.installed-$(EXTRAS): pyproject.toml
 
 install: $(VENV)/.installed-$(EXTRAS)
 
-DEMO_STEPS ?= 500
-
-# FADE on the arithmetic task from the shipped base policy (about 7 minutes on 2 CPU cores),
-# then the estimators' gradient-mass atlas. A rerun continues the finished run instead of
-# starting over; `make clean-demo` removes it.
+# FADE against grpo on the same seed, base policy and prompts: two of the paper preset's runs
+# (countdown_multi, 200 steps, one core each, side by side), then one comparison figure,
+# $(DEMO_OUT)/compare.png, and a table. A rerun skips what finished; `make clean-demo` removes it.
 # The demo needs the testbed only: the engines' extras (verl pulls Ray) are for `make test`.
 demo:
 	$(MAKE) install EXTRAS=testbed
-	$(VENV)/bin/fade atlas --group-size 16 --out $(DEMO_OUT)/atlas.png
-	$(VENV)/bin/fade train --task arithmetic --estimator fade --steps $(DEMO_STEPS) --eval-every 250 \
-		--seed 0 --out $(DEMO_OUT)/fade-arithmetic $(if $(wildcard $(DEMO_OUT)/fade-arithmetic/checkpoint.pt),--resume,)
+	$(VENV)/bin/fade demo --out $(DEMO_OUT)
 
 clean-demo:
 	rm -rf $(DEMO_OUT)
@@ -35,6 +31,17 @@ clean-demo:
 test: install
 	$(PY) -m ruff check src tests benchmarks examples
 	$(PY) -m pytest -q -n 2
+
+# The sdist and the wheel (built from the sdist) into dist/: `pip install 'dist/fade_rl-VERSION-py3-none-any.whl[testbed]'`
+# installs fade on a machine without this checkout.
+dist: install
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+
+# What CI checks after the suite: the wheel installs into an empty environment outside the checkout
+# and runs `fade --version` and a one-step `fade train` from there.
+check-wheel: install
+	PYTHON=$(PY) TORCH_SPEC="$(TORCH_SPEC)" .ci/check-wheel
 
 lint: install
 	$(PY) -m ruff check src tests benchmarks examples
@@ -62,4 +69,4 @@ base: install
 	$(VENV)/bin/fade pretrain --task countdown --seed 0 --out src/fade/testbed/base/countdown
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .hypothesis
+	rm -rf $(VENV) runs dist build .pytest_cache .hypothesis

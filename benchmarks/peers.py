@@ -38,7 +38,7 @@ How to run
 ----------
     python benchmarks/peers.py [--sizes 1e4,1e5,1e6] [--uids str,int] [--threads 1] [--full]
 
-Needs the verl extra (``pip install fade-rl[verl]``); the TRL row needs ``fade-rl[trl]`` and is
+Needs the verl extra (``pip install -e '.[verl]'`` from the clone); the TRL row needs the trl extra and is
 left out without it. About a minute on one core.
 """
 

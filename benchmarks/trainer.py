@@ -124,7 +124,7 @@ def main() -> None:
     try:
         import trl
     except ImportError:
-        raise SystemExit("TRL is not installed (pip install 'fade-rl[trl]'); rerun with --no-trl to skip it") from None
+        raise SystemExit("TRL is not installed (pip install -e '.[trl]' from the clone); rerun with --no-trl to skip it") from None
     peers = Table(title=f"The same work in TRL {trl.__version__}'s GRPOTrainer: ratio = TRL step time / fade train step time")
     for col in ("trainer", "advantage", "step (ms)", "steps/s", "sampled tokens/s", "ratio vs fade train (same advantage)"):
         peers.add_column(col, justify="right")

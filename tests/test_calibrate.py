@@ -67,3 +67,24 @@ def test_fade_calibrate_writes_json_and_png(tmp_path, capsys):
     assert matplotlib.image.imread(out / "calibration.png").shape[0] > 100
     assert "hardest bucket" in capsys.readouterr().out
     assert main(["calibrate", "--task", "countdown_multi", "--samples", "0", "--out", str(tmp_path / "x")]) == 2
+
+
+def test_calibrate_reports_its_prompts_as_it_goes(monkeypatch):
+    """Sampling 512 prompts x 64 takes minutes: the bar counts every prompt, test and training."""
+    import contextlib
+
+    import fade.progress
+
+    calls: list[tuple[str, int]] = []
+
+    @contextlib.contextmanager
+    def recording(description, total, completed=0, enabled=True, **kwargs):
+        calls.append((f"open {description} {total} {enabled}", -1))
+        yield lambda stats, units=1: calls.append((stats, units))
+
+    monkeypatch.setattr(fade.progress, "step_bar", recording)
+    calibrate("countdown_multi", train_prompts=6, test_prompts=5, samples=2, seed=0, device="cpu", progress=True)
+    assert calls[0] == ("open calibrate 11 True", -1)
+    assert sum(units for _, units in calls[1:]) == 11
+    assert calls[-1] == ("countdown_multi: training prompts 6/6, 2 samples each", 6)
+    assert any(stats == "countdown_multi: test prompts 5/5, 2 samples each" for stats, _ in calls)

@@ -313,3 +313,107 @@ def test_sweep_help_names_every_preset_and_every_planned_task(capsys):
         assert name in text, name
         for plan in preset.plans:
             assert plan.task in text, plan.task
+
+
+# -- extras are checked before any work ------------------------------------------------------------
+
+
+def _write_samples(tmp_path: Path) -> Path:
+    return _write_jsonl(tmp_path / "s.jsonl", [{"problem_id": "p", "completion": "\\boxed{2}", "answer": "2"}])
+
+
+@pytest.mark.parametrize(
+    "argv, extra, module",
+    [
+        (["train", "--out", "{out}", "--no-progress"], "testbed", "transformers"),
+        (["train", "--out", "{out}", "--no-progress"], "testbed", "tokenizers"),
+        (["pretrain", "--task", "arithmetic", "--out", "{out}", "--no-progress"], "testbed", "transformers"),
+        (["calibrate", "--task", "countdown", "--out", "{out}", "--no-progress"], "testbed", "safetensors"),
+        (["sweep", "--preset", "quick", "--out", "{out}", "--no-progress"], "testbed", "transformers"),
+        (["demo", "--out", "{out}", "--no-progress"], "testbed", "transformers"),
+        (["eval", "{samples}", "--verifier", "math", "--out", "{out}", "--no-progress"], "math", "math_verify"),
+        (["train", "--data", "{samples}", "--verifier", "math", "--out", "{out}", "--no-progress"], "math", "math_verify"),
+    ],
+)
+def test_a_missing_extra_is_one_line_naming_it_and_its_install_line(argv, extra, module, tmp_path, capsys, monkeypatch):
+    import sys
+
+    out = tmp_path / "out"
+    samples = _write_samples(tmp_path)
+    monkeypatch.setitem(sys.modules, module, None)  # what an environment without the package looks like to find_spec
+    argv = [a.format(out=out, samples=samples) for a in argv]
+    line = _assert_user_error(capsys, argv, f"needs the '{extra}' extra", module, f"[{extra}]")
+    assert line.startswith(f"fade: error: fade {argv[0]}")
+    assert "pip install" in line
+    assert not out.exists()
+
+
+def test_the_install_line_targets_the_installed_fade_or_the_clone(monkeypatch):
+    import importlib.metadata
+
+    from fade.cli import install_line
+
+    def absent(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: object())
+    assert install_line("math") == "pip install 'fade-rl[math]'"
+    monkeypatch.setattr(importlib.metadata, "distribution", absent)
+    assert install_line("math") == "pip install -e '.[math]' (from the fade repository's root)"
+
+
+def test_the_code_verifier_needs_no_math_extra(tmp_path, capsys, monkeypatch):
+    import sys
+
+    from fade.cli import require_extras
+
+    monkeypatch.setitem(sys.modules, "math_verify", None)
+    require_extras("fade eval --verifier code", ())
+    with pytest.raises(ValueError, match="'math' extra"):
+        require_extras("fade eval --verifier math", ("math",))
+
+
+# -- settings that cannot train --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "flags, needle",
+    [
+        (["--group-size", "1"], "--group-size 1 gives every rollout of fade an advantage of 0"),
+        (["--estimator", "grpo", "--group-size", "1"], "--group-size 1 gives every rollout of grpo"),
+        (["--estimator", "passk:k=4", "--group-size", "4"], "passk:k=4 gives every rollout an advantage of 0 at --group-size 4"),
+        (["--estimator", "pkpo:k=8", "--group-size", "8"], "pkpo:k=8 gives every rollout an advantage of 0"),
+        (["--estimator", "passk:k=8", "--group-size", "4"], "at least k rollouts"),
+        (["--verifier", "exact"], "--verifier exact scores --data files only"),
+    ],
+)
+def test_train_refuses_a_setting_that_cannot_train_before_any_work(flags, needle, tmp_path, capsys):
+    out = tmp_path / "X"
+    _assert_user_error(capsys, ["train", *flags, "--out", str(out), "--no-progress"], needle)
+    assert not out.exists()
+
+
+def test_every_verifier_the_help_lists_is_accepted_and_no_other(capsys):
+    from fade.testbed.datasets import VERIFIERS
+
+    assert main(["train", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"how --data answers are checked: {', '.join(VERIFIERS)} " in text
+    _assert_user_error(capsys, ["train", "--data", "x.jsonl", "--verifier", "nonsense", "--out", "o"], "nonsense", "exact")
+
+
+@pytest.mark.parametrize("command", ["atlas", "decompose", "pretrain", "calibrate", "train", "eval", "sweep"])
+def test_help_of_every_command_shows_each_default(command, capsys):
+    assert main([command, "--help"]) == 0
+    entries: dict[str, str] = {}
+    flag = None
+    for line in capsys.readouterr().out.split("options:")[1].splitlines():
+        stripped = line.strip()
+        if line.startswith("  -"):
+            flag = stripped.split()[0].rstrip(",")
+            entries[flag] = stripped
+        elif flag is not None and stripped:
+            entries[flag] += " " + stripped
+    for flag, entry in entries.items():
+        if flag != "-h":
+            assert "(default" in entry or "(required)" in entry, entry

@@ -1,4 +1,4 @@
-"""Closed forms for binary rewards (FADE.md section 2), checked through ``fade.mass_profile``.
+"""Closed forms for binary rewards (docs/method.md, section 2), checked through ``fade.mass_profile``.
 
 A group of G rollouts with c = k successes has solve rate p = k/G and q = 1 - p. Each row of the
 table gives the advantage of a success (a+) and of a failure (a-, signed), and the masses
@@ -50,7 +50,7 @@ def passk_rho(g: int, c: int, k: int) -> Fraction:
 
 
 def table(name: str, g: int, c: int, **params) -> tuple[float, float]:
-    """(a+, a-) from FADE.md section 2, before the k = 0 / k = G conventions."""
+    """(a+, a-) from docs/method.md, section 2, before the k = 0 / k = G conventions."""
     p = c / g
     q = 1 - p
     if name == "dr_grpo":
@@ -262,3 +262,54 @@ def test_implied_objectives(g):
     for alpha in (0.5, 2.0, 3.0):
         w = fade.mass_profile("power", group_size=g, alpha=alpha).weight[inner]
         torch.testing.assert_close(w, (1 - p) ** (alpha - 1))
+
+
+# -- estimators and group sizes that give no signal at all -----------------------------------------
+
+
+def _params(name: str) -> dict:
+    return {"total_steps": 10} if name == "fade_decay" else {}
+
+
+#: The estimators whose advantage of a rollout does not subtract a baseline from its own group:
+#: the REINFORCE family (r, r - 1, lam r - (1 - r)), ReMax (the greedy completion's reward) and
+#: REINFORCE++ (the batch mean).
+NO_GROUP_BASELINE = {"reinforce", "psr", "nsr", "w_reinforce", "remax", "reinforce_pp"}
+
+
+@pytest.mark.parametrize("name", fade.available())
+def test_one_rollout_groups_carry_signal_only_without_a_group_baseline(name):
+    """A group of one is its own baseline: every estimator that subtracts the group's (weighted)
+    mean gives it advantage 0 whatever the reward, so training with G = 1 learns nothing; the
+    others keep their weight (psr reinforces a success, nsr pushes a failure down)."""
+    if name in ("passk", "pkpo", "grpo_passk"):
+        with pytest.raises(ValueError, match="at least k rollouts"):
+            fade.carries_signal(name, 1, **_params(name))
+        return
+    assert fade.carries_signal(name, 1, **_params(name)) == (name in NO_GROUP_BASELINE)
+
+
+@pytest.mark.parametrize("g", [2, 3, 4, 8])
+@pytest.mark.parametrize("name", fade.available())
+def test_every_estimator_carries_signal_from_two_rollouts_up(name, g):
+    params = {**_params(name), **({"k": min(2, g - 1)} if name in ("passk", "pkpo") else {})}
+    assert fade.carries_signal(name, g, **params)
+
+
+@pytest.mark.parametrize("g", [2, 3, 4, 8])
+@pytest.mark.parametrize("name", ["passk", "pkpo"])
+def test_pass_at_k_of_the_whole_group_carries_no_signal(name, g):
+    """With k = G the group is its only subset of k: pass@k is one number for every rollout, and
+    no rollout changes it. k = G - 1 already moves it."""
+    assert not fade.carries_signal(name, g, k=g)
+    assert fade.carries_signal(name, g, k=g - 1) == (g > 1)
+
+
+def test_carries_signal_does_not_advance_a_stateful_estimator():
+    est = fade.estimator("fade")
+    est.observe(entropy=1.0)
+    before = est.state_dict()
+    assert fade.carries_signal(est, 4)
+    assert est.state_dict() == before
+    with pytest.raises(ValueError, match="group_size"):
+        fade.carries_signal("grpo", 0)

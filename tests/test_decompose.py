@@ -1,4 +1,4 @@
-"""Batch diagnostics of advantages (FADE.md section 2), on hand-made batches with known answers.
+"""Batch diagnostics of advantages (docs/method.md, section 1), on hand-made batches with known answers.
 
 positive_mass = (1/N) sum max(A, 0); negative_mass = (1/N) sum max(-A, 0);
 sign_balance = positive / (positive + negative); difficulty = sum |A_i| p_g(i) / sum |A_i|;

@@ -1,4 +1,4 @@
-"""Bad input raises ValueError saying what was wrong (FADE.md section 4).
+"""Bad input raises ValueError saying what was wrong (the README's "Using it").
 
 Every case is a ``pytest.raises(ValueError, match=...)`` on the part of the message that names
 the problem. The last tests pin the one-rollout convention: a group with no peer gets 0.

@@ -23,6 +23,8 @@ from fade.testbed.report import (
     PLANE_PIXEL_SIZE,
     _compare_labels,
     compare_runs,
+    compare_table,
+    legend_in_headroom,
     passk_pixel_size,
     plot_run,
     summary_table,
@@ -461,6 +463,8 @@ def test_plot_run_draws_a_long_run(tmp_path):
 def test_summary_table_compares_base_final_and_best(tmp_path):
     directory = _write_run(tmp_path / "fade", steps=60)
     text = _render(summary_table(load_run(directory)))
+    # The third column is one evaluation, the one with the highest pass@1, and says so.
+    assert "at peak pass@1" in text and "every row read there" in " ".join(text.split())
     assert "fade(h_star_ratio=0.5)" in text and "task countdown" in text and "seed 3" in text
     # Evals at steps 0, 30, 60 with pass@1 0.125, 0.625, 0.5: the best is step 30.
     assert _row(text, "eval at step") == ["0", "60", "30"]
@@ -491,7 +495,7 @@ def test_summary_table_grpo_without_evals_or_schedule(tmp_path):
     _write_jsonl(directory / "metrics.jsonl", rows)
     text = _render(summary_table(load_run(directory)))
     assert "no eval.jsonl" in text
-    assert "pass@1" not in text and "train alpha" not in text and "train h_star" not in text
+    assert "│ pass@1" not in text and "train alpha" not in text and "train h_star" not in text
     assert _row(text, "train entropy")[1] == f"{rows[-2]['entropy']:.3f}"
 
 
@@ -536,3 +540,87 @@ def test_compare_runs_labels_and_their_errors(tmp_path):
     with pytest.raises(ValueError, match="at least one run"):
         compare_runs([], tmp_path / "x.png")
     assert not (tmp_path / "x.png").exists()
+
+
+# -- training.png: legends, the clip/kl panel, the sign_balance range ------------------------------
+
+
+def _panel(cols: dict, title: str):
+    from fade.testbed.report import _training_panels, headless_pyplot
+
+    steps = cols["step"]
+    draw = dict(_training_panels(cols, steps, 1))[title]
+    plt = headless_pyplot()
+    fig, ax = plt.subplots(figsize=(4, 2.6))
+    draw(ax)
+    return fig, ax
+
+
+def test_a_legend_sits_above_every_curve_of_its_panel():
+    from fade.testbed.report import headless_pyplot
+
+    plt = headless_pyplot()
+    fig, ax = plt.subplots(figsize=(4, 2.6))
+    x = np.arange(50)
+    tops = []
+    for i in range(7):  # the reward panel's seven entries, one curve reaching the top edge
+        y = np.sin(x / 5 + i) * 0.5 + 0.5
+        ax.plot(x, y, label=f"curve {i}")
+        tops.append(y.max())
+    legend_in_headroom(ax)
+    fig.canvas.draw()
+    box = ax.get_legend().get_window_extent().transformed(ax.transData.inverted())
+    assert box.y0 > max(tops)  # the legend's lowest point is above the highest data point
+    assert ax.get_ylim()[1] >= box.y1
+    plt.close(fig)
+
+
+def test_the_clip_kl_panel_waits_for_a_nonzero_value():
+    rows = _metrics(range(1, 31), fade=False, kl=False)
+    for row in rows:
+        row.update(clip_fraction=0.0, kl=None)  # one pass per batch: nothing was clipped
+    cols = {k: np.array([r[k] if r[k] is not None else np.nan for r in rows], dtype=float) for k in rows[0]}
+    from fade.testbed.report import _training_panels
+
+    titles = [t for t, _ in _training_panels(cols, cols["step"], 1)]
+    assert "clip_fraction, kl" not in titles
+    cols["clip_fraction"][5] = 0.01
+    assert "clip_fraction, kl" in [t for t, _ in _training_panels(cols, cols["step"], 1)]
+
+
+@pytest.mark.parametrize("values, at_least", [
+    (0.5 + 1e-9 * np.sin(np.arange(40)), (0.4, 0.6)),  # a centred estimator: float noise around 0.5
+    (np.linspace(0.5, 0.2, 40), (0.2, 0.6)),            # FADE's sign knob acting
+])
+def test_the_sign_balance_panel_shows_at_least_0_4_to_0_6(values, at_least):
+    cols = {"step": np.arange(1, 41, dtype=float), "sign_balance": values}
+    fig, ax = _panel(cols, "sign_balance (0.5 = balanced)")
+    lo, hi = ax.get_ylim()
+    assert 0.0 <= lo <= at_least[0] and at_least[1] <= hi <= 1.0
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+# -- compare_table ------------------------------------------------------------------------------
+
+
+def test_compare_table_puts_the_shared_base_and_each_final_side_by_side(tmp_path):
+    fade_run = _write_run(tmp_path / "fade", steps=40, evals=[_eval(0, 0.125), _eval(20, 0.5), _eval(40, 0.375)])
+    grpo_run = _write_run(tmp_path / "grpo", estimator="grpo", steps=40, evals=[_eval(0, 0.125), _eval(40, 0.25)])
+    text = _render(compare_table([grpo_run, fade_run], labels=["grpo", "fade"]))
+    assert _row(text, "pass@1") == ["0.125", "0.250", "0.375", "+0.125"]
+    assert _row(text, "pass@4") == [f"{1 - 0.875**4:.3f}", f"{1 - 0.75**4:.3f}", f"{1 - 0.625**4:.3f}",
+                                     f"{(1 - 0.625**4) - (1 - 0.75**4):+.3f}"]
+    assert _row(text, "peak pass@1") == ["—", "0.250", "0.500", "+0.250"]
+    assert _row(text, "peak at step") == ["40", "20"]
+    fade_entropy = [r["entropy"] for r in _metrics(range(1, 41), fade=True)]
+    assert _row(text, "train entropy, final (last 10% of steps)")[2] == f"{np.mean(fade_entropy[-4:]):.3f}"
+    # Only FADE logs a schedule: the other run's cells are dashes, and there is no difference.
+    assert _row(text, "mean delta")[:2] == ["—", "—"]
+    assert _row(text, "share of steps with delta < 1")[1] == "—"
+    # Different step-0 evaluations: no base column values.
+    other = _write_run(tmp_path / "other", estimator="grpo", steps=40, evals=[_eval(0, 0.2), _eval(40, 0.25)])
+    assert _row(_render(compare_table([other, fade_run])), "pass@1")[0] == "—"
+    with pytest.raises(ValueError, match="2 labels for 1 runs"):
+        compare_table([fade_run], labels=["a", "b"])

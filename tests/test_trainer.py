@@ -17,7 +17,7 @@ from fade.testbed.datasets import VERIFIERS
 from fade.testbed.tasks import Verdict
 from fade.testbed.trainer import OPTIMIZERS, TrainConfig, token_covariance, train
 
-# The metrics.jsonl keys FADE.md section 5 promises for every step.
+# The metrics.jsonl keys the README's testbed section promises for every step.
 CONTRACT = (
     "step", "reward_mean", "entropy", "param_norm", "grad_norm", "rank1_share", "positive_mass",
     "negative_mass", "sign_balance", "difficulty", "effective_sample_fraction", "step_seconds",

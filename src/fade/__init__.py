@@ -10,7 +10,7 @@ from . import adaptive as _adaptive  # noqa: F401  (registers FADE and its ablat
 from . import estimators as _estimators  # noqa: F401  (registers the estimators)
 from .adaptive import FadeEstimator
 from .geometry import rank1_share
-from .mass import MassProfile, MassReport, decompose, mass_profile
+from .mass import MassProfile, MassReport, carries_signal, decompose, mass_profile
 from .passk import pass_at_k
 from .registry import Estimator, EstimatorSpec, advantages, available, estimator, register, spec
 from .specs import estimator_from_spec, format_spec, parse_spec
@@ -25,6 +25,7 @@ __all__ = [
     "MassReport",
     "advantages",
     "available",
+    "carries_signal",
     "decompose",
     "estimator",
     "estimator_from_spec",

@@ -1,4 +1,4 @@
-"""FADE, Focal Advantage with Dynamic Entropy, and its ablations (FADE.md section 3).
+"""FADE, Focal Advantage with Dynamic Entropy, and its ablations (docs/method.md, section 3).
 
 FADE is the focal, sign-weighted advantage of :func:`fade.estimators.focal` with its two knobs
 scheduled from training dynamics:

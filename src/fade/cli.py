@@ -1,9 +1,10 @@
 """The ``fade`` command line: look at advantage estimators and measure batches of rollouts.
 
 Each subcommand is a pair of functions, ``_add_<name>(subparsers)`` that declares its flags and
-``_run_<name>(args)`` that does the work, listed in :data:`COMMANDS`; adding one (``pretrain``,
-``train``, ``eval``, ``sweep`` of FADE.md section 5) means adding a pair. User mistakes
-(unknown estimator, bad parameter, unreadable file, malformed input) surface as one line
+``_run_<name>(args)`` that does the work, listed in :data:`COMMANDS`; adding one means adding a
+pair. A subcommand names the extras it needs (``needs``, from its arguments), and :func:`main`
+checks that they are installed before any work starts (:data:`EXTRAS`). User mistakes (unknown
+estimator, bad parameter, unreadable file, malformed input, a missing extra) surface as one line
 ``fade: error: ...`` on stderr and exit status 2; the core signals them with ValueError, so
 that is what :func:`main` catches, together with OSError and argument errors.
 
@@ -24,12 +25,53 @@ from typing import Any
 
 from .registry import spec as registry_spec
 from .specs import SPEC_SYNTAX, format_value, merge_params, parse_params, parse_spec
+from .testbed.datasets import VERIFIERS
 from .testbed.tasks import TASKS
 
-__all__ = ["main"]
+__all__ = ["EXTRAS", "install_line", "main", "require_extras"]
 
 #: The testbed's built-in tasks (fade.testbed.tasks imports the standard library only).
 TASK_NAMES = tuple(TASKS)
+#: The verifiers ``--verifier`` accepts: the registry fade.testbed.datasets scores with (stdlib only to import).
+VERIFIER_NAMES = tuple(VERIFIERS)
+
+#: The extras of pyproject.toml that commands need, each with the modules whose presence says it
+#: is installed (looked up without importing them, so the check costs nothing).
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "testbed": ("transformers", "tokenizers", "safetensors"),
+    "math": ("math_verify",),
+}
+
+DATA_FORMAT = (
+    "one JSON object a line: 'prompt' and 'answer' (strings), optionally 'id', 'difficulty' (a positive integer "
+    "bucket, 1 when absent) and 'split' ('train' or 'test'; without it 20%% of the prompts go to test, by a hash "
+    "of the prompt); with --verifier code a line may hold its tests in place of 'answer' (docs/verifiers.md)"
+)
+
+
+def install_line(extra: str) -> str:
+    """The pip command that adds ``extra`` to this fade: to the installed distribution when there
+    is one (pip reads the extra from its metadata), else from the repository's root."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        distribution("fade-rl")
+    except PackageNotFoundError:
+        return f"pip install -e '.[{extra}]' (from the fade repository's root)"
+    return f"pip install 'fade-rl[{extra}]'"
+
+
+def require_extras(command: str, extras: Sequence[str]) -> None:
+    """Raise ValueError naming the first of ``extras`` that is not installed, with its install line."""
+    from importlib.util import find_spec
+
+    for extra in extras:
+        missing = [module for module in EXTRAS[extra] if find_spec(module) is None]
+        if missing:
+            raise ValueError(
+                f"{command} needs the '{extra}' extra, which is not installed ({', '.join(missing)} missing): "
+                f"{install_line(extra)}"
+            )
 
 DEFAULT_ATLAS_ESTIMATORS = (
     "dr_grpo",
@@ -63,6 +105,18 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+class _DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Shows every option's default: ``(default: X)`` unless its help already says it, ``off`` for a flag."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "(default" in text or action.default is argparse.SUPPRESS or action.required or not action.option_strings:
+            return text
+        if action.nargs == 0:
+            return f"{text} (default: off)"
+        return f"{text} (default: %(default)s)"
 
 
 def estimator_label(name: str, params: dict[str, Any]) -> str:
@@ -116,6 +170,7 @@ def _add_atlas(sub: argparse._SubParsersAction) -> None:
             ".json (each profile's rows and scalars), and prints a table."
         ),
         epilog=SPEC_HELP,
+        formatter_class=_DefaultsHelpFormatter,
     )
     p.add_argument(
         "--estimators",
@@ -130,7 +185,7 @@ def _add_atlas(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         metavar="B",
-        help="baseline reward every rollout gets, for estimators that need one (remax)",
+        help="baseline reward every rollout gets, for estimators that need one (remax) (default: none)",
     )
     p.add_argument(
         "--length",
@@ -228,11 +283,13 @@ def _add_decompose(sub: argparse._SubParsersAction) -> None:
             "'advantage'. Prints the batch diagnostics of fade.decompose."
         ),
         epilog=SPEC_HELP,
+        formatter_class=_DefaultsHelpFormatter,
     )
     p.add_argument("rollouts", metavar="ROLLOUTS.jsonl", help="the rollouts file")
-    p.add_argument("--estimator", default=None, metavar="SPEC", help="compute advantages with this estimator")
+    p.add_argument("--estimator", default=None, metavar="SPEC",
+                   help="compute advantages with this estimator (default: none, read each line's 'advantage')")
     p.add_argument(
-        "--estimator-args", default="", metavar="K=V[,K=V...]", help="estimator parameters, comma-separated"
+        "--estimator-args", default="", metavar="K=V[,K=V...]", help="estimator parameters, comma-separated (default: none)"
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.set_defaults(func=_run_decompose)
@@ -337,7 +394,7 @@ def _testbed():
         from . import testbed  # noqa: F401
         from .testbed import pretrain, trainer
     except ImportError as exc:
-        raise ValueError(f"the testbed needs the 'testbed' extra (pip install 'fade-rl[testbed]'): {exc}") from None
+        raise ValueError(f"the testbed cannot be imported ({exc}); it needs the 'testbed' extra: {install_line('testbed')}") from None
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # fade draws its own bar; per-file load/save bars are noise
@@ -353,17 +410,19 @@ def _add_calibrate(sub: argparse._SubParsersAction) -> None:
             "base pass@1 per difficulty bucket, the spread of per-prompt solve rates and the distinct answers per "
             "problem, against the calibrated regime's requirements. Writes calibration.json and calibration.png."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_DefaultsHelpFormatter,
     )
-    p.add_argument("--task", required=True, choices=TASK_NAMES)
-    p.add_argument("--out", required=True, metavar="DIR", help="folder for calibration.json and calibration.png")
-    p.add_argument("--model", default=None, metavar="DIR", help="a local policy instead of the task's shipped base")
-    p.add_argument("--train-prompts", type=int, default=256, metavar="N")
-    p.add_argument("--test-prompts", type=int, default=256, metavar="N")
+    p.add_argument("--task", required=True, choices=TASK_NAMES, help="the built-in task (required)")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for calibration.json and calibration.png (required)")
+    p.add_argument("--model", default=None, metavar="DIR",
+                   help="a local policy instead of the task's shipped base (default: the shipped base)")
+    p.add_argument("--train-prompts", type=int, default=256, metavar="N", help="training prompts sampled")
+    p.add_argument("--test-prompts", type=int, default=256, metavar="N", help="test prompts sampled")
     p.add_argument("--samples", type=int, default=64, metavar="N", help="completions per prompt")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seeds the prompts drawn and the sampling")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    p.set_defaults(func=_run_calibrate)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_run_calibrate, needs=lambda args: ("testbed",))
 
 
 def _run_calibrate(args: argparse.Namespace) -> int:
@@ -373,7 +432,7 @@ def _run_calibrate(args: argparse.Namespace) -> int:
 
     cal = calibrate(
         args.task, model=args.model, train_prompts=args.train_prompts, test_prompts=args.test_prompts,
-        samples=args.samples, seed=args.seed, device=args.device,
+        samples=args.samples, seed=args.seed, device=args.device, progress=not args.no_progress,
     )
     checks = regime_checks(cal)
     out = Path(args.out)
@@ -405,27 +464,38 @@ def _add_pretrain(sub: argparse._SubParsersAction) -> None:
             "Train a tiny Llama (character tokenizer, built locally) on a task's (prompt, answer) pairs "
             "and stop at the first validation check where sampled pass@1 reaches --target-pass1, so RL "
             "starts from a policy that solves easy prompts often and hard ones rarely. Writes the model, "
-            "tokenizer, pretrain.jsonl and base_eval.json (test pass@k per bucket) into --out."
+            "tokenizer, pretrain.jsonl and base_eval.json (test pass@k per bucket) into --out. A stopped run "
+            "leaves a checkpoint from its last validation check in --out; --resume continues it to the same weights."
         ),
+        formatter_class=_DefaultsHelpFormatter,
     )
-    p.add_argument("--task", required=True, choices=TASK_NAMES)
-    p.add_argument("--out", required=True, metavar="DIR")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-steps", type=int, default=2000)
-    p.add_argument("--target-pass1", type=float, default=0.3, help="stop once validation pass@1 reaches this (default: 0.3)")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda (default: auto)")
+    p.add_argument("--task", required=True, choices=TASK_NAMES, help="the built-in task (required)")
+    p.add_argument("--out", required=True, metavar="DIR", help="the policy's folder; replaced when done (required)")
+    p.add_argument("--seed", type=int, default=0, help="seeds the initial weights and the training problems")
+    p.add_argument("--max-steps", type=int, default=2000, metavar="N", help="stop here if the target is never reached")
+    p.add_argument("--target-pass1", type=float, default=0.3, metavar="P", help="stop once validation pass@1 reaches this")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the stopped pretraining in --out from its checkpoint (same settings)")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=_run_pretrain)
+    p.set_defaults(func=_run_pretrain, needs=lambda args: ("testbed",))
 
 
 def _run_pretrain(args: argparse.Namespace) -> int:
     pretrain, _ = _testbed()
-    summary = pretrain.pretrain(
-        pretrain.PretrainConfig(
-            task=args.task, out=args.out, seed=args.seed, max_steps=args.max_steps,
-            target_pass1=args.target_pass1, device=args.device, progress=not args.no_progress,
-        )
+    config = pretrain.PretrainConfig(
+        task=args.task, out=args.out, seed=args.seed, max_steps=args.max_steps,
+        target_pass1=args.target_pass1, device=args.device, progress=not args.no_progress,
     )
+    try:
+        summary = pretrain.pretrain(config, resume=args.resume)
+    except KeyboardInterrupt:
+        if (Path(args.out) / pretrain.CHECKPOINT).is_file():
+            then = f"its last validation check is saved in {args.out}: rerun with --resume to continue"
+        else:
+            then = "it stopped before its first validation check (nothing saved): run the same command again"
+        print(f"fade: interrupted; {then}", file=sys.stderr)
+        return 130
     test = summary["test"]
     ks = [k for k in (1, 4, 16, 64) if f"pass@{k}" in test]
     print(
@@ -434,18 +504,6 @@ def _run_pretrain(args: argparse.Namespace) -> int:
     )
     print(f"wrote {args.out}")
     return 0
-
-
-class _DefaultsHelpFormatter(argparse.HelpFormatter):
-    """Shows every option's default: ``(default: X)`` unless its help already says it, ``off`` for a flag."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if "(default" in text or action.default is argparse.SUPPRESS or action.required or not action.option_strings:
-            return text
-        if action.nargs == 0:
-            return f"{text} (default: off)"
-        return f"{text} (default: %(default)s)"
 
 
 TRAIN_RESUME_RULE = (
@@ -490,9 +548,10 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", default=None, metavar="DIR",
                    help="a local transformers causal LM (default: the task's shipped base policy)")
     p.add_argument("--data", default=None, metavar="FILE.jsonl",
-                   help="prompt/answer JSON lines in place of --task (default: none, the built-in task)")
-    p.add_argument("--verifier", default=None, metavar="NAME",
-                   help="how --data answers are checked: exact, numeric, ... (default: none; required with --data)")
+                   help=f"your problems in place of --task: {DATA_FORMAT} (default: none, the built-in task)")
+    p.add_argument("--verifier", default=None, choices=VERIFIER_NAMES, metavar="NAME",
+                   help=f"how --data answers are checked: {', '.join(VERIFIER_NAMES)} (math needs the 'math' extra) "
+                        "(default: none; required with --data)")
     p.add_argument("--max-new-tokens", type=int, default=None, metavar="N",
                    help="completion length cap (default: the task's longest answer; 4x it, at least 16, with --model)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
@@ -516,7 +575,7 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kl-coef", type=float, default=0.0, metavar="C", help="weight of KL to the base policy")
     p.add_argument("--checkpoint-every", type=int, default=50, metavar="N", help="checkpoint every N steps (and at the last)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=_run_train)
+    p.set_defaults(func=_run_train, needs=lambda args: ("testbed", *(("math",) if args.verifier == "math" else ())))
 
 
 def _disk_full(exc: BaseException) -> bool:
@@ -595,12 +654,15 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
             "counts, solve rates, distinct correct solutions, reasons), DIR/problems.jsonl and "
             "DIR/passk.png. See docs/verifiers.md."
         ),
+        formatter_class=_DefaultsHelpFormatter,
     )
     p.add_argument("samples", metavar="SAMPLES.jsonl", help="the samples file")
-    p.add_argument("--verifier", required=True, choices=("math", "code"))
+    p.add_argument("--verifier", required=True, choices=("math", "code"),
+                   help="math (math-verify, the 'math' extra) or code (the sandbox) (required)")
     p.add_argument("--k", default="1,10,100", metavar="K[,K...]", help="the k of pass@k (default: %(default)s)")
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder; an existing one is resumed")
-    p.add_argument("--problems", default=None, metavar="FILE.jsonl", help="gold answers or tests, joined to samples by problem id")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder; an existing one is resumed (required)")
+    p.add_argument("--problems", default=None, metavar="FILE.jsonl",
+                   help="gold answers or tests, joined to samples by problem id (default: none, read from each sample)")
     p.add_argument("--workers", type=int, default=None, metavar="N", help="samples scored at once (default: CPU count)")
     p.add_argument("--timeout", type=float, default=5.0, metavar="S", help="math: seconds per sample (default: 5)")
     p.add_argument("--judge", default="auto", choices=("auto", "lcb", "taco", "codecontests", "humaneval", "mbpp", "fade"),
@@ -611,7 +673,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
                         "humaneval and mbpp 3 for the whole program, fade 6)")
     p.add_argument("--memory-mb", type=int, default=None, metavar="MB",
                    help="code: address-space limit (default: codecontests 288, else 1024)")
-    p.add_argument("--float-tolerance", type=float, default=1e-6, metavar="T", help="code: tolerance for non-integer outputs")
+    p.add_argument("--float-tolerance", type=float, default=1e-6, metavar="T", help="code, fade's judge: tolerance for non-integer outputs (default: %(default)s)")
     p.add_argument("--answer-mode", choices=("any", "final", "boxed"), default="any",
                    help="math: where the answer may come from: any expression (math-verify's fallback), only a final "
                         "form (a closed \\boxed{} or a final-answer line), or only a box (default: %(default)s)")
@@ -619,19 +681,23 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
                    help="math, --answer-mode final: the regular expression of a final-answer line "
                         "(default: 'final answer' ... 'is' or ':')")
     p.add_argument("--float-rounding", type=int, default=6, metavar="N",
-                   help="math: decimal places floats are rounded to before comparing (math-verify's; default: %(default)s)")
+                   help="math: decimal places floats are rounded to before comparing (math-verify's) (default: %(default)s)")
     p.add_argument("--numeric-precision", type=int, default=15, metavar="N",
-                   help="math: significant digits of numeric evaluation (math-verify's; default: %(default)s)")
+                   help="math: significant digits of numeric evaluation (math-verify's) (default: %(default)s)")
     p.add_argument("--no-strict", action="store_true",
-                   help="math: math-verify's non-strict mode (variables matched by position, sets equal tuples)")
+                   help="math: math-verify's non-strict mode (variables matched by position, sets equal tuples) "
+                        "(default: strict)")
     p.add_argument("--set-relation", action="store_true",
-                   help="math: an inequality equals its interval (1 < x < 2 = (1, 2); math-verify's allow_set_relation_comp)")
-    p.add_argument("--limit", type=int, default=None, metavar="N", help="score at most N new samples, then stop (rerun to continue)")
-    p.add_argument("--compare", default="", metavar="DIR[,DIR...]", help="earlier eval folders drawn on the same pass@k plot")
+                   help="math: an inequality equals its interval (1 < x < 2 = (1, 2); math-verify's allow_set_relation_comp) "
+                        "(default: off)")
+    p.add_argument("--limit", type=int, default=None, metavar="N",
+                   help="score at most N new samples, then stop (rerun to continue) (default: no limit)")
+    p.add_argument("--compare", default="", metavar="DIR[,DIR...]",
+                   help="earlier eval folders drawn on the same pass@k plot (default: none)")
     p.add_argument("--label", default=None, help="this run's name in plots (default: the --out folder's name)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object instead of a table")
-    p.set_defaults(func=_run_eval)
+    p.set_defaults(func=_run_eval, needs=lambda args: ("math",) if args.verifier == "math" else ())
 
 
 def _run_eval(args: argparse.Namespace) -> int:
@@ -712,26 +778,29 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
             "status 1 when a run failed (the others are kept and reported)."
         ),
         epilog=SPEC_HELP,
+        formatter_class=_DefaultsHelpFormatter,
     )
     p.add_argument("--preset", default="quick", metavar="NAME",
                    help="quick (about 10 minutes on 2 cores), full (every claim on arithmetic and countdown, a few "
                         "hours) or paper (the calibrated instrument: countdown_multi, 5 paired seeds, FADE's arms, "
                         "about 8 CPU hours; --dry-run prints each run's cost) (default: quick)")
-    p.add_argument("--out", required=True, metavar="DIR", help="the sweep's folder; rerunning into it resumes")
+    p.add_argument("--out", required=True, metavar="DIR", help="the sweep's folder; rerunning into it resumes (required)")
     p.add_argument("--workers", type=int, default=2, metavar="N", help="runs trained at once, one core each (default: 2)")
     p.add_argument("--dry-run", action="store_true", help="list the runs, their state and estimated CPU minutes; train nothing")
     p.add_argument("--report-only", action="store_true",
                    help="write the report from the runs finished so far; train nothing (safe beside a running sweep)")
-    p.add_argument("--estimators", default=None, metavar="SPEC[,SPEC...]", help="train these estimators on every task instead")
-    p.add_argument("--seeds", default=None, metavar="S[,S...]", help="these seeds instead of the preset's")
+    p.add_argument("--estimators", default=None, metavar="SPEC[,SPEC...]",
+                   help="train these estimators on every task instead (default: the preset's)")
+    p.add_argument("--seeds", default=None, metavar="S[,S...]", help="these seeds instead of the preset's (default: the preset's)")
     p.add_argument("--tasks", default=None, metavar="TASK[,TASK...]",
                    help="only these of the preset's tasks (arithmetic, countdown, countdown_multi, "
-                        "countdown_multi-sgd); another testbed task takes the preset's first plan")
-    p.add_argument("--steps", type=int, default=None, metavar="N", help="training steps of every run instead")
+                        "countdown_multi-sgd); another testbed task takes the preset's first plan (default: all of them)")
+    p.add_argument("--steps", type=int, default=None, metavar="N",
+                   help="training steps of every run instead (default: the preset's)")
     p.add_argument("--keep-checkpoints", action="store_true",
                    help="keep each finished run's checkpoint.pt (optimizer state; needed only to train it further)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar; one line per finished run")
-    p.set_defaults(func=_run_sweep)
+    p.set_defaults(func=_run_sweep, needs=lambda args: ("testbed",))
 
 
 def _sweep_command(args: argparse.Namespace) -> str:
@@ -768,7 +837,8 @@ def _run_sweep(args: argparse.Namespace) -> int:
     preset.check()
     console = _console()
     if args.report_only:
-        outcome = sweep.report_sweep(preset, args.out, workers=args.workers, command=_sweep_command(args))
+        outcome = sweep.report_sweep(preset, args.out, workers=args.workers, command=_sweep_command(args),
+                                     progress=not args.no_progress)
         console.print(f"{len(outcome.skipped)} of {len(outcome.runs)} runs finished; wrote {outcome.readme}")
         return 0
     if args.dry_run:
@@ -804,11 +874,110 @@ def _run_sweep(args: argparse.Namespace) -> int:
     return 1 if outcome.failed else 0
 
 
+# -- fade compare / fade demo ------------------------------------------------------------------
+
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="put finished runs side by side: one figure (pass@1, pass@k, entropy, sign/difficulty plane) and a table",
+        description=(
+            "Read the run folders `fade train` wrote and draw them on shared axes into --out: pass@1 against "
+            "step, the final pass@k curves (under the base's when all runs share it), training entropy (with "
+            "FADE's target H*) and each run's path on the sign/difficulty plane. Prints a table of the shared "
+            "base evaluation, each run's final one, and the training signals behind them."
+        ),
+        formatter_class=_DefaultsHelpFormatter,
+    )
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders written by fade train or fade sweep")
+    p.add_argument("--out", default="compare.png", metavar="FILE.png", help="the figure to write; its folder is created")
+    p.add_argument("--label-key", default=None, metavar="KEY",
+                   help="label runs by this run.json key, e.g. estimator_args.h_star_ratio (default: the estimator)")
+    p.set_defaults(func=_run_compare)
+
+
+def _print_comparison(runs: Sequence[str | Path], out: Path, *, labels: Sequence[str] | None = None,
+                      label_key: str | None = None, title: str | None = None) -> None:
+    from .testbed import report
+
+    if out.suffix.lower() != ".png":
+        raise ValueError(f"--out must name a .png file, got {str(out)!r}")
+    missing = [str(r) for r in runs if not (Path(r) / "metrics.jsonl").is_file()]
+    if missing:
+        raise ValueError(f"{missing[0]} holds no run (no metrics.jsonl): expected a folder written by fade train")
+    figure = report.compare_runs(runs, out, label_key=label_key)
+    table = report.compare_table(runs, labels=labels)
+    if title is not None:
+        table.title = title
+    console = _console()
+    console.print(table)
+    console.print(f"wrote {figure}")
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    _print_comparison(args.runs, Path(args.out), label_key=args.label_key)
+    return 0
+
+
+DEMO_READING = (
+    "How to read it: both runs start from the same base policy (grey) and see the same prompts; only the "
+    "advantage differs (second - first: FADE minus the baseline). RL raises pass@1 and narrows the policy, so "
+    "pass@k at large k falls below the base's: the run that keeps more of it keeps more distinct correct answers. "
+    "The entropy panel shows how fast each run sharpens (dotted: FADE's target H*; its sign knob delta drops "
+    "below 1 once the entropy average is under it). On the plane, a run left of the baseline puts its weight on "
+    "harder prompts (FADE's alpha > 1), one below 0.5 on failures (delta < 1). One seed is one draw: "
+    "docs/results/paper holds the five-seed comparison."
+)
+
+
+def _add_demo(sub: argparse._SubParsersAction) -> None:
+    from .experiments.demo import DEMO_BASELINE, DEMO_FADE, DEMO_SEED
+
+    p = sub.add_parser(
+        "demo",
+        help=f"FADE against {DEMO_BASELINE} on the same seed and prompts, in minutes on two cores, with one figure",
+        description=(
+            f"Train {DEMO_BASELINE} and {DEMO_FADE} on countdown_multi from the shipped base policy, seed "
+            f"{DEMO_SEED}, with the paper preset's settings (G = 16, 16 prompts a step, 200 steps; one core each), "
+            "then draw both into DIR/compare.png and print a table of their final evaluations and training "
+            "signals. A rerun skips the finished runs and resumes an interrupted one."
+        ),
+        formatter_class=_DefaultsHelpFormatter,
+    )
+    p.add_argument("--out", default="runs/demo", metavar="DIR", help="the demo's folder")
+    p.add_argument("--workers", type=int, default=2, metavar="N", help="runs trained at once, one core each")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_run_demo, needs=lambda args: ("testbed",))
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    _testbed()
+    from .experiments.demo import FIGURE, run_demo
+
+    if args.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    try:
+        outcome = run_demo(args.out, workers=args.workers, progress=not args.no_progress)
+    except KeyboardInterrupt:
+        print(f"fade: interrupted; finished runs and checkpoints in {args.out} are intact: rerun the same command to resume",
+              file=sys.stderr)
+        return 130
+    for key, message in sorted(outcome.failed.items()):
+        print(f"fade: run {key} failed: {message}", file=sys.stderr)
+    if outcome.failed:
+        return 1
+    _print_comparison(outcome.runs, Path(args.out) / FIGURE, labels=outcome.labels,
+                      title="countdown_multi, seed 0: the same base and prompts, two advantages")
+    _console().print(DEMO_READING)
+    return 0
+
+
 # -- entry point -------------------------------------------------------------------------------
 
 #: Subcommands in the order ``fade --help`` lists them.
 COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
-    _add_atlas, _add_decompose, _add_pretrain, _add_calibrate, _add_train, _add_eval, _add_sweep,
+    _add_atlas, _add_decompose, _add_pretrain, _add_calibrate, _add_train, _add_eval, _add_sweep, _add_compare,
+    _add_demo,
 )
 
 
@@ -834,6 +1003,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             names = ", ".join(sub for sub in parser._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
             raise UsageError(f"choose a command: {names} (see 'fade --help')")
+        needs = getattr(args, "needs", None)
+        if needs is not None:
+            verifier = getattr(args, "verifier", None)
+            require_extras(f"fade {args.command}" + (f" --verifier {verifier}" if verifier else ""), needs(args))
         return int(args.func(args))
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else 0

@@ -21,12 +21,12 @@ import torch
 from .registry import Estimator, estimator
 from .segments import Groups, as_groups, as_rewards, as_tensor, check_finite
 
-__all__ = ["BALANCED_SIGN", "DIAGNOSTICS", "MassProfile", "MassReport", "mass_profile", "decompose"]
+__all__ = ["BALANCED_SIGN", "DIAGNOSTICS", "MassProfile", "MassReport", "carries_signal", "mass_profile", "decompose"]
 
 
 @dataclass(frozen=True)
 class MassReport:
-    """Batch diagnostics of a set of advantages (FADE.md section 2).
+    """Batch diagnostics of a set of advantages (docs/method.md, section 1).
 
     Attributes:
         positive_mass: (1/N) sum max(A, 0).
@@ -172,6 +172,38 @@ def canonical_batch(group_size: int) -> tuple[torch.Tensor, torch.Tensor]:
     j = torch.arange(g, dtype=torch.float64)
     rewards = (j.unsqueeze(0) < torch.arange(g + 1, dtype=torch.float64).unsqueeze(1)).to(torch.float64).reshape(-1)
     return rewards, torch.arange(g + 1).repeat_interleave(g)
+
+
+def carries_signal(name_or_estimator: str | Estimator, group_size: int, **params: Any) -> bool:
+    """Whether any group of ``group_size`` binary rewards gets a non-zero advantage from the estimator.
+
+    False means a trainer using it with groups of this size would compute advantage 0 for every
+    rollout of every batch and learn nothing: every centred estimator at ``group_size = 1`` (one
+    rollout has nobody to compare with), and pass@k estimators at ``k = group_size`` (the group is
+    the only subset of k, so no rollout changes its pass@k). Each of the G + 1 solve counts is
+    tried (:func:`canonical_batch`), with response lengths 1 and, for estimators that read one,
+    a baseline reward of 0 and of 1; a copy is used, so a stateful estimator is not advanced.
+    An estimator that cannot take groups of this size at all raises its ValueError.
+    """
+    if isinstance(group_size, bool) or not isinstance(group_size, (int, np.integer)) or group_size < 1:
+        raise ValueError(f"group_size must be a positive integer, got {group_size!r}")
+    if isinstance(name_or_estimator, Estimator):
+        if params:
+            raise ValueError(f"parameters {sorted(params)} were given with an estimator object; set them when building it")
+        template = name_or_estimator
+    else:
+        template = estimator(name_or_estimator, **params)
+    rewards, ids = canonical_batch(int(group_size))
+    wants = (*template.spec.needs, *template.spec.uses)
+    baselines = (0.0, 1.0) if "baseline_rewards" in wants else (None,)
+    for baseline in baselines:
+        est = copy.deepcopy(template)
+        inputs = {"lengths": torch.ones_like(rewards)} if "lengths" in wants else {}
+        if baseline is not None:
+            inputs["baseline_rewards"] = torch.full_like(rewards, baseline)
+        if bool((est(rewards, ids, **inputs) != 0).any()):
+            return True
+    return False
 
 
 def mass_profile(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -97,14 +98,17 @@ def calibrate(
     samples: int = 64,
     seed: int = 0,
     device: str = "auto",
+    progress: bool = False,
 ) -> Calibration:
     """Sample the base policy (the task's shipped one, or ``model``) ``samples`` times on
-    ``train_prompts`` training and ``test_prompts`` test problems (stratified over buckets)."""
+    ``train_prompts`` training and ``test_prompts`` test problems (stratified over buckets);
+    ``progress`` draws a bar over the prompts."""
     for name, value in (("train_prompts", train_prompts), ("test_prompts", test_prompts), ("samples", samples)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     import torch
 
+    from fade.progress import step_bar
     from fade.testbed.evaluation import solve_counts
     from fade.testbed.policy import load_policy, resolve_device
     from fade.testbed.tasks import get_task
@@ -119,12 +123,22 @@ def calibrate(
     kwargs = dict(samples=samples, max_new_tokens=task.max_answer_chars + 1, eos_id=eos, pad_id=pad, generator=gen)
 
     test = task.problems("test", n=test_prompts, seed=seed)
-    counts = solve_counts(policy, tokenizer, task, test, **kwargs)
+    train = task.problems("train", n=train_prompts, seed=seed)
+    with step_bar("calibrate", len(test) + len(train), 0, progress, unit="prompts") as advance:
+        seen = [0]
+
+        def on_prompts(split: str, total: int) -> Callable[[int], None]:
+            def done(prompts: int) -> None:
+                advance(f"{task_name}: {split} prompts {prompts}/{total}, {samples} samples each", prompts - seen[0])
+                seen[0] = prompts
+            return done
+
+        counts = solve_counts(policy, tokenizer, task, test, on_prompts=on_prompts("test", len(test)), **kwargs)
+        seen[0] = 0
+        train_counts = solve_counts(policy, tokenizer, task, train, on_prompts=on_prompts("training", len(train)), **kwargs)
     by_bucket: dict[int, list[float]] = defaultdict(list)
     for problem, c in zip(test, counts):
         by_bucket[problem.difficulty].append(c / samples)
-    train = task.problems("train", n=train_prompts, seed=seed)
-    train_counts = solve_counts(policy, tokenizer, task, train, **kwargs)
     solutions = getattr(task, "solutions", None)
     mean_solutions = None if solutions is None else float(np.mean([len(solutions(p)) for p in train]))
     return Calibration(

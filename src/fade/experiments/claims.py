@@ -232,8 +232,9 @@ def entropy_blocks(steps: np.ndarray, entropy: np.ndarray, m_s: np.ndarray, m_f:
     """(predicted, observed) entropy changes between consecutive blocks of ``block`` steps.
 
     First order, the update at step t moves the entropy by eta [(m_S - m_F) H - Cov(A, log pi)]
-    (FADE.md section 1). Observed: the mean entropy of block j + 1 minus that of block j, which
-    spans the updates from the centre of block j to the centre of block j + 1. Predicted: the
+    (the formula as first written here; docs/method.md, section 4, corrects its sign). Observed:
+    the mean entropy of block j + 1 minus that of block j, which spans the updates from the
+    centre of block j to the centre of block j + 1. Predicted: the
     sum of (m_S - m_F) H over those same updates; the covariance term is not logged, so it is
     left out, and eta (Adam's effective step is not the learning rate) is left to the fit.
     """
@@ -259,7 +260,7 @@ def _block_spans(n: int, block: int) -> Iterator[tuple[slice, slice, slice]]:
 def drive_blocks(entropy: np.ndarray, drive: np.ndarray, block: int = ENTROPY_BLOCK) -> tuple[np.ndarray, np.ndarray]:
     """(predicted, observed) per-step entropy change between consecutive blocks of ``block`` steps.
 
-    The corrected first-order formula (FADE.md section 6) is dH ~ eta * drive with
+    The corrected first-order formula (docs/method.md, section 4) is dH ~ eta * drive with
     drive = -[(m_S - m_F) H + Cov(A, log pi)], logged per step as ``entropy_drive``. Observed: the
     mean entropy of block j + 1 minus that of block j, per update between their centres.
     Predicted: the mean drive over those same updates (its finite values). ``drive`` may be either
@@ -769,7 +770,7 @@ def _entropy_check(task: str, summaries: Sequence[RunSummary], steps: int) -> Cl
         section.notes.append(
             f"The observed change correlates *negatively* with (m_S - m_F) H {margin}: the "
             "mass-imbalance term acts with the sign of the prose claim (more success mass, lower entropy), the "
-            "opposite of the formula as written here (FADE.md section 1, which warns its formulas are second hand)."
+            "opposite of the formula as first written here (docs/method.md, section 4, corrects its sign)."
         )
     return section
 
@@ -848,7 +849,7 @@ def _entropy_formula(task: str, summaries: Sequence[RunSummary], steps: int) -> 
         [(name, compare(within[name], 0.0, greater=True, digits=2)) for name, _ in groups]))
     section.notes.append(
         "What the check uses: per step, the logged entropy_drive = -[(m_S - m_F) H + Cov(A, log pi)] (the bracket of "
-        "the corrected formula, FADE.md section 6), its two terms, and the mean token entropy H before the update. "
+        "the corrected formula, docs/method.md section 4), its two terms, and the mean token entropy H before the update. "
         "The correlations are scale-free, so eta (Adam's effective step is not the learning rate) does not enter them. "
         "A sign group of one run per seed has no across-run correlation (not measured); centred runs have no mass term, "
         "so their drive is the covariance term alone.")
@@ -1219,7 +1220,7 @@ def _sign_knob(task: str, summaries: Sequence[RunSummary]) -> ClaimSection | Non
     share = {spec: Stat.by_seed((s.seed, s.scalars["delta_below1"]) for s in runs) for spec, runs in arms.items()}
     table = Table(["FADE arm", "seeds", "steps with delta < 1: mean (per seed)", "mean delta", "lowest delta"],
                   caption="delta = clip(1 + H_hat - H*, 0.3, 1) as logged per step; delta < 1 amplifies the failures' "
-                          "weight (FADE.md section 3)")
+                          "weight (docs/method.md, section 3)")
     for spec, runs in arms.items():
         lowest = min(float(np.nanmin(s.curves["delta"])) for s in runs)
         table.rows.append([

@@ -52,7 +52,7 @@ __all__ = [
 Groups = Sequence[tuple[str, Sequence[str]]]
 RunsBySpec = dict[str, list[RunSummary]]
 
-#: FADE's schedule runs between these two ends (FADE.md section 3: early hard focus with balanced
+#: FADE's schedule runs between these two ends (docs/method.md, section 3: early hard focus with balanced
 #: sign, late medium focus with failure-biased sign); the atlas draws the family there.
 FADE_ENDS = (
     ("fade early: alpha=3, delta=1", {"alpha": 3.0, "delta": 1.0}),
@@ -268,7 +268,7 @@ def draw_entropy_check(points: Sequence[tuple[str, int, float, float]], eta: flo
         plt.close(fig)
 
 
-#: FADE's default floor of delta (FADE.md section 3), drawn as a guide.
+#: FADE's default floor of delta (docs/method.md, section 3), drawn as a guide.
 DELTA_MIN = 0.3
 #: The sign groups' colours in the entropy-formula figure: success-heavy warm, failure-heavy cool.
 SIGN_COLOURS = dict(zip(SIGN_CLASSES, ("tab:red", "tab:blue", "0.45")))

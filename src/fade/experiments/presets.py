@@ -55,7 +55,7 @@ __all__ = [
 
 # -- roles in the claims ------------------------------------------------------------------------
 
-#: Sign axis (FADE.md section 1): success-biased weights put more mass on successes (m_S > m_F),
+#: Sign axis (docs/method.md, section 1): success-biased weights put more mass on successes (m_S > m_F),
 #: balanced ones equal mass, failure-biased ones more on failures.
 SUCCESS_BIASED: tuple[str, ...] = ("psr", "asym_grpo:delta=2")
 BALANCED: tuple[str, ...] = ("grpo", "dr_grpo")
@@ -70,7 +70,7 @@ STATIC_BASELINES: tuple[str, ...] = (
     "grpo", "dr_grpo", "rloo", "maxrl", "w_reinforce", "passk:k=4", "power:alpha=2", "asym_grpo:delta=0.5",
 )
 
-#: FADE with its defaults, and the ablations of FADE.md section 1: fixed delta = 1 (fade_alpha),
+#: FADE with its defaults, and its ablations (docs/method.md, section 3): fixed delta = 1 (fade_alpha),
 #: fixed alpha = 1 (fade_delta), both knobs from the entropy, a fixed log-decay schedule.
 FADE = "fade"
 ABLATIONS: tuple[str, ...] = ("fade_alpha", "fade_delta", "fade_entropy_only", "fade_decay")
@@ -418,7 +418,7 @@ _FULL = Preset(
 #: 80% of the run, at 200 steps, at 300 and with a small training pool alike.
 PAPER_TASK = "countdown_multi"
 PAPER_TRAINER: tuple[tuple[str, Any], ...] = (("lr", 2e-4),)
-#: Plain SGD for the first-order entropy formula (FADE.md section 6 is about plain gradient steps),
+#: Plain SGD for the first-order entropy formula (docs/method.md, section 4: it is about plain gradient steps),
 #: unclipped, at a step size it survives: 0.1 sent 7 of 15 runs (every nsr seed) to pass@1 = 0 within
 #: 20 steps, and 0.05 diverged on nsr seed 1 within 40 (PILOT.md).
 PAPER_SGD_TRAINER: tuple[tuple[str, Any], ...] = (("optimizer", "sgd"), ("lr", 0.03), ("grad_clip", 1e9))

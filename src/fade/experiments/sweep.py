@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from fade.atomic import write_json_atomic
-from fade.progress import bar_columns
+from fade.progress import make_progress, spinner
 
 from .presets import Preset, RunSpec, estimate_seconds, estimate_wall_seconds, format_minutes
 
@@ -395,13 +395,15 @@ def run_sweep(
     progress: bool = True,
     command: str | None = None,
     log: Callable[[str], None] | None = None,
+    report: bool = True,
 ) -> SweepOutcome:
     """Run every unfinished run of ``preset`` into ``out``, then write ``out/README.md``.
 
     ``command`` is the command line printed at the top of the report (default: the preset's
     ``fade sweep`` command). ``log`` receives one line per run that finishes or fails (default:
-    printed above the progress bar, or nowhere without it). Workers are spawned, so a script that
-    calls this with ``workers > 1`` needs the usual ``if __name__ == "__main__":`` guard.
+    printed above the progress bar, or nowhere without it). ``report=False`` trains and writes no
+    report (``fade demo`` draws its own figure). Workers are spawned, so a script that calls this
+    with ``workers > 1`` needs the usual ``if __name__ == "__main__":`` guard.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
@@ -409,7 +411,8 @@ def run_sweep(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     with _lock(out):
-        return _sweep(preset, out, workers, keep_checkpoints, progress, command or default_command(preset, out), log)
+        return _sweep(preset, out, workers, keep_checkpoints, progress, command or default_command(preset, out), log,
+                      report)
 
 
 @contextlib.contextmanager
@@ -440,7 +443,7 @@ def _alive(pid: int) -> bool:
 
 
 def _sweep(preset: Preset, out: Path, workers: int, keep_checkpoints: bool, progress: bool, command: str,
-           log: Callable[[str], None] | None) -> SweepOutcome:
+           log: Callable[[str], None] | None, report: bool = True) -> SweepOutcome:
     outcome = SweepOutcome()
     first = preset.runs()
     candidates = {r.key for r in _tuning_candidates(preset)}
@@ -510,15 +513,18 @@ def _sweep(preset: Preset, out: Path, workers: int, keep_checkpoints: bool, prog
         pool.close(cancel=True)
         # An interrupted sweep still reports the runs that finished, so a long sweep stopped at
         # any point leaves a report of what it measured; the rest resumes on the next call.
-        with contextlib.suppress(Exception):
-            outcome.readme = write_sweep_report(preset, out, outcome, command, workers)
+        if report:
+            with contextlib.suppress(Exception):
+                outcome.readme = write_sweep_report(preset, out, outcome, command, workers)
         raise
     pool.close()
-    outcome.readme = write_sweep_report(preset, out, outcome, command, workers)
+    if report:
+        outcome.readme = write_sweep_report(preset, out, outcome, command, workers, progress)
     return outcome
 
 
-def report_sweep(preset: Preset, out: str | Path, *, workers: int = 2, command: str | None = None) -> SweepOutcome:
+def report_sweep(preset: Preset, out: str | Path, *, workers: int = 2, command: str | None = None,
+                 progress: bool = False) -> SweepOutcome:
     """Write the report of ``preset``'s runs finished so far in ``out``; train nothing.
 
     Safe while a sweep is running into the same folder: it only reads the finished runs' logs.
@@ -533,12 +539,14 @@ def report_sweep(preset: Preset, out: str | Path, *, workers: int = 2, command: 
         if outcome.choice:
             outcome.runs += preset.tuned_runs(outcome.choice)
     outcome.skipped = [r.key for r in outcome.runs if inspect_run(r, out)[0] == DONE]
-    outcome.readme = write_sweep_report(preset, out, outcome, command or default_command(preset, out), workers)
+    outcome.readme = write_sweep_report(preset, out, outcome, command or default_command(preset, out), workers, progress)
     return outcome
 
 
-def write_sweep_report(preset: Preset, out: Path, outcome: SweepOutcome, command: str, workers: int) -> Path:
-    """Summarise every finished run and write the report (README.md, PNGs, results.json)."""
+def write_sweep_report(preset: Preset, out: Path, outcome: SweepOutcome, command: str, workers: int,
+                       progress: bool = False) -> Path:
+    """Summarise every finished run and write the report (README.md, PNGs, results.json);
+    ``progress`` shows which part it is on (a large sweep's report takes a while)."""
     from .claims import evaluate, summarise
     from .results_report import write_report
 
@@ -547,16 +555,21 @@ def write_sweep_report(preset: Preset, out: Path, outcome: SweepOutcome, command
     summaries = []
     order = {spec: i for i, spec in enumerate(spec for plan in preset.plans for spec in plan.estimators)}
     tasks = {task: i for i, task in enumerate(preset.tasks)}
-    for run in sorted(outcome.runs, key=lambda r: (tasks.get(r.task, len(tasks)), order.get(r.estimator, len(order)), r.seed)):
-        if run.key in outcome.failed or inspect_run(run, out)[0] != DONE:
-            continue
-        try:
-            summaries.append(summarise(run, out))
-        except (ValueError, OSError) as exc:
-            outcome.failed[run.key] = f"could not read its logs: {exc}"
-    sections = evaluate(summaries, preset, outcome.choice)
-    return write_report(out, preset=preset, runs=outcome.runs, summaries=summaries, sections=sections,
-                        failures=outcome.failed, command=command, workers=workers, choice=outcome.choice)
+    runs = sorted(outcome.runs, key=lambda r: (tasks.get(r.task, len(tasks)), order.get(r.estimator, len(order)), r.seed))
+    with spinner("report", progress) as note:
+        for i, run in enumerate(runs, 1):
+            note(f"reading run {i}/{len(runs)}: {run.key}")
+            if run.key in outcome.failed or inspect_run(run, out)[0] != DONE:
+                continue
+            try:
+                summaries.append(summarise(run, out))
+            except (ValueError, OSError) as exc:
+                outcome.failed[run.key] = f"could not read its logs: {exc}"
+        note(f"verdicts on {len(summaries)} runs")
+        sections = evaluate(summaries, preset, outcome.choice)
+        note(f"tables and figures into {out}")
+        return write_report(out, preset=preset, runs=outcome.runs, summaries=summaries, sections=sections,
+                            failures=outcome.failed, command=command, workers=workers, choice=outcome.choice)
 
 
 class _Bar:
@@ -566,10 +579,8 @@ class _Bar:
         self.enabled, self._log = enabled, log
         self._progress = None
         if enabled:
-            from rich.progress import Progress
-
             # A long speed window: evaluations pause the steps for seconds at a time.
-            self._progress = Progress(*bar_columns(stats=False), speed_estimate_period=600)
+            self._progress = make_progress(speed_estimate_period=600)
             self._runs = self._progress.add_task("runs ", total=runs, unit="runs")
             self._steps = self._progress.add_task("steps", total=steps, unit="steps")
 

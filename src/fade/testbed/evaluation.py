@@ -9,7 +9,7 @@ verifier's normal form) measures what pass@k at large k rewards: several ways to
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,18 +62,20 @@ def evaluate(
     pad_id: int,
     generator: torch.Generator | None = None,
     max_rows: int = 4096,
+    on_prompts: Callable[[int], None] | None = None,
 ) -> dict[str, float]:
     """pass@k (k in :data:`EVAL_KS`, k <= samples) overall and per bucket, and distinct correct answers.
 
     Returns a flat dict: ``pass@k``, ``pass@k/d{b}``, ``distinct_correct`` (mean per problem),
     ``distinct_correct/d{b}``, ``greedy`` (greedy pass@1), ``entropy`` (mean token entropy of the samples), ``n_prompts``,
-    ``n_samples``. Prompts decode ``max_rows // samples`` at a time.
+    ``n_samples``. Prompts decode ``max_rows // samples`` at a time; ``on_prompts(n)`` hears after
+    each such chunk how many prompts are done (for a progress display).
     """
     if not problems:
         raise ValueError("evaluate needs at least one problem")
     scored = _sample_and_verify(
         model, tokenizer, task, problems, samples=samples, max_new_tokens=max_new_tokens, eos_id=eos_id,
-        pad_id=pad_id, generator=generator, max_rows=max_rows, with_greedy=True,
+        pad_id=pad_id, generator=generator, max_rows=max_rows, with_greedy=True, on_prompts=on_prompts,
     )
     correct, distinct = scored.correct, scored.distinct
 
@@ -107,6 +109,7 @@ class _Scored:
 def _sample_and_verify(
     model: torch.nn.Module, tokenizer: Any, task: Task, problems: Sequence[Problem], *, samples: int,
     max_new_tokens: int, eos_id: int, pad_id: int, generator: torch.Generator | None, max_rows: int, with_greedy: bool,
+    on_prompts: Callable[[int], None] | None = None,
 ) -> _Scored:
     """Sample ``samples`` completions of each problem (``max_rows // samples`` prompts at a time) and verify them."""
     was_training = model.training
@@ -133,6 +136,8 @@ def _sample_and_verify(
                 verdicts = every[i * samples : (i + 1) * samples]
                 out.correct.append(sum(v.score == 1.0 for v in verdicts))
                 out.distinct.append(len({v.canonical for v in verdicts if v.score == 1.0}))
+            if on_prompts is not None:
+                on_prompts(len(out.correct))
     finally:
         model.train(was_training)
     return out
@@ -142,12 +147,14 @@ def _sample_and_verify(
 def solve_counts(
     model: torch.nn.Module, tokenizer: Any, task: Task, problems: Sequence[Problem], *, samples: int = 64,
     max_new_tokens: int, eos_id: int, pad_id: int, generator: torch.Generator | None = None, max_rows: int = 4096,
+    on_prompts: Callable[[int], None] | None = None,
 ) -> list[int]:
     """How many of ``samples`` completions of each problem are correct: a per-prompt solve rate is
-    ``count / samples``. The calibration of an experiment's regime reads these."""
+    ``count / samples``. The calibration of an experiment's regime reads these; ``on_prompts`` as
+    for :func:`evaluate`."""
     if not problems:
         raise ValueError("solve_counts needs at least one problem")
     return _sample_and_verify(
         model, tokenizer, task, problems, samples=samples, max_new_tokens=max_new_tokens, eos_id=eos_id,
-        pad_id=pad_id, generator=generator, max_rows=max_rows, with_greedy=False,
+        pad_id=pad_id, generator=generator, max_rows=max_rows, with_greedy=False, on_prompts=on_prompts,
     ).correct

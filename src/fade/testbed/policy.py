@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
@@ -120,12 +121,15 @@ def save_policy(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase | None,
     directory: str | os.PathLike,
+    *,
+    extra_files: Mapping[str, str] | None = None,
 ) -> None:
     """Write ``model`` (safetensors) and, if given, ``tokenizer`` to ``directory``, atomically.
 
     Everything is written into a temporary sibling directory that then replaces ``directory`` by
     rename, so a reader (or a run resumed after a crash) sees either the previous checkpoint or
     the complete new one, never a half-written one. An existing ``directory`` is replaced.
+    ``extra_files`` (file name -> text) are written beside the model inside the same swap.
     """
     target = Path(directory)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -136,6 +140,8 @@ def save_policy(
         model.save_pretrained(staging, safe_serialization=True)
         if tokenizer is not None:
             tokenizer.save_pretrained(staging)
+        for name, text in (extra_files or {}).items():
+            (staging / name).write_text(text, encoding="utf-8")
         if target.exists():
             # rename cannot replace a non-empty directory, so the old one steps aside first and
             # is restored if the new one cannot take its place.

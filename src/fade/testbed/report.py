@@ -6,10 +6,11 @@ warning; a repeated step keeps its last record). :func:`plot_run` writes three P
 directory, at 100 dpi with fixed sizes so a PNG's pixel size depends only on what it shows:
 
 - ``training.png``: a grid of panels against step, one per signal the run logged (reward and
-  per-bucket solve rates, entropy with its target, positive/negative mass, sign_balance, the
-  first-order entropy formula's drive and its two terms, difficulty, effective_sample_fraction, rank1_share, grad/param norm, FADE's alpha and delta,
-  clip fraction and KL, seconds per step), moving-average smoothed over the faint raw values;
-  size :func:`training_pixel_size`.
+  per-bucket solve rates, entropy with its target, positive/negative mass, sign_balance (at
+  least 0.4-0.6 in view), the first-order entropy formula's drive and its two terms, difficulty,
+  effective_sample_fraction, rank1_share, grad/param norm, FADE's alpha and delta, clip fraction
+  and KL (once either is non-zero), seconds per step), moving-average smoothed over the faint raw
+  values, each legend above its panel's curves; size :func:`training_pixel_size`.
 - ``passk.png``: pass@1 (with pass@4, 16, 64) against step with the peak marked, the pass@k curve
   of the base, final and best evaluations, and per-bucket pass@1 against step; size
   :func:`passk_pixel_size`. Not written when the run has no ``eval.jsonl``.
@@ -17,7 +18,8 @@ directory, at 100 dpi with fixed sizes so a PNG's pixel size depends only on wha
   gradient-mass atlas (x = difficulty, y = sign_balance), coloured by step; PLANE_PIXEL_SIZE.
 
 :func:`summary_table` puts the base, final and best evaluations side by side with the training
-signals' first and last values; :func:`compare_runs` draws several runs on shared axes.
+signals' first and last values; :func:`compare_runs` draws several runs on shared axes and
+:func:`compare_table` puts their final evaluations and training signals side by side.
 matplotlib is imported inside the drawing functions, with the non-interactive Agg backend.
 """
 
@@ -57,8 +59,10 @@ __all__ = [
     "REPORT_DPI",
     "TRAINING_PNG",
     "compare_runs",
+    "compare_table",
     "finish_axes",
     "headless_pyplot",
+    "legend_in_headroom",
     "load_run",  # re-exported from runlog: `fade report` reads the run it draws through here
     "panel_grid",
     "passk_pixel_size",
@@ -84,6 +88,11 @@ COMPARE_PIXEL_SIZE = (round(_COMPARE_SIZE_IN[0] * REPORT_DPI), round(_COMPARE_SI
 # small batches without hiding a collapse that takes a few percent of the run.
 _AUTO_SMOOTH_DIVISOR = 50
 _STEP_PASS_KS = (1, 4, 16, 64)
+#: The sign_balance range a training panel always shows (0.5 = balanced).
+SIGN_BALANCE_SPAN = (0.4, 0.6)
+#: Legend entries per row, and the share of a panel's height one legend row takes, in the headroom
+#: above the curves where training.png's legends sit.
+_LEGEND_COLUMNS, _LEGEND_ROW_SHARE = 3, 0.1
 
 
 def training_pixel_size(num_panels: int) -> tuple[int, int]:
@@ -277,6 +286,20 @@ def finish_axes(ax, title: str, *, legend: bool = False) -> None:
         ax.legend(fontsize=6.5, frameon=False, loc="best")
 
 
+def legend_in_headroom(ax, *, columns: int = _LEGEND_COLUMNS, fontsize: float = 6.5) -> None:
+    """Put the panel's legend in rows above its curves: the y-axis grows upward by the legend's
+    height, so no entry covers a line, wherever the lines run."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    ncol = min(len(handles), columns)
+    share = min(0.6, _LEGEND_ROW_SHARE * math.ceil(len(handles) / ncol) + 0.03)
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(lo, hi + (hi - lo) * share / (1 - share))
+    ax.legend(handles, labels, fontsize=fontsize, frameon=False, loc="upper center", ncol=ncol, borderaxespad=0.2,
+              handlelength=1.4, columnspacing=0.9, handletextpad=0.4, labelspacing=0.25)
+
+
 def _plane_guides(ax) -> None:
     # The atlas's plane (fade.plots), so a run's path reads against where the estimators sit.
     plane_guides(ax, fontsize=8)
@@ -335,12 +358,18 @@ def _training_panels(
     def sign_balance(ax):
         ax.axhline(BALANCED_SIGN, color="0.4", ls="--", lw=1)
         _trace(ax, steps, c("sign_balance"), window, color="tab:blue")
+        # At least 0.4-0.6 in view: a centred estimator's float noise around 0.5 must not fill the panel.
+        values = c("sign_balance")
+        finite = np.concatenate([values[np.isfinite(values)], SIGN_BALANCE_SPAN])
+        lo, hi = float(finite.min()), float(finite.max())
+        pad = 0.05 * (hi - lo)
+        ax.set_ylim(max(0.0, lo - pad), min(1.0, hi + pad))
 
     if has("sign_balance"):
         panels.append(("sign_balance (0.5 = balanced)", sign_balance))
 
     def entropy_formula(ax):
-        # dH ~ -eta [(m_S - m_F) H + Cov(A, log pi)] (FADE.md section 6): the drive is the bracket
+        # dH ~ -eta [(m_S - m_F) H + Cov(A, log pi)] (docs/method.md, section 4): the drive is the bracket
         # negated, so above zero predicts rising entropy; the entropy panel shows what happened.
         ax.axhline(0.0, color="0.6", ls=":", lw=1)
         _trace(ax, steps, c("mass_entropy_term"), window, label="(m_S - m_F) H", color="tab:olive", lw=1.0)
@@ -382,7 +411,9 @@ def _training_panels(
         _trace(ax, steps, c("clip_fraction"), window, label="clip_fraction", color="tab:gray")
         _trace(ax, steps, c("kl"), window, label="kl", color="tab:cyan")
 
-    if has("clip_fraction") or has("kl"):
+    # With one pass over each batch the new policy is the old one when the loss is taken, so the
+    # clip fraction is 0 at every step; the panel shows up once it (or the KL) carries something.
+    if _nonzero(c("clip_fraction")) or _nonzero(c("kl")):
         panels.append(("clip_fraction, kl", policy_shift))
 
     def seconds(ax):
@@ -397,6 +428,10 @@ def _training_panels(
     if any(has(k) for k in ("step_seconds", "sample_seconds", "advantage_seconds", "update_seconds")):
         panels.append(("seconds per step", seconds))
     return panels
+
+
+def _nonzero(values: np.ndarray | None) -> bool:
+    return values is not None and bool((np.isfinite(values) & (values != 0)).any())
 
 
 def training_panels(run: Run) -> list[str]:
@@ -420,7 +455,8 @@ def _draw_training(run: Run, cols: dict[str, np.ndarray], steps: np.ndarray, win
                 continue
             title, draw = panels[i]
             draw(ax)
-            finish_axes(ax, title, legend=True)
+            finish_axes(ax, title)
+            legend_in_headroom(ax)
             if i // TRAINING_COLUMNS == rows - 1 or i + TRAINING_COLUMNS >= len(panels):
                 ax.set_xlabel("step", fontsize=7, labelpad=1)
         if not panels:
@@ -568,20 +604,25 @@ def _fmt(value: float, signed: bool = False) -> str:
     return f"{value:+.3f}" if signed else f"{value:.3f}"
 
 
+#: The summary's third column: every row of it reads the one evaluation with the highest pass@1.
+AT_PEAK = "at peak pass@1"
+
+
 def summary_table(run: Run) -> Table:
-    """The run's results as a rich Table with columns base, final, best, final - base.
+    """The run's results as a rich Table with columns base, final, at peak pass@1, final - base.
 
     Evaluation rows compare the first evaluation (the base model), the last, and the one with the
-    highest pass@1 (earliest on ties): pass@k for each logged k, greedy, distinct_correct,
-    per-bucket pass@1 and eval entropy when logged. Training rows give the first and the last
-    logged value of entropy, reward_mean, rank1_share, sign_balance, difficulty and the
-    estimator's schedule (alpha, delta, p_hat, h_hat, h_star) where logged. Values print with
-    three decimals; a value not logged prints as a dash.
+    highest pass@1 (earliest on ties; every row of that column reads that one evaluation, not the
+    best value of each row): pass@k for each logged k, greedy, distinct_correct, per-bucket pass@1
+    and eval entropy when logged. Training rows give the first and the last logged value of
+    entropy, reward_mean, rank1_share, sign_balance, difficulty and the estimator's schedule
+    (alpha, delta, p_hat, h_hat, h_star) where logged. Values print with three decimals; a value
+    not logged prints as a dash.
     """
     title = _run_title(run)
     table = Table(title=title, title_justify="left")
     table.add_column("metric", style="bold")
-    for name in ("base", "final", "best", "final - base"):
+    for name in ("base", "final", AT_PEAK, "final - base"):
         table.add_column(name, justify="right")
 
     if run.evals:
@@ -605,8 +646,10 @@ def summary_table(run: Run) -> Table:
             table.add_row(label, *(_fmt(v) for v in values), _fmt(values[1] - values[0], signed=True))
         sizes = {k: metric_value(run.evals[-1].get(k)) for k in ("n_prompts", "n_samples")}
         sample_info = [f"{k} {int(v)}" for k, v in sizes.items() if math.isfinite(v)]
-        if sample_info:
-            table.caption = "final eval: " + ", ".join(sample_info)
+        table.caption = (
+            f"{AT_PEAK}: the evaluation with the highest pass@1 (earliest on ties), every row read there; "
+            "train rows: first and last step" + ("; final eval: " + ", ".join(sample_info) if sample_info else "")
+        )
         table.add_section()
     else:
         table.add_row("[dim]no eval.jsonl[/]", "", "", "", "")
@@ -625,6 +668,106 @@ def summary_table(run: Run) -> Table:
     return table
 
 
+# -- compare_table ------------------------------------------------------------------------------
+
+#: The share of a run's last steps whose mean is its "final" training entropy (one step is noisy).
+FINAL_SHARE = 0.1
+
+
+def _final_mean(values: np.ndarray | None) -> float:
+    """The mean of the finite values over the last FINAL_SHARE of the steps (at least one step)."""
+    if values is None or not len(values):
+        return math.nan
+    tail = values[-max(1, math.ceil(FINAL_SHARE * len(values))):]
+    tail = tail[np.isfinite(tail)]
+    return float(tail.mean()) if tail.size else math.nan
+
+
+def _shared_base(runs: Sequence[Run]) -> dict[str, Any] | None:
+    """The step-0 evaluation every run starts from, when all of them logged the same one."""
+    firsts = [run.evals[0] if run.evals else None for run in runs]
+    if any(f is None or f.get("step") != 0 for f in firsts):
+        return None
+    keys = [k for k in firsts[0] if k.startswith("pass@")]
+    same = all(metric_value(f.get(k)) == metric_value(firsts[0].get(k)) for f in firsts for k in keys)
+    return firsts[0] if same else None
+
+
+def compare_table(directories: Sequence[str | Path], *, labels: Sequence[str] | None = None) -> Table:
+    """Several runs side by side: the shared base evaluation, each run's final one, and the training
+    signals that say how each got there; with two runs, a column of second minus first.
+
+    Evaluation rows (final evaluation): pass@k for each k every run logged, distinct correct answers
+    per problem, and the peak pass@1 with its step. Training rows: the first entropy and the final
+    one (the mean over the last FINAL_SHARE of the steps), the mean sign_balance and difficulty
+    over the run, and, where logged, the mean alpha and delta and the share of steps with delta < 1.
+    The base column holds the step-0 evaluation when every run logged the same one.
+    """
+    if not directories:
+        raise ValueError("compare_table needs at least one run directory")
+    runs = [load_run(d) for d in directories]
+    names = list(labels) if labels is not None else _compare_labels(runs, None)
+    if len(names) != len(runs):
+        raise ValueError(f"got {len(names)} labels for {len(runs)} runs")
+    base = _shared_base(runs)
+    diff = len(runs) == 2
+    table = Table(title_justify="left", caption_justify="left")
+    table.add_column("metric", style="bold")
+    table.add_column("base (step 0)", justify="right")
+    for name in names:
+        table.add_column(name, justify="right")
+    if diff:
+        table.add_column("second - first", justify="right")
+
+    def row(label: str, base_value: float, values: list[float], *, signed_diff: bool = True) -> None:
+        cells = [_fmt(base_value), *(_fmt(v) for v in values)]
+        if diff:
+            cells.append(_fmt(values[1] - values[0], signed=True) if signed_diff else "")
+        table.add_row(label, *cells)
+
+    finals = [run.evals[-1] if run.evals else {} for run in runs]
+    ks = sorted(set.intersection(*(set(logged_ks(f)) for f in finals))) if all(finals) else []
+    steps = [str(int(f["step"])) if "step" in f else "—" for f in finals]
+    table.add_row("[dim]final eval at step[/]", "[dim]0[/]" if base else "", *(f"[dim]{s}[/]" for s in steps),
+                  *([""] if diff else []))
+    for k in ks:
+        key = f"pass@{k}"
+        row(key, metric_value(base.get(key)) if base else math.nan, [metric_value(f.get(key)) for f in finals])
+    if all("distinct_correct" in f for f in finals):
+        row("distinct correct answers", metric_value(base.get("distinct_correct")) if base else math.nan,
+            [metric_value(f.get("distinct_correct")) for f in finals])
+    peaks, peak_steps = [], []
+    for run in runs:
+        pass1 = metric_column(run.evals, "pass@1") if run.evals else np.array([])
+        best = peak_eval_index(pass1) if pass1.size else None
+        peaks.append(float(pass1[best]) if best is not None else math.nan)
+        peak_steps.append(int(run.evals[best]["step"]) if best is not None else None)
+    row("peak pass@1", math.nan, peaks)
+    table.add_row("[dim]peak at step[/]", "", *(f"[dim]{s}[/]" if s is not None else "—" for s in peak_steps),
+                  *([""] if diff else []))
+    table.add_section()
+
+    cols = [metric_columns(run.metrics) for run in runs]
+    row("train entropy, first step", math.nan, [_first_finite(c.get("entropy")) for c in cols])
+    row(f"train entropy, final (last {FINAL_SHARE:.0%} of steps)", math.nan, [_final_mean(c.get("entropy")) for c in cols])
+    for key in ("sign_balance", "difficulty"):
+        row(f"mean {key}", math.nan, [float(np.nanmean(c[key])) if key in c and np.isfinite(c[key]).any() else math.nan
+                                      for c in cols])
+    for key in ("alpha", "delta"):
+        if any(key in c and np.isfinite(c[key]).any() for c in cols):
+            row(f"mean {key}", math.nan, [float(np.nanmean(c[key])) if key in c and np.isfinite(c[key]).any() else math.nan
+                                          for c in cols], signed_diff=False)
+    if any("delta" in c and np.isfinite(c["delta"]).any() for c in cols):
+        row("share of steps with delta < 1", math.nan,
+            [float(np.mean(c["delta"][np.isfinite(c["delta"])] < 1)) if "delta" in c and np.isfinite(c["delta"]).any()
+             else math.nan for c in cols], signed_diff=False)
+    table.caption = (
+        "final eval: the last evaluation of each run; base: the step-0 evaluation all runs share"
+        + ("" if base else " (the runs logged different ones, or none)")
+    )
+    return table
+
+
 # -- compare_runs -------------------------------------------------------------------------------
 
 
@@ -638,9 +781,10 @@ def compare_runs(
     """Draw several runs on shared axes into the PNG ``out_png`` (COMPARE_PIXEL_SIZE pixels).
 
     Panels: pass@1 against step with each run's peak starred; each run's final pass@k curve over
-    k (log2 axis); training entropy against step (smoothed as in :func:`plot_run`, the window
-    set by the longest run); each run's smoothed path on the sign/difficulty plane, start circled,
-    end starred. Runs are labelled by ``label_key`` read from their ``run.json`` (dotted keys
+    k (log2 axis), under the base's when all runs share their step-0 evaluation; training entropy
+    against step (smoothed as in :func:`plot_run`, the window set by the longest run), with a
+    dotted line at FADE's target H* for each run that logged one; each run's smoothed path on the
+    sign/difficulty plane, start circled, end starred. Runs are labelled by ``label_key`` read from their ``run.json`` (dotted keys
     reach into nested dicts, e.g. ``estimator_args.h_star_ratio``), else by estimator and its
     arguments, else by directory name.
     """
@@ -660,6 +804,15 @@ def compare_runs(
         _plane_guides(plane)
         all_ks: set[int] = set()
         handles = []
+        base = _shared_base(runs)
+        if base is not None:
+            pairs = [(k, metric_value(base.get(f"pass@{k}"))) for k in logged_ks(base)]
+            pairs = [(k, v) for k, v in pairs if math.isfinite(v)]
+            if pairs:
+                curve.plot(*zip(*pairs), "o--", ms=3, color="0.55", lw=1.2)
+                all_ks.update(k for k, _ in pairs)
+                handles.append(Line2D([], [], color="0.55", ls="--", marker="o", ms=3, lw=1.2, label="base (step 0)"))
+        targets = False
         for i, (run, label) in enumerate(zip(runs, labels)):
             colour = plt.get_cmap("tab10")(i % 10)
             handles.append(Line2D([], [], color=colour, lw=2, label=label))
@@ -680,6 +833,10 @@ def compare_runs(
             cols = metric_columns(run.metrics)
             steps = metric_column(run.metrics, "step")
             _trace(entropy, steps, cols.get("entropy"), window, color=colour)
+            h_star = _last_finite(cols.get("h_star"))
+            if math.isfinite(h_star):  # FADE's entropy target: delta < 1 while the entropy EMA is below it
+                entropy.axhline(h_star, color=colour, ls=":", lw=1.2)
+                targets = True
             path = _plane_path(cols, steps, window)
             if path is not None:
                 _, x, y, _, _ = path
@@ -694,9 +851,9 @@ def compare_runs(
         curve.set_xlabel("k (log2)", fontsize=7)
         entropy.set_xlabel("step", fontsize=7)
         finish_axes(over_steps, "pass@1 vs step (star: peak)")
-        finish_axes(curve, "final pass@k vs k")
-        smoothing = f" (moving average over {window} steps)" if window > 1 else ""
-        finish_axes(entropy, f"training entropy{smoothing}")
+        finish_axes(curve, "final pass@k vs k" + (" (dashed grey: the base)" if base is not None else ""))
+        smoothing = f", moving average over {window} steps" if window > 1 else ""
+        finish_axes(entropy, f"training entropy{smoothing}" + ("; dotted: FADE's target H*" if targets else ""))
         plane.set_title("path on the sign/difficulty plane (circle: start, star: end)", fontsize=9)
         fig.legend(
             handles=handles,

@@ -2,8 +2,8 @@
 
 A run directory holds ``metrics.jsonl`` (one object per training step), ``eval.jsonl`` (one
 object per evaluation, step 0 = the base model) and optionally ``run.json`` (its configuration),
-as FADE.md section 5 specifies. The key tuples below are the schema of those records, shared by
-the trainer that writes them and every reader. :func:`read_jsonl` is the one JSON-lines reader:
+as the README's testbed section lists them. The key tuples below are the schema of those
+records, shared by the trainer that writes them and every reader. :func:`read_jsonl` is the one JSON-lines reader:
 a torn last line (a run killed mid-write) is skipped with a warning, any other bad line raises
 naming the file and line. :func:`load_run` reads a whole directory, keeping the last record of a
 step a resumed run repeated; :func:`metric_column` turns one key into a float array with NaN for
@@ -71,7 +71,7 @@ PER_BUCKET_KEYS = REWARD_KEYS
 #: The policy after the update: mean token entropy (of the batch, before the update), the norms,
 #: and the rank-1 share of the output head's change since step 0.
 POLICY_KEYS = ("entropy", "param_norm", "grad_norm", "rank1_share")
-#: The first-order entropy formula's terms (FADE.md section 6, corrected sign), measured on the
+#: The first-order entropy formula's terms (docs/method.md, section 4), measured on the
 #: update batch before the update: dH ~ -eta [(m_S - m_F) H + Cov(A, log pi)].
 #: ``cov_adv_logp`` = mean_t(A_t lp_t) - mean_t(A_t) mean_t(lp_t), over every completion token t
 #: of the batch, A_t the advantage of t's rollout and lp_t the sampled token's log-prob under the

@@ -36,6 +36,7 @@ import math
 import random
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ import torch
 import fade
 from fade.atomic import remove_orphaned_temp_files, write_json_atomic
 from fade.geometry import rank1_share
-from fade.mass import decompose_grouped
+from fade.mass import carries_signal, decompose_grouped
 from fade.progress import step_bar
 from fade.segments import as_groups
 
@@ -71,7 +72,7 @@ RUN_FILE, RESUMES_FILE = CONFIG_FILE, "resumes.jsonl"
 RESUME_MAY_CHANGE = ("out", "progress", "checkpoint_every", "eval_every", "device", "steps")
 #: The optimizers ``TrainConfig.optimizer`` names: AdamW (with the adam_* settings), or plain SGD
 #: (no momentum, no dampening, weight decay only if asked), the gradient step first-order theory
-#: such as FADE.md section 6's entropy formula is about.
+#: such as the entropy formula of docs/method.md, section 4, is about.
 OPTIMIZERS = ("adamw", "sgd")
 _EVAL_STREAM = 1_000_003  # keeps evaluation randomness apart from the training steps'
 
@@ -152,6 +153,9 @@ class TrainConfig:
             raise ValueError(f"minibatches ({self.minibatches}) cannot exceed the rollouts per step ({rows})")
         if self.data is not None and self.verifier is None:
             raise ValueError("--data needs --verifier NAME (how to score a completion against the answer)")
+        if self.data is None and self.verifier is not None:
+            raise ValueError(f"--verifier {self.verifier} scores --data files only; the built-in task {self.task!r} "
+                             "has its own verifier: drop --verifier or give --data")
 
 
 def _as_json(value: Any) -> Any:
@@ -209,6 +213,22 @@ def _remove_orphans(out: Path) -> None:
             shutil.rmtree(entry, ignore_errors=True)
 
 
+def _check_learns(est: fade.Estimator, config: TrainConfig) -> None:
+    """Refuse a setting under which every advantage of every batch is 0, so the run would learn nothing."""
+    spec = fade.format_spec(est.name, config.estimator_args)
+    if carries_signal(est, config.group_size):  # an estimator that cannot take groups this size raises here
+        return
+    if config.group_size == 1:
+        raise ValueError(
+            f"--group-size 1 gives every rollout of {spec} an advantage of 0 (one completion per prompt has no other "
+            "to compare with): the run would train nothing; use --group-size 2 or more"
+        )
+    raise ValueError(
+        f"{spec} gives every rollout an advantage of 0 at --group-size {config.group_size}, whatever the rewards: the "
+        "run would train nothing; use a larger --group-size or other estimator parameters"
+    )
+
+
 def _seed_for(seed: int, stream: int) -> int:
     digest = hashlib.sha256(f"{seed}:{stream}".encode()).digest()
     return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
@@ -239,8 +259,8 @@ def token_covariance(adv: torch.Tensor, logp: torch.Tensor, mask: torch.Tensor) 
 
     Cov = mean_t(A_t lp_t) - mean_t(A_t) mean_t(lp_t) = (1/N) sum_t (A_t - mean_t A) lp_t, the sums
     over the N tokens where ``mask`` is True. It is the covariance term of the first-order entropy
-    change dH ~ -eta [(m_S - m_F) H + Cov(A, log pi)] (Cui et al., arXiv 2505.22617; FADE.md
-    section 6). Computed in float64 from each rollout's token count and log-prob sum (one
+    change dH ~ -eta [(m_S - m_F) H + Cov(A, log pi)] (Cui et al., arXiv 2505.22617; docs/method.md,
+    section 4). Computed in float64 from each rollout's token count and log-prob sum (one
     reduction over the tokens); the centred form keeps it exact for a constant A.
 
     Args:
@@ -322,6 +342,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
         raise ValueError(f"--resume: no {CHECKPOINT} in {out} to resume from")
     # Everything that can be refused is checked before the folder is created or touched.
     est = fade.estimator(config.estimator, **config.estimator_args)
+    _check_learns(est, config)
     device = resolve_device(config.device)
     task = _load_task(config)
     model_dir = Path(config.model) if config.model else base_model_dir(task.base or config.task)
@@ -370,15 +391,24 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
     test_set = task.problems("test", n=config.eval_prompts, seed=config.seed) if config.eval_prompts else []
     writer = _tensorboard(out / "tb")
 
-    def run_eval(step: int) -> None:
+    last_eval = ""
+
+    def run_eval(step: int, note: Callable[[str], None]) -> None:
+        nonlocal last_eval
         if not test_set:
             return
+
+        def done(prompts: int) -> None:
+            note(f"evaluating at step {step}: {prompts}/{len(test_set)} prompts x {config.eval_samples} samples")
+
+        done(0)
         result = evaluate(
             model, tokenizer, task, test_set, samples=config.eval_samples, max_new_tokens=max_new,
-            eos_id=eos_id, pad_id=pad_id, generator=_generator(device, config.seed, _EVAL_STREAM),
+            eos_id=eos_id, pad_id=pad_id, generator=_generator(device, config.seed, _EVAL_STREAM), on_prompts=done,
         )
         record = {"step": step, **result}
         eval_log.append(record)
+        last_eval = f"  pass@1 {result['pass@1']:.3f} (step {step})"
         if writer is not None:
             for key, value in result.items():
                 writer.add_scalar(f"eval/{key}", value, step)
@@ -408,11 +438,15 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             inputs["baseline_rewards"] = per_prompt[rollouts.prompt_index.cpu()]
         return inputs
 
-    if start == 0 and config.eval_every:
-        run_eval(0)
-    model.train()
     name = config.task if config.data is None else Path(config.data).name
     with step_bar(f"{config.estimator} on {name}", config.steps, start, config.progress) as advance:
+
+        def note(text: str) -> None:  # the stats line during a pause, without counting a step
+            advance(text, 0)
+
+        if start == 0 and config.eval_every:
+            run_eval(0, note)
+        model.train()
         for step in range(start + 1, config.steps + 1):
             t0 = time.perf_counter()
             # 1. sample G completions of each drawn prompt
@@ -452,7 +486,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             if len(diagnostics) < len(DIAGNOSTICS):
                 report = decompose_grouped(adv.double(), rewards, as_groups(prompt_ids, rewards.numel(), "cpu"))
                 diagnostics = {k: getattr(report, k) for k in DIAGNOSTICS}
-            # The first-order entropy formula's terms on this batch, before the update (FADE.md section 6).
+            # The first-order entropy formula's terms on this batch, before the update (docs/method.md, section 4).
             cov_adv_logp = token_covariance(adv, old_lp, c_mask)
             mass_entropy_term = (float(diagnostics["positive_mass"]) - float(diagnostics["negative_mass"])) * entropy
             adv_dev = adv.to(device=device, dtype=torch.float32)
@@ -521,7 +555,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
                     if key != "step" and isinstance(value, (int, float)):
                         writer.add_scalar(f"train/{key}", value, step)
             if config.eval_every and (step % config.eval_every == 0 or step == config.steps):
-                run_eval(step)
+                run_eval(step, note)
             if step % config.checkpoint_every == 0 or step == config.steps:
                 checkpoint(step)
                 if writer is not None:
@@ -529,7 +563,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             stats = f"reward {record['reward_mean']:.3f}  entropy {record['entropy']:.3f}"
             if record.get("alpha") is not None:
                 stats += f"  alpha {record['alpha']:.2f}  delta {record['delta']:.2f}"
-            advance(stats)
+            advance(stats + last_eval)
     if writer is not None:
         writer.close()
     save_policy(model, tokenizer, out / "policy")

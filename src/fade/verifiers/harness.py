@@ -65,7 +65,7 @@ DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 # folders; each is covered by an empty read-only tmpfs, so the program has the standard library only.
 PACKAGE_DIRS = ("site-packages", "dist-packages")
 # Where packages a judge needs are bound in the private root.
-PACKAGES = "/opt/fade-packages"
+PACKAGES = "/fade-packages"
 # The fd on which a test child reports how it ended (and a call's return value): the program can
 # write to it, so P1 believes one well-formed line of it only (see the module docstring).
 STATUS_FD = 3

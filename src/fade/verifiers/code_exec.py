@@ -167,7 +167,6 @@ class CodeVerifier:
         elif limits is not None and not isinstance(limits, Limits):
             raise ValueError(f"limits must be a Limits, a dict of Limits fields or None, got {type(limits).__name__}")
         self.user_limits = limits
-        self.limits = limits if isinstance(limits, Limits) else Limits(**(limits or {}))
         self.workers = workers
         self.float_tolerance = float(float_tolerance)
         self.namespaces = namespaces

@@ -37,30 +37,34 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from .testcases import TestCase, TestSuite, outputs_match, values_match
+from .testcases import TestCase, TestSuite, integer_guard_ok, is_ascii_int, outputs_match, values_match
 
 __all__ = [
     "JUDGES",
-    "extract_program",
     "JUDGE_FIELDS",
     "Judge",
+    "LCB_PRELUDE",
+    "MBPP_STOP_WORDS",
+    "TACO_PRELUDE",
+    "codecontests_match",
     "decode_typed",
+    "default_match",
+    "extract_program",
+    "humaneval_program",
     "integer_guard_ok",
     "judge_for",
+    "lcb_extract",
+    "lcb_stdout_match",
+    "lcb_value_match",
     "lcb_wrap",
+    "mbpp_program",
+    "prepare_tests",
+    "taco_std_versions",
+    "taco_stdout_match",
+    "taco_value_match",
 ]
 
 # -- the rule every profile keeps ------------------------------------------------------------------
-
-_ASCII_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
-
-
-def integer_guard_ok(got: str, expected: str) -> bool:
-    """False when ``expected`` is an ASCII integer token and ``got`` is not one (a float, a
-    number in other digits, one with underscores): the token pair must then not match, whatever
-    a harness's own comparison says."""
-    return not _ASCII_INT.fullmatch(expected) or _ASCII_INT.fullmatch(got) is not None
-
 
 def _guarded_equal(got: Any, expected: Any) -> bool:
     """Python's ``got == expected``, recursively through lists, tuples and dicts, except that an
@@ -302,7 +306,7 @@ def taco_stdout_match(got: str, expected: str) -> bool:
 
 def _sets_guarded(tokens: set[str], want_sets: list[set[str]]) -> bool:
     # The characters compared with an expected integer must be ASCII digits themselves.
-    wants_int = any(_ASCII_INT.fullmatch(w) for s in want_sets for w in s)
+    wants_int = any(is_ascii_int(w) for s in want_sets for w in s)
     return not wants_int or all(c.isascii() for t in tokens for c in t)
 
 
@@ -358,7 +362,7 @@ _DOUBLE = re.compile(r"\s*[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|
 
 
 def _cc_int(token: str) -> int | None:
-    if re.fullmatch(r"[+-]?[0-9]+", token, re.ASCII) and len(token.lstrip("+-").lstrip("0")) <= 10:
+    if is_ascii_int(token) and len(token.lstrip("+-").lstrip("0")) <= 10:
         value = int(token)
         if _INT32[0] <= value <= _INT32[1]:
             return value
@@ -562,7 +566,3 @@ def default_match(judge: Judge, tolerance: float) -> tuple[Callable[[str, str], 
         return (lambda g, e: outputs_match(g, e, tolerance)), (lambda g, e: values_match(g, e, tolerance))
     return judge.stdout_match, judge.value_match
 
-
-__all__ += ["LCB_PRELUDE", "TACO_PRELUDE", "MBPP_STOP_WORDS", "codecontests_match", "humaneval_program",
-            "lcb_extract", "lcb_stdout_match", "lcb_value_match", "mbpp_program", "prepare_tests",
-            "taco_std_versions", "taco_stdout_match", "taco_value_match", "default_match"]

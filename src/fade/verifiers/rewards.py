@@ -168,10 +168,11 @@ def compute_math_score(data_source: Any, solution_str: str, ground_truth: Any, e
 
 
 _code_verifiers: dict[str, CodeVerifier] = {}
+_code_lock = threading.Lock()
 
 
 def _code_verifier(judge: str) -> CodeVerifier:
-    with _math_lock:
+    with _code_lock:
         if judge not in _code_verifiers:
             _code_verifiers[judge] = CodeVerifier(judge=judge)
         return _code_verifiers[judge]

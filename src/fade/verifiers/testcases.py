@@ -42,7 +42,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TestCase", "TestSuite", "outputs_match", "parse_tests", "values_match"]
+__all__ = ["TestCase", "TestSuite", "integer_guard_ok", "outputs_match", "parse_tests", "values_match"]
 
 TEST_FIELDS = ("tests", "public_test_cases", "private_test_cases", "public_tests", "private_tests", "generated_tests",
                "input_output", "test", "test_list")
@@ -286,6 +286,17 @@ def _finite_decimal(token: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def integer_guard_ok(got: str, expected: str) -> bool:
+    """False when ``expected`` is an ASCII integer token and ``got`` is not one (a float, a
+    number in other digits, one with underscores): the pair must then not match, under any
+    judging rules (fade.verifiers.judges keeps it in every profile)."""
+    return not _INT.fullmatch(expected) or _INT.fullmatch(got) is not None
+
+
+def is_ascii_int(token: str) -> bool:
+    return _INT.fullmatch(token) is not None
+
+
 def _tokens_match(got: str, expected: str, tol: float) -> bool:
     """One output token against the expected one. An integer expected token is matched only by an
     integer token of the same value ("007" = "7"): never by a float within tolerance, whose
@@ -294,7 +305,7 @@ def _tokens_match(got: str, expected: str, tol: float) -> bool:
     if got == expected:
         return True
     if _INT.fullmatch(expected):
-        return _INT.fullmatch(got) is not None and _int_text(got) == _int_text(expected)
+        return integer_guard_ok(got, expected) and _int_text(got) == _int_text(expected)
     want = _finite_decimal(expected)
     have = _finite_decimal(got)
     if want is None or have is None:

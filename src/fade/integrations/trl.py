@@ -32,8 +32,9 @@ get advantage 0, as TRL does.
 FadeGRPOTrainer changes nothing until ``advantage`` does. A setting an estimator cannot honour (a
 std scale for an estimator that sets its own, per-function normalisation for one that needs one
 reward per completion, real-valued rewards for one that reads successes without a success option)
-is refused at construction, with one line naming the setting and the estimator. fade's batch diagnostics and FADE's schedule are appended to TRL's
-metrics under ``fade/...``, so they reach whatever logger the run reports to. The estimator's
+is refused at construction, with one line naming the setting and the estimator.
+
+fade's batch diagnostics and FADE's schedule are appended to TRL's metrics under ``fade/...``, so they reach whatever logger the run reports to. The estimator's
 state is saved as ``fade_estimator.json`` in each checkpoint folder and restored on resume.
 """
 

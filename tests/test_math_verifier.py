@@ -4,8 +4,8 @@ a hard per-call timeout from any thread, and the same verifier behind TRL, verl 
 from __future__ import annotations
 
 import importlib.util
-import math
 import json
+import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor

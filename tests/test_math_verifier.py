@@ -146,6 +146,40 @@ def test_verl_reward_signature(monkeypatch, verifier):
     assert module.compute_score("aime", "\\boxed{7}", "7")["reason"] == "correct"
 
 
+@pytest.mark.parametrize("source", ["gsm8k_decoded", "unicode_math", "openai/gsm8k", "math", "aime2024", "mycodes"])
+def test_verl_math_sources_whose_names_contain_code_are_scored_as_math(monkeypatch, verifier, source):
+    # Any data_source containing "code" went to the code verifier: bad_reference, 0, for a right answer.
+    monkeypatch.setattr(rewards, "default_math_verifier", lambda: verifier)
+    assert rewards.compute_score(source, "so \\boxed{7}", "7") == {"score": 1.0, "acc": 1.0, "reason": "correct"}
+
+
+def test_verl_data_sources_are_routed_as_verls_own_default_reward_routes_them(monkeypatch):
+    # verl's default_compute_score, with each of its scorers replaced by one that says its kind,
+    # next to fade's rule on the same data_source values (verl's own and common hub names).
+    pytest.importorskip("verl")
+    import types
+
+    import verl.utils.reward_score as verl_scores
+
+    kinds = {"prime_code": "code", "sandbox_fusion": "code", "gsm8k": "math", "math_reward": "math",
+             "math_dapo": "math", "prime_math": "math", "geo3k": "math", "search_r1_like_qa_em": "other"}
+    for name, kind in kinds.items():
+        stub = types.SimpleNamespace(compute_score=lambda *args, kind=kind, **kwargs: {"kind": kind})
+        monkeypatch.setattr(verl_scores, name, stub, raising=False)
+    theirs_sources = ["openai/gsm8k", "lighteval/MATH", "DigitalLearningGmbH/MATH-lighteval", "HuggingFaceH4/MATH-500",
+                      "math_dapo", "math", "math_dapo_reasoning", "aime2024", "aime", "numina_aops_forum",
+                      "numina_synthetic_math", "numina_amc_aime", "numina_cn_k12", "numina_olympiads", "hiyouga/geometry3k",
+                      "codecontests", "apps", "codeforces", "taco"]
+    for source in theirs_sources:
+        theirs = verl_scores.default_compute_score(source, "x", "1")["kind"]
+        assert ("code" if rewards.names_code_dataset(source) else "math") == theirs, source
+    for source in ["likaixin/TACO-verified", "deepmind/code_contests", "codeparrot/apps", "openai_humaneval",
+                   "livecodebench/code_generation_lite", "evalplus/mbppplus", "open-r1/codeforces", "leetcode-hard"]:
+        assert rewards.names_code_dataset(source), source
+    for source in ["gsm8k_decoded", "unicode_math", "barcode_math", "encoded_aime", "numina_olympiads"]:
+        assert not rewards.names_code_dataset(source), source
+
+
 def test_testbed_file_task_scores_with_math_verify(tmp_path):
     pytest.importorskip("transformers")
     from fade.testbed.trainer import TrainConfig, _load_task

@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 EXTRAS ?= testbed,trl,verl,math,test
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo clean-demo test lint install dist check-wheel bench bench-trainer bench-peers base sweep-quick results clean
+.PHONY: demo clean-demo test lint install dist check-wheel bench bench-trainer bench-peers bench-smoke base sweep-quick results clean
 
 $(VENV)/.installed-$(EXTRAS): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -54,6 +54,11 @@ bench-trainer: install
 
 bench-peers: install
 	$(PY) benchmarks/peers.py
+
+# Every benchmark script with a tiny setting that measures nothing (tests/test_benchmarks.py runs
+# the same in the suite): a script that no longer runs fails here, not in front of a user.
+bench-smoke: install
+	for script in benchmarks/*.py; do $(PY) $$script --smoke || exit 1; done
 
 # The paper's claims on the testbed (docs/results/README.md): quick is about 10 minutes on
 # 2 cores, the full sweep about 3 hours; both resume where they stopped.

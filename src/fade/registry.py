@@ -43,7 +43,8 @@ RewardKind = str  # "any" | "unit" (each in [0, 1]) | "binary" (each 0 or 1)
 #: "binary": FADE, maxrl, power, passk, ...): how a real-valued reward (a reward model's score,
 #: partial credit) becomes one, chosen at construction. ``success_threshold=t``: a reward >= t is a
 #: success (1), anything else a failure (0). ``reward_min=lo, reward_max=hi``: rewards are clipped to
-#: [lo, hi] and mapped linearly onto [0, 1] (binary estimators refuse it: it does not make 0 or 1).
+#: [lo, hi] and mapped linearly onto [0, 1], in float64 so that hi maps to exactly 1 in every dtype
+#: (binary estimators refuse it: it does not make 0 or 1; hi - lo must be a finite float64).
 #: With none set, the rewards must already be in [0, 1] (0 or 1 for binary estimators).
 SUCCESS_OPTIONS: dict[str, None] = {"success_threshold": None, "reward_min": None, "reward_max": None}
 

@@ -6,12 +6,17 @@ Extraction (``answer_mode``):
 - "any" (the default, math-verify's own): ``\\boxed{...}`` (the last one) first, then "final
   answer is ..." phrases, then any LaTeX or plain expression anywhere, as math-verify does with
   its boxed priority raised to the top. A truncated completion still yields its last expression.
-- "final": only an answer in its final form: the last closed ``\\boxed{...}`` (with the boxes
-  right before it that math-verify reads as one answer), else the rest of the last line that
-  matches ``final_answer_pattern`` ("the final answer is", "Final answer:", ...). A completion
-  with neither has no answer, so an output cut off mid-derivation scores 0: the mode for RL
-  rewards.
-- "boxed": the last closed box only.
+- "final": only an answer in its final form: the last closed ``\\boxed{...}`` or ``\\fbox{...}``
+  (with the boxes right before it that math-verify reads as one answer: fewer than 10 characters
+  apart, or joined by and, or, a comma or a semicolon within 70; across two math environments,
+  ``$...$`` and the like, only when nothing but spaces, delimiters and one such separator lies
+  between), else the rest of the last line that matches ``final_answer_pattern`` ("the final
+  answer is", "Final answer:", ...). A completion with neither has no answer, so an output cut
+  off mid-derivation scores 0: the mode for RL rewards.
+- "boxed": the last closed box only (with the boxes read as one answer with it).
+
+In "final" and "boxed" the answer's span is searched in the worker, under the timeout, in time
+linear in the completion.
 
 Comparison is math-verify's ``verify``, with its settings exposed: ``float_rounding`` (decimal
 places floats are rounded to, 6), ``numeric_precision`` (significant digits of numeric

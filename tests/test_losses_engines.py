@@ -211,28 +211,28 @@ def test_entropy_bonus_is_verls_entropy_coeff_in_ppo_loss(parity, loss, agg):
     params = {"ppo_clip": {"clip_ratio_high": 0.28}, "clip_cov": {"clip_cov_ratio": 0.2},
               "kl_cov": {"kl_cov_ratio": 0.2}}[loss]
     for seed in SEEDS:
-        for coef, given in ((0.01, {}), (0.3, {"tokens": 50.0, "sequences": 9.0, "horizon": 12.0}), (-0.05, {})):
+        for coef, norms in ((0.01, {}), (0.3, {"tokens": 50.0, "sequences": 9.0, "horizon": 12.0}), (-0.05, {})):
             log_prob, old, adv, mask, entropy = batch(seed, spread=0.6, holes=False)
             b, t = log_prob.shape
             lengths = mask.sum(1)
             config = verl_config(loss, params, entropy_coeff=coef, loss_agg_mode=agg,
-                                 loss_scale_factor=given.get("horizon"))
+                                 loss_scale_factor=norms.get("horizon"))
             data = TensorDict({
                 "prompts": torch.ones(b, 2, dtype=torch.long), "responses": torch.ones(b, t, dtype=torch.long),
                 "attention_mask": torch.cat([torch.ones(b, 2, dtype=torch.long), mask.long()], 1),
                 "response_mask": mask.long(), "old_log_probs": old,
                 "advantages": adv[:, None].expand(b, t).contiguous(),
             }, batch_size=[b])
-            tu.assign_non_tensor(data, dp_size=1, batch_num_tokens=given.get("tokens"),
-                                 global_batch_size=given.get("sequences"))
+            tu.assign_non_tensor(data, dp_size=1, batch_num_tokens=norms.get("tokens"),
+                                 global_batch_size=norms.get("sequences"))
             theirs_lp, theirs_h = log_prob.clone().requires_grad_(), entropy.clone().requires_grad_()
             torch.manual_seed(seed)
             theirs, their_metrics = ppo_loss(config, {"log_probs": flat(theirs_lp, lengths, 2),
                                                       "entropy": flat(theirs_h, lengths, 2)}, data)
             ours_lp, ours_h = log_prob.clone().requires_grad_(), entropy.clone().requires_grad_()
             torch.manual_seed(seed)
-            policy, _ = losses.policy_loss(loss, **params)(ours_lp, old, adv, mask, agg=agg, **given)
-            term, metrics = losses.entropy_term("entropy_bonus", coef=coef)(ours_h, mask, agg=agg, **given)
+            policy, _ = losses.policy_loss(loss, **params)(ours_lp, old, adv, mask, agg=agg, **norms)
+            term, metrics = losses.entropy_term("entropy_bonus", coef=coef)(ours_h, mask, agg=agg, **norms)
             ours = policy + term
             assert metrics["entropy_coef"] == coef
             parity("verl", "ppo_loss (entropy_coeff)", "entropy_bonus", f"{loss}, {agg}",

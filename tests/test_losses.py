@@ -161,12 +161,12 @@ def test_entropy_bonus_is_minus_c_times_the_aggregated_entropy():
     h = torch.tensor([[0.5, 1.5, 9.0], [2.0, 0.0, 0.0]], requires_grad=True)
     mask = torch.tensor([[True, True, False], [True, False, False]])
     term, metrics = losses.entropy_term("entropy_bonus", coef=0.1)(h, mask)
-    assert float(term) == pytest.approx(-0.1 * 4 / 3) and metrics == {"entropy": pytest.approx(4 / 3),
+    assert float(term.detach()) == pytest.approx(-0.1 * 4 / 3) and metrics == {"entropy": pytest.approx(4 / 3),
                                                                           "entropy_coef": 0.1}
     # gradient descent on the term raises the entropy of every response token, equally under token-mean
     torch.testing.assert_close(torch.autograd.grad(term, h)[0], -0.1 / 3 * mask.float())
     seq, _ = losses.entropy_term("entropy_bonus", coef=0.1)(h, mask, agg="seq-mean-token-mean")
-    assert float(seq) == pytest.approx(-0.1 * (1.0 + 2.0) / 2)
+    assert float(seq.detach()) == pytest.approx(-0.1 * (1.0 + 2.0) / 2)
 
 
 def test_adaptive_entropy_by_hand():
@@ -186,7 +186,7 @@ def test_adaptive_entropy_by_hand():
         assert term.coef == pytest.approx(kept) and term.coefficient == pytest.approx(applied)
     h = torch.full((1, 2), 0.3, requires_grad=True)
     out, metrics = term(h, torch.ones(1, 2, dtype=torch.bool))
-    assert float(out) == pytest.approx(-0.1 * 0.3) and metrics["entropy_coef"] == pytest.approx(0.1)
+    assert float(out.detach()) == pytest.approx(-0.1 * 0.3) and metrics["entropy_coef"] == pytest.approx(0.1)
     restored = losses.entropy_term("adaptive_entropy", target=0.5, coef=0.0, delta=0.1, coef_max=0.25)
     restored.load_state_dict(term.state_dict())
     assert restored.coefficient == term.coefficient and restored.state_dict() == term.state_dict()

@@ -351,6 +351,9 @@ def with_nan(at):
         (lambda: losses.from_spec("ppo_clip:clip_ratio_high=x", "policy"),
          "policy loss spec 'ppo_clip:clip_ratio_high=x': clip_ratio_high must be a finite number >= 0"),
         (lambda: losses.from_spec("ppo clip", "policy"), "bad policy loss spec 'ppo clip'"),
+        (lambda: losses.from_spec("ppo_clip", "loss"), "kind must be one of 'policy', 'entropy', got 'loss'"),
+        (lambda: losses.spec("ppo"), "unknown loss term 'ppo'; available: adaptive_entropy, clip_cov, "
+         "entropy_bonus, kl_cov, ppo_clip"),
         (lambda: losses.from_spec("ppo_clip:clip_ratio_low=0.1", "policy", clip_ratio_low=0.2),
          "policy loss spec 'ppo_clip:clip_ratio_low=0.1': parameter(s) given twice with different values: clip_ratio_low=0.1 and clip_ratio_low=0.2"),
         (lambda: PPO(LP[0], LP[0], torch.zeros(3), MASK[0]), "log_prob must be (B, T), one value per response "
@@ -361,7 +364,7 @@ def with_nan(at):
         (lambda: PPO(LP, LP, torch.zeros(2, dtype=torch.long), MASK), "advantages must be a floating-point tensor"),
         (lambda: PPO(LP, LP, torch.zeros(2), torch.full((2, 3), 0.5)),
          "mask must be bool or 0/1 (True on the response tokens), got 0.5 at row 0, token 0"),
-        (lambda: PPO(LP, LP, torch.zeros(2), MASK[:, :2]), "mask must have the log-probs' shape (2, 3), got (2, 2)"),
+        (lambda: PPO(LP, LP, torch.zeros(2), MASK[:, :2]), "mask must have log_prob's shape (2, 3), got (2, 2)"),
         (lambda: PPO(with_nan((1, 2)), LP, torch.zeros(2), MASK),
          "log_prob must be finite on the response tokens, got nan at row 1, token 2 (1 such value(s))"),
         (lambda: PPO(LP, LP, torch.tensor([0.0, math.inf]), MASK),
@@ -372,6 +375,11 @@ def with_nan(at):
          "it from the mask), got 0"),
         (lambda: losses.entropy_term("entropy_bonus")(with_nan((0, 1)), MASK),
          "entropy must be finite on the response tokens, got nan at row 0, token 1"),
+        (lambda: losses.aggregate(torch.zeros(3), MASK[0]), "values must be (B, T), one value per response token, "
+         "got shape (3,)"),
+        (lambda: losses.aggregate(LP, MASK, "mean"), "agg must be one of 'token-mean'"),
+        (lambda: losses.aggregate(LP, MASK.cpu().float() * 2), "mask must be bool or 0/1 (True on the response "
+         "tokens), got 2.0 at row 0, token 0"),
         (lambda: zero_variance_mask([1.0, math.nan], 2), "rewards must be finite, got nan at position 1"),
         (lambda: zero_variance_mask([1.0, 0.0, 1.0], 2), "3 rollouts cannot be split into consecutive groups of 2"),
         (lambda: zero_variance_mask([[1.0, 0.0]], 2), "rewards must be 1-D"),

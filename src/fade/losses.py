@@ -57,12 +57,23 @@ KINDS: dict[str, str] = {
     "policy": "a policy loss: (log_prob, old_log_prob, advantages, mask) -> (loss, metrics)",
     "entropy": "an entropy term: (entropy, mask) -> (term added to the loss, metrics)",
 }
+_NOUN = {"policy": "policy loss", "entropy": "entropy term", None: "loss term"}
+
+
+def _check_kind(kind: Any) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}, got {kind!r}")
+
+
+def _check_agg(agg: Any) -> None:
+    if agg not in AGGREGATIONS:
+        raise ValueError(f"agg must be one of {', '.join(map(repr, AGGREGATIONS))}, got {agg!r}")
 
 
 def aggregate(
     values: torch.Tensor,
     mask: torch.Tensor,
-    mode: str = "token-mean",
+    agg: str = "token-mean",
     *,
     tokens: float | None = None,
     sequences: float | None = None,
@@ -87,24 +98,25 @@ def aggregate(
 
     Source: verl 0.9.1, trainer/ppo/core_algos.py ``agg_loss`` (with ``dp_size`` 1).
     """
-    if mode not in AGGREGATIONS:
-        raise ValueError(f"aggregation must be one of {', '.join(map(repr, AGGREGATIONS))}, got {mode!r}")
+    _check_agg(agg)
+    values = _matrix(values, "values")
+    mask = _mask(mask, values, "values")
     for key, given in (("tokens", tokens), ("sequences", sequences), ("horizon", horizon)):
         if given is not None and not _is_number(given, low=0.0, low_open=True):
             raise ValueError(f"{key} must be a finite number > 0 (or None to count it from the mask), got {given!r}")
-    masked = torch.where(mask, values, torch.zeros((), dtype=values.dtype, device=values.device))
-    if mode == "token-mean":
+    masked = torch.where(mask, values, 0.0)
+    if agg == "token-mean":
         return masked.sum() / (tokens if tokens is not None else max(int(mask.sum()), 1))
-    if mode == "token-sum":
+    if agg == "token-sum":
         return masked.sum()
     counts = mask.sum(-1)
     per_row = masked.sum(-1)
-    if mode == "seq-mean-token-mean":
+    if agg == "seq-mean-token-mean":
         per_row = per_row / counts.clamp_min(1)
     present = counts > 0
-    total = torch.where(present, per_row, torch.zeros((), dtype=per_row.dtype, device=per_row.device)).sum()
+    total = torch.where(present, per_row, 0.0).sum()
     total = total / (sequences if sequences is not None else max(int(present.sum()), 1))
-    if mode == "seq-mean-token-sum-norm":
+    if agg == "seq-mean-token-sum-norm":
         total = total / (horizon if horizon is not None else values.shape[-1])
     return total
 
@@ -136,9 +148,7 @@ class Tokens:
         """Mean of ``values`` over the tokens under the mask (0 when there are none)."""
         if values.dtype == torch.bool:
             values = values.float()
-        return torch.where(self.mask, values, torch.zeros((), dtype=values.dtype, device=values.device)).sum() / max(
-            self.count, 1
-        )
+        return torch.where(self.mask, values, 0.0).sum() / max(self.count, 1)
 
     def mean(self, values: torch.Tensor) -> float:
         return float(self.mean_of(values.detach()))
@@ -185,8 +195,7 @@ def register(
     ``fn(entropy, *, coef) -> term``, ``entropy`` the aggregated token entropy. ``defaults`` are
     the parameters and their default values; ``check`` validates a full parameter dict.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}, got {kind!r}")
+    _check_kind(kind)
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         if name in _REGISTRY and _REGISTRY[name].fn is not fn:
@@ -203,20 +212,20 @@ def register(
 
 def available(kind: str | None = None) -> list[str]:
     """Registered loss terms (of ``kind``, when given), sorted."""
-    if kind is not None and kind not in KINDS:
-        raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}, got {kind!r}")
+    if kind is not None:
+        _check_kind(kind)
     return sorted(n for n, s in _REGISTRY.items() if kind is None or s.kind == kind)
 
 
 def spec(name: str, kind: str | None = None) -> LossSpec:
     """The registry entry for ``name``; an unknown name, or one of another kind, raises ValueError."""
-    what = "loss term" if kind is None else ("policy loss" if kind == "policy" else "entropy term")
+    names = available(kind)
     if not isinstance(name, str) or name not in _REGISTRY:
-        raise ValueError(f"unknown {what} {name!r}; available: {', '.join(available(kind))}")
+        raise ValueError(f"unknown {_NOUN[kind]} {name!r}; available: {', '.join(names)}")
     s = _REGISTRY[name]
     if kind is not None and s.kind != kind:
         raise ValueError(f"{name!r} is {KINDS[s.kind].split(':')[0]}, not {KINDS[kind].split(':')[0]}; "
-                         f"available: {', '.join(available(kind))}")
+                         f"available: {', '.join(names)}")
     return s
 
 
@@ -235,7 +244,8 @@ def entropy_term(name: str, **params: Any) -> EntropyTerm:
 def from_spec(text: str, kind: str, **params: Any) -> LossTerm:
     """Build the term a spec names (``ppo_clip:clip_ratio_high=0.28``); ``params`` add to the
     spec's (a clash is an error). Errors quote the spec."""
-    what = "policy loss" if kind == "policy" else "entropy term"
+    _check_kind(kind)
+    what = _NOUN[kind]
     name, given = parse_spec(text, what=what)
     build = policy_loss if kind == "policy" else entropy_term
     try:
@@ -333,7 +343,7 @@ class EntropyTerm(LossTerm):
         horizon: float | None = None,
     ) -> tuple[torch.Tensor, dict[str, float]]:
         entropy = _matrix(entropy, "entropy")
-        mask = _mask(mask, entropy.shape, entropy.device)
+        mask = _mask(mask, entropy, "entropy")
         _check_finite_on(entropy, mask, "entropy")
         h = aggregate(entropy, mask, agg, tokens=tokens, sequences=sequences, horizon=horizon)
         coef = self.coefficient
@@ -348,10 +358,10 @@ class AdaptiveEntropy(EntropyTerm):
     """TRL's adaptive entropy coefficient: an entropy bonus whose weight steers toward a target entropy.
 
     TRL's ``use_adaptive_entropy`` (Skywork-OR1's rule). Its state is the coefficient c and the
-    entropy H measured at the last optimizer step. The coefficient this step applies is c when H <= target and 0 otherwise (0 before the first
-    measurement); after the step, :meth:`observe` with the step's entropy moves c by
-    :func:`adaptive_entropy_coef`. ``state_dict`` holds c and H, as TRL's checkpoint does
-    (``entropy_ctrl_state.json``).
+    entropy H measured at the last optimizer step. The coefficient a step applies is c when
+    H <= target and 0 otherwise (0 before the first measurement); after the step, :meth:`observe`
+    with the step's entropy moves c by :func:`adaptive_entropy_coef`. ``state_dict`` holds c and
+    H, as TRL's checkpoint does (``entropy_ctrl_state.json``).
     """
 
     def __post_init__(self) -> None:
@@ -619,13 +629,14 @@ def _matrix(x: Any, name: str) -> torch.Tensor:
     return x
 
 
-def _mask(mask: Any, shape: torch.Size, device: torch.device) -> torch.Tensor:
+def _mask(mask: Any, like: torch.Tensor, name: str) -> torch.Tensor:
+    """``mask`` as a bool tensor of ``like``'s shape and device (``like`` is called ``name``)."""
     if not isinstance(mask, torch.Tensor):
-        raise ValueError(f"mask must be a torch tensor of shape {tuple(shape)}, got {type(mask).__name__}")
-    if mask.shape != shape:
-        raise ValueError(f"mask must have the log-probs' shape {tuple(shape)}, got {tuple(mask.shape)}")
-    if mask.device != device:
-        raise ValueError(f"mask is on {mask.device}, the log-probs on {device}: expected one device")
+        raise ValueError(f"mask must be a torch tensor of {name}'s shape {tuple(like.shape)}, got {type(mask).__name__}")
+    if mask.shape != like.shape:
+        raise ValueError(f"mask must have {name}'s shape {tuple(like.shape)}, got {tuple(mask.shape)}")
+    if mask.device != like.device:
+        raise ValueError(f"mask is on {mask.device}, {name} on {like.device}: expected one device")
     if mask.dtype == torch.bool:
         return mask
     if mask.is_complex():
@@ -657,7 +668,7 @@ def _tokens(
     device = log_prob.device
     if old_log_prob.device != device:
         raise ValueError(f"old_log_prob is on {old_log_prob.device}, log_prob on {device}: expected one device")
-    mask = _mask(mask, log_prob.shape, device)
+    mask = _mask(mask, log_prob, "log_prob")
     if not isinstance(advantages, torch.Tensor) or not advantages.is_floating_point():
         raise ValueError(f"advantages must be a floating-point tensor, (B,) or (B, T), got "
                          f"{getattr(advantages, 'dtype', type(advantages).__name__)}")
@@ -670,8 +681,7 @@ def _tokens(
                          f"got {tuple(advantages.shape)}")
     for x, name in ((log_prob, "log_prob"), (old_log_prob, "old_log_prob"), (advantages, "advantages")):
         _check_finite_on(x, mask, name)
-    if agg not in AGGREGATIONS:
-        raise ValueError(f"agg must be one of {', '.join(map(repr, AGGREGATIONS))}, got {agg!r}")
+    _check_agg(agg)
     return Tokens(log_prob=log_prob, old_log_prob=old_log_prob, advantages=advantages, mask=mask,
                   count=int(mask.sum()), agg=agg, tokens=tokens, sequences=sequences, horizon=horizon,
                   generator=generator)

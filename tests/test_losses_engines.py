@@ -183,7 +183,7 @@ def test_kl_cov_is_verls(parity, params, agg):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_every_loss_agrees_with_verl_in_float64_too(parity, dtype):
+def test_every_loss_agrees_with_verl_in_float32_and_float64(parity, dtype):
     for seed in SEEDS:
         for loss, params in (("ppo_clip", {"clip_ratio_high": 0.28}), ("clip_cov", {"clip_cov_ratio": 0.2}),
                              ("kl_cov", {"kl_cov_ratio": 0.2})):

@@ -117,12 +117,14 @@ def _whole(judge: Judge, field: str) -> str:
 
 def limit_defaults(field: str) -> str:
     """Each profile's default of a :class:`Limits` field (``time_seconds`` or ``memory_mb``), as
-    the command line's help says it: ``codecontests 288, else 1024``."""
+    the command line's help says it: the profiles with a default of their own (neighbours with
+    the same one together), then the sandbox's for the others (``codecontests 288, else 1024``)."""
     own = [(name, f"{_default(judge, field):g}{_whole(judge, field)}") for name, judge in JUDGES.items()
            if getattr(judge, field) is not None]
     parts = [f"{' and '.join(name for name, _ in group)} {text}" for text, group in groupby(own, key=lambda x: x[1])]
-    if len(own) < len(JUDGES):
-        parts.append(f"else {getattr(Limits(), field):g}")
+    others = [name for name, judge in JUDGES.items() if getattr(judge, field) is None]
+    if others:
+        parts.append(f"{others[0] if len(others) == 1 else 'else'} {getattr(Limits(), field):g}")
     return ", ".join(parts)
 
 

@@ -21,7 +21,6 @@ from fade.testbed import report, runlog
 from fade.testbed.report import (
     COMPARE_PIXEL_SIZE,
     PLANE_PIXEL_SIZE,
-    _compare_labels,
     compare_runs,
     compare_table,
     legend_in_headroom,
@@ -48,6 +47,7 @@ from fade.testbed.runlog import (
     read_json_object,
     read_jsonl,
 )
+from fade.testbed.tables import compare_labels
 
 KS = (1, 2, 4, 8, 16, 32, 64)
 BUCKETS = (1, 2, 3)
@@ -528,13 +528,13 @@ def test_compare_runs_labels_and_their_errors(tmp_path):
     c = _write_run(tmp_path / "c", steps=3, estimator="grpo", config=False)
     runs = [load_run(d) for d in (a, b, c)]
     # Same estimator in a and b: the directory tells them apart; c has no run.json.
-    assert _compare_labels(runs, None) == [
+    assert compare_labels(runs, None) == [
         "fade(h_star_ratio=0.5) [a]",
         "fade(h_star_ratio=0.5) [b]",
         "c [c]",
     ]
-    assert _compare_labels(runs, "seed") == ["seed=3 [a]", "seed=3 [b]", "c [c]"]
-    assert _compare_labels([runs[0], runs[2]], "estimator_args.h_star_ratio") == ["estimator_args.h_star_ratio=0.5", "c"]
+    assert compare_labels(runs, "seed") == ["seed=3 [a]", "seed=3 [b]", "c [c]"]
+    assert compare_labels([runs[0], runs[2]], "estimator_args.h_star_ratio") == ["estimator_args.h_star_ratio=0.5", "c"]
     with pytest.raises(ValueError, match="label_key 'nope' is in no run's run.json"):
         compare_runs([a, b], tmp_path / "x.png", label_key="nope")
     with pytest.raises(ValueError, match="at least one run"):

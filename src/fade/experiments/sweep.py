@@ -359,7 +359,7 @@ def _choose(preset: Preset, out: Path) -> str | None:
     choice, rows = choose_tuned(preset.tuning, summaries)
     write_json_atomic(out / TUNING_FILE, {
         "task": preset.tuning.task, "score": preset.tuning.score, "choice": choice,
-        "candidates": [{"candidate": r["candidate"], "score_values": list(r["score"].values)} for r in rows],
+        "candidates": [{"candidate": r.candidate, "score_values": list(r.score.values)} for r in rows],
     })
     return choice
 

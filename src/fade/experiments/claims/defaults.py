@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from fade.specs import parse_spec
 
@@ -25,7 +24,16 @@ from .base import Claim, Context, Judgement, judge
 RANKED = ("peak_pass1", "passk_mean")
 
 
-def choose_tuned(tuning: Tuning, summaries: Sequence[SweepRun]) -> tuple[str | None, list[dict[str, Any]]]:
+@dataclass(frozen=True)
+class Candidate:
+    """A tuning candidate (canonical spec) with its selection score and peak pass@1 over seeds."""
+
+    candidate: str
+    score: Stat
+    peak_pass1: Stat
+
+
+def choose_tuned(tuning: Tuning, summaries: Sequence[SweepRun]) -> tuple[str | None, list[Candidate]]:
     """The candidate with the highest seed-mean score on the tuning task, and every candidate's row.
 
     Candidates without a finished run are listed with n = 0 and cannot be chosen. A tie goes to
@@ -38,7 +46,7 @@ def choose_tuned(tuning: Tuning, summaries: Sequence[SweepRun]) -> tuple[str | N
     best, best_key = None, (-math.inf, -math.inf)
     for candidate in tuning.candidates:
         score = runs.stat(candidate, tuning.score)
-        rows.append({"candidate": canonical_spec(candidate), "score": score, "peak_pass1": runs.stat(candidate, "peak_pass1")})
+        rows.append(Candidate(canonical_spec(candidate), score, runs.stat(candidate, "peak_pass1")))
         key = (score.mean, -len(parse_spec(candidate)[1]))
         if score.n and key > best_key:
             best, best_key = canonical_spec(candidate), key
@@ -47,12 +55,12 @@ def choose_tuned(tuning: Tuning, summaries: Sequence[SweepRun]) -> tuple[str | N
 
 @dataclass(frozen=True)
 class Defaults:
-    """The tuning (task, candidates, score), every candidate's row (``candidate``, ``score`` and
-    ``peak_pass1`` over seeds) and the choice (None when no candidate finished)."""
+    """The tuning (task, candidates, score), every :class:`Candidate` and the choice (None when no
+    candidate finished)."""
 
     task: str
     tuning: Tuning
-    rows: tuple[dict[str, Any], ...]
+    rows: tuple[Candidate, ...]
     chosen: str | None
 
 

@@ -14,21 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import stats
 from ..presets import STATIC_BASELINES
 from ..runs import Runs
-from ..stats import (
-    CONTRADICTED,
-    FEW_SEEDS,
-    MIN_PAIRED_SEEDS,
-    MIN_SEEDS,
-    NOT_MEASURED,
-    NOT_SUPPORTED,
-    OVERLAP,
-    UNRESOLVED,
-    Stat,
-    Verdict,
-    compare,
-)
+from ..stats import Stat, Verdict, compare
 from .base import Claim, Context, Judgement, StatTable, judge, stat_table
 
 #: The scalars the claim's table shows for every estimator (besides the reach columns).
@@ -92,13 +81,15 @@ def _earlier(reach: Reach, best: str) -> Verdict:
     n = len(reach.ratios)
     unreached = sum(1 for v in reach.steps.values() if not math.isfinite(v))
     ratio = Stat.by_seed(reach.ratios.items())
-    against, undecided = (CONTRADICTED, UNRESOLVED) if n >= MIN_PAIRED_SEEDS else (NOT_SUPPORTED, OVERLAP)
+    paired = n >= stats.MIN_PAIRED_SEEDS
+    against = stats.CONTRADICTED if paired else stats.NOT_SUPPORTED
+    undecided = stats.UNRESOLVED if paired else stats.OVERLAP
     if n == 0:
-        return Verdict(NOT_MEASURED, "no seed with both runs")
+        return Verdict(stats.NOT_MEASURED, "no seed with both runs")
     if unreached * 2 > n:
         return Verdict(against, f"FADE never reached {best}'s peak in {unreached} of {n} seeds")
-    if n < MIN_SEEDS:
-        return Verdict(FEW_SEEDS, f"ratio {ratio.text(2)} (n={n}), unreached in {unreached} of {n} seeds")
+    if n < stats.MIN_SEEDS:
+        return Verdict(stats.FEW_SEEDS, f"ratio {ratio.text(2)} (n={n}), unreached in {unreached} of {n} seeds")
     if unreached:
         return Verdict(undecided, f"ratio {ratio.text(2)} where reached; unreached in {unreached} of {n} seeds")
     if ratio.n < n:

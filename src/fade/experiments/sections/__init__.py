@@ -1,12 +1,12 @@
 """The claims in words: each measured claim (:mod:`fade.experiments.claims`) becomes a section of
-the report, its tables, verdict lines and notes.
+the report, with its tables, verdict lines and notes.
 
-A claim's result type has one wording function here, registered with :func:`words`: it turns the
-result into a :class:`~.base.ClaimSection` (a title, tables of formatted cells, a
-verdict line per verdict, notes, and for a design check its ``check`` line). The themed
-modules hold them: :mod:`.checks`, :mod:`.axes`, :mod:`.entropy`, :mod:`.fade`. :func:`evaluate`
-and :func:`design_checks` measure and word in one call, for
-:mod:`~fade.experiments.results_report` and the tests.
+A claim's result type has one wording function, registered with :func:`words`: it turns the
+result into a :class:`~.base.ClaimSection` (a title, tables of formatted cells, a verdict line per
+verdict, notes, and for a design check its ``check`` line). The themed modules hold them:
+:mod:`.checks`, :mod:`.axes`, :mod:`.entropy`, :mod:`.fade`. :func:`evaluate` and
+:func:`design_checks` measure and word in one call, for :mod:`~fade.experiments.results_report`
+and the tests.
 """
 
 from __future__ import annotations

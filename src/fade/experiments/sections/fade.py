@@ -151,8 +151,8 @@ def defaults(key: str, r: Defaults) -> ClaimSection:
     table = Table(["candidate", f"{tuning.score} (selection score)", "peak pass@1", "chosen"],
                   caption=f"rule: the highest seed-mean {tuning.score} on {tuning.task}; ties to the earlier candidate")
     for row in r.rows:
-        table.rows.append([row["candidate"], row["score"].text(), row["peak_pass1"].text(),
-                           "**yes**" if row["candidate"] == r.chosen else ""])
+        table.rows.append([row.candidate, row.score.text(), row.peak_pass1.text(),
+                           "**yes**" if row.candidate == r.chosen else ""])
     section.tables.append(table)
     if r.chosen is None:
         section.notes.append("No candidate finished: nothing was chosen.")

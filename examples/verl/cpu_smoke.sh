@@ -23,6 +23,7 @@ PYTHON=${PYTHON:-python3}
 export PYTHON
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
+cd "$OUT"  # Hydra writes its outputs/ folder in the working directory
 rm -rf "$OUT/full" "$OUT/resumed" "$OUT"/*.log "$OUT"/*.metrics.jsonl
 SECONDS=0
 
@@ -30,7 +31,9 @@ SECONDS=0
 "$PYTHON" "$HERE/cpu_smoke_inputs.py" "$OUT"
 
 # 2. the GPU recipe with the CPU switch, the tiny model and data, and small sizes. Only sizes,
-#    paths, the reward function (for this data) and the console logger differ from the recipe.
+#    paths, the reward function (for this data) and the loggers differ from the recipe. One PPO
+#    update per step (the mini-batch is the batch): verl orders a batch by when its rollouts
+#    finish, which differs between processes, and the split into mini-batches would follow it.
 export FADE_VERL_CPU=1
 export MODEL_PATH="$OUT/model" TRAIN_FILES="$OUT/data/train.parquet" VAL_FILES="$OUT/data/test.parquet"
 export N_GPUS=1 NNODES=1 ROLLOUT_N=4 ROLLOUT_TP=1 PROJECT=fade EXPERIMENT=cpu_smoke
@@ -39,7 +42,7 @@ sizes=(
     data.max_prompt_length=16
     data.max_response_length=8
     data.dataloader_num_workers=0
-    actor_rollout_ref.actor.ppo_mini_batch_size=4
+    actor_rollout_ref.actor.ppo_mini_batch_size=8
     actor_rollout_ref.actor.ppo_max_token_len_per_gpu=1024
     actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=1024
     actor_rollout_ref.rollout.agent.num_workers=1

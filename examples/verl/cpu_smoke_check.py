@@ -4,14 +4,16 @@
 
 - every step ran: ``OUT/full.metrics.jsonl`` (verl's file logger) has steps 1, 2, 3 and
   ``OUT/resumed.metrics.jsonl`` step 3, and the console logs have the matching ``step:`` lines;
-- with one of fade's estimators, verl's logger got the ``fade/...`` batch diagnostics at every step,
-  and with FADE (a stateful one) also ``fade/alpha`` and ``fade/delta``, and
-  ``OUT/full/global_step_2/fade_estimator.json`` exists;
+- with one of fade's estimators and fade's trainer (``trainer.v1.trainer_mode=fade``, the recipe's),
+  verl's logger got the ``fade/...`` batch diagnostics at every step, and with FADE (a stateful
+  one) also ``fade/alpha`` and ``fade/delta``, and ``OUT/full/global_step_2/fade_estimator.json``
+  exists; with verl's own estimators, no ``fade/...`` metric;
 - the resumed step 3 is the uninterrupted one: the same FADE state after it (alpha, delta, p_hat,
   h_hat, h_star) and the same rewards, entropy and loss.
 
-Prints what it compared and exits 1 on the first failure. The estimator is the last
-``algorithm.adv_estimator=`` among the overrides (the recipe's ``fade`` when none).
+Prints what it compared and exits 1 on the first failure. The estimator and the trainer mode are
+the last ``algorithm.adv_estimator=`` and ``trainer.v1.trainer_mode=`` among the overrides (the
+recipe's ``fade`` when none).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 SCHEDULE = ("alpha", "delta", "p_hat", "h_hat", "h_star")
 #: Step metrics a resumed step must repeat, with the relative tolerance of "the same": the rollouts'
 #: rewards and lengths, the policy's entropy and the advantages to float precision; the gradient
-#: norm to bf16 summation order (verl orders a batch by its random uids, which differ between runs).
+#: norm to the order of bf16 sums (verl orders a batch by when its rollouts finish).
 REPEATED = {"critic/score/mean": 1e-6, "response_length/mean": 1e-6, "actor/entropy": 1e-6,
             "critic/advantages/max": 1e-6, "critic/advantages/min": 1e-6, "actor/grad_norm": 1e-3}
 #: FADE's state after a step is a function of the rewards and the entropy: equal to float precision.
@@ -61,12 +63,13 @@ def close(a: float, b: float, rtol: float) -> bool:
     return math.isclose(float(a), float(b), rel_tol=rtol, abs_tol=1e-12)
 
 
-def estimator_name(overrides: list[str]) -> str:
-    name = "fade"
+def last_value(overrides: list[str], key: str, default: str) -> str:
+    """The value the overrides give ``key`` (Hydra: the last one wins), else the recipe's ``default``."""
+    value = default
     for item in overrides:
-        if item.lstrip("+").startswith("algorithm.adv_estimator="):
-            name = item.split("=", 1)[1]
-    return name
+        if item.lstrip("+").startswith(f"{key}="):
+            value = item.split("=", 1)[1]
+    return value
 
 
 def check(out: Path, overrides: list[str]) -> list[str]:
@@ -74,7 +77,9 @@ def check(out: Path, overrides: list[str]) -> list[str]:
     from fade.integrations import verl as fv
 
     report = []
-    name = estimator_name(overrides)
+    name = last_value(overrides, "algorithm.adv_estimator", "fade")
+    # fade's trainer adds the fade/... metrics; verl's own trainer modes compute fade's advantages without
+    fade_trainer = last_value(overrides, "trainer.v1.trainer_mode", "fade") == fv.TRAINER_NAME
     resumed = (out / "resumed.log").is_file()
     runs = {"full": [1, 2, 3], **({"resumed": [3]} if resumed else {})}
     logged = {run: metrics(out / f"{run}.metrics.jsonl") for run in runs}
@@ -87,7 +92,7 @@ def check(out: Path, overrides: list[str]) -> list[str]:
         report.append(f"{run}: steps {steps} in verl's file and console loggers")
 
     stateful = False
-    if fv.is_fade_name(name):
+    if fv.is_fade_name(name) and fade_trainer:
         stateful = fade.spec(fv.fade_name(name)).schedule is not None  # FADE and its variants
         # defined on every batch (the sign balance and difficulty are left out of a batch without signal)
         wanted = {f"fade/{k}" for k in ("positive_mass", "negative_mass", "effective_sample_fraction")}
@@ -105,6 +110,9 @@ def check(out: Path, overrides: list[str]) -> list[str]:
             if not state.is_file():
                 raise CheckFailed(f"{state} is missing: the checkpoint at step 2 has no {name} state")
             report.append(f"{state} written with the step-2 checkpoint")
+    elif fv.is_fade_name(name):
+        report.append(f"{name} in verl's own trainer mode: fade's function computes the advantages, "
+                      f"the fade/... metrics come with trainer.v1.trainer_mode={fv.TRAINER_NAME}")
     else:
         leaked = sorted(k for step in logged["full"].values() for k in step if k.startswith("fade/"))
         if leaked:

@@ -1,37 +1,37 @@
 """verl on CPU: run verl's own ``python -m verl.trainer.main_ppo`` with a small Hugging Face model and
 no GPU, to check a recipe (config, reward, estimator, checkpoints) before queueing for GPUs.
 
-Switched on by one environment variable, ``FADE_VERL_CPU=1``, in the shell that launches verl; off,
-nothing here is imported and a GPU run is untouched. fade's verl plug-in imports this module in every
-process that imports verl (the driver, the TaskRunner, the workers; Ray workers on one node inherit
-the launching shell's environment, and the driver forwards the switch to every Ray process). It fills
-the gaps that keep verl 0.9.1 off CPU, each in the place verl offers for it:
+Switched on by one environment variable, ``FADE_VERL_CPU=1``, in the shell that launches verl. fade's
+verl plug-in imports this module in every process that imports verl (the driver, the TaskRunner, the
+workers, the rollout servers: on one node Ray processes inherit the launching shell's environment,
+and the driver also forwards the switch to them through Ray's runtime environment). Off, the module
+only defines its classes: nothing is registered or rewritten, and a GPU run is untouched. On, it
+fills the gaps that keep verl 0.9.1 off CPU (docs/engines/verl.md lists verl's source lines):
 
-- a CPU platform (verl's ``PlatformRegistry``, plugin/platform/platform_manager.py): device ``cpu``,
-  collective backend ``gloo``, torch.cuda-style memory calls answered with the host's memory;
-- the process group: verl builds ``cpu:gloo,<device>:<backend>`` (utils/distributed.py:90), which is
-  ``cpu:gloo,cpu:gloo`` here and refused by torch; the workers get a plain ``gloo`` group instead;
-- the engine: verl registers its FSDP engine for cuda and npu only (workers/engine/fsdp/
-  transformer_impl.py:1143), so ``VERL_ENGINE_DEVICE=cuda`` (workers/engine/base.py:405) selects it,
-  and FSDP2 wraps on a CPU mesh;
-- the config, rewritten once in the driver before verl validates it (:func:`adapt_config`; each change
-  is printed): the attention implementation (``sdpa``, not flash-attention), no padding removal (it
-  needs flash-attention's variable-length kernels), no torch.compile, the rollout backend ``hf``, and
-  fake Ray GPU resources, one per worker, because verl's resource pools ask Ray for "GPU"
-  (single_controller/ray/base.py:208-241);
-- a rollout backend, ``actor_rollout_ref.rollout.name=hf``: one Ray actor per replica that serves
-  verl's token-in-token-out protocol (``generate`` returning a ``TokenOutput``) with Hugging Face
-  ``generate``, registered in verl's two rollout registries (workers/rollout/base.py:89,
-  workers/rollout/replica.py:388); verl's weight sync hands it the actor's weights after every step.
+- a CPU platform in verl's ``PlatformRegistry``: device ``cpu``, collective backend ``gloo``,
+  ``torch.cuda``-style memory calls answered with the host's memory;
+- the process group: verl builds ``cpu:gloo,<device>:<backend>``, which is ``cpu:gloo,cpu:gloo`` on
+  CPU and refused by torch; the workers get a plain ``gloo`` group;
+- the engine: verl registers its FSDP engines for cuda and npu only; ``VERL_ENGINE_DEVICE=cuda``,
+  verl's own switch, selects them, and FSDP2 shards on a CPU mesh;
+- the config, rewritten once in the driver before verl validates it (:func:`adapt_config`, one
+  printed line per change): ``sdpa`` attention instead of flash-attention, no padding removal, FSDP2
+  instead of FSDP1, no torch.compile, the rollout backend ``hf``, and fake Ray GPUs, one per worker,
+  because verl's resource pools ask Ray for "GPU";
+- a rollout backend, ``actor_rollout_ref.rollout.name=hf``: one Ray actor per replica serving verl's
+  token-in-token-out protocol (``generate`` returning a ``TokenOutput``) with Hugging Face
+  ``generate``, registered in verl's two rollout registries; verl's weight sync hands it the actor's
+  weights after every step, as it does vLLM's.
 
 Sampling is reproducible: each request draws from a seed made of ``rollout.seed``, the weights'
 version (verl's global step), the prompt's tokens and how many times that prompt was asked for at
 that version, so a run resumed from a checkpoint samples what the uninterrupted run sampled.
 
 What it does not do: tensor, pipeline, data or expert parallel rollouts, sequence parallelism,
-Megatron, LoRA weight sync, multi-modal prompts, quantised or speculative rollouts; asking for any
-of them stops the run with one line naming the setting (:func:`check_config`). It is for small models:
-the rollout keeps a full copy of the weights in one process and decodes requests one at a time.
+Megatron, LoRA weight sync, multi-modal prompts, quantised or speculative rollouts, generative
+reward models; asking for any of them stops the run with one line naming the setting
+(:func:`check_config`). It is for small models: the rollout keeps a full copy of the weights in one
+process and decodes one request at a time.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import logging
 import os
 import sys
 import types
@@ -68,8 +67,6 @@ __all__ = [
     "request_seed",
 ]
 
-logger = logging.getLogger(__name__)
-
 #: The environment variable that switches CPU mode on (``1``) in every verl process.
 ENV_SWITCH = "FADE_VERL_CPU"
 
@@ -82,7 +79,7 @@ _ON, _OFF = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 GPU_ROLLOUTS = ("vllm", "sglang", "trtllm")
 
 #: Rollout settings that tune a GPU engine's memory and scheduling; they do not change what is
-#: sampled, so the ``hf`` rollout runs without them (printed once when they are set).
+#: sampled, so the ``hf`` rollout runs without them (one printed line names them).
 ENGINE_ONLY = (
     "gpu_memory_utilization", "enforce_eager", "cudagraph_capture_sizes", "free_cache_engine",
     "max_num_batched_tokens", "max_num_seqs", "enable_chunked_prefill", "enable_prefix_caching",

@@ -150,6 +150,9 @@ def test_adapt_config_keeps_what_already_runs_on_cpu():
         ("actor_rollout_ref.model.lora_rank=8", r"LoRA \(rank 8\): the hf rollout syncs full weights only"),
         ("reward.reward_model.enable=True", r"reward.reward_model.enable=True \(a generative reward model"),
         ("actor_rollout_ref.rollout.quantization=fp8", r"actor_rollout_ref.rollout.quantization=fp8"),
+        ("trainer.v1.trainer_mode=separate_async", r"trainer.v1.trainer_mode=separate_async \(CPU mode runs the "
+                                                   r"synchronous trainers: sync, fade\)"),
+        ("trainer.use_v1=False", r"trainer.use_v1=False \(CPU mode runs verl's v1 trainer\)"),
     ],
 )
 def test_what_cpu_mode_cannot_run_is_refused_in_one_line(override, message):

@@ -29,7 +29,7 @@ that version, so a run resumed from a checkpoint samples what the uninterrupted 
 
 What it does not do: tensor, pipeline, data or expert parallel rollouts, sequence parallelism,
 Megatron, LoRA weight sync, multi-modal prompts, quantised or speculative rollouts, generative
-reward models; asking for any of them stops the run with one line naming the setting
+reward models, verl's asynchronous trainer modes and its legacy trainer; asking for any of them stops the run with one line naming the setting
 (:func:`check_config`). It is for small models: the rollout keeps a full copy of the weights in one
 process and decodes one request at a time.
 """
@@ -77,6 +77,10 @@ _ON, _OFF = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 
 #: verl's GPU rollout backends, which CPU mode replaces with ``hf``.
 GPU_ROLLOUTS = ("vllm", "sglang", "trtllm")
+
+#: verl's asynchronous trainer modes: partial rollouts aborted mid-generation, standalone rollout
+#: servers with their own weight transfer; the hf rollout serves the synchronous ones.
+ASYNC_MODES = ("colocate_async", "separate_async")
 
 #: Rollout settings that tune a GPU engine's memory and scheduling; they do not change what is
 #: sampled, so the ``hf`` rollout runs without them (one printed line names them).
@@ -268,6 +272,12 @@ def check_config(config: Any) -> None:
     lora = _select(config, "actor_rollout_ref.model.lora.rank", 0) or _select(config, "actor_rollout_ref.model.lora_rank", 0)
     if int(lora) > 0:
         refusals.append(f"LoRA (rank {lora}): the hf rollout syncs full weights only")
+    if not _select(config, "trainer.use_v1", True):
+        refusals.append("trainer.use_v1=False (CPU mode runs verl's v1 trainer)")
+    trainer_mode = _select(config, "trainer.v1.trainer_mode", "sync")
+    if trainer_mode in ASYNC_MODES:
+        refusals.append(f"trainer.v1.trainer_mode={trainer_mode} (CPU mode runs the synchronous trainers: sync, "
+                        "fade)")
     if _select(config, "reward.reward_model.enable", False):
         refusals.append("reward.reward_model.enable=True (a generative reward model needs a GPU rollout server)")
     if refusals:

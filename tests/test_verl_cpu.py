@@ -167,12 +167,12 @@ def test_what_cpu_mode_cannot_run_is_refused_in_one_line(override, message):
 # -- the rollout server ----------------------------------------------------------------------------------
 
 
-def test_request_seed_depends_on_seed_version_prompt_and_occurrence():
+def test_request_seed_depends_on_seed_version_prompt_occurrence_and_replica():
     seed = verl_cpu.request_seed
     base = seed(1, 2, [5, 6], 0)
-    assert base == seed(1, 2, (5, 6), 0) and 0 <= base < 2**63
+    assert base == seed(1, 2, (5, 6), 0, 0) and 0 <= base < 2**63
     assert len({base, seed(0, 2, [5, 6], 0), seed(1, 3, [5, 6], 0), seed(1, 2, [6, 5], 0), seed(1, 2, [5, 6], 1),
-                seed(1, None, [5, 6], 0)}) == 6
+                seed(1, None, [5, 6], 0), seed(1, 2, [5, 6], 0, 1)}) == 7
 
 
 @pytest.fixture(scope="module")

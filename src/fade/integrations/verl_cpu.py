@@ -25,7 +25,8 @@ fills the gaps that keep verl 0.9.1 off CPU (docs/engines/verl.md lists verl's s
 
 Sampling is reproducible: each request draws from a seed made of ``rollout.seed``, the weights'
 version (verl's global step), the prompt's tokens and how many times that prompt was asked for at
-that version, so a run resumed from a checkpoint samples what the uninterrupted run sampled.
+that version (and the replica), so with one rollout replica a run resumed from a checkpoint
+samples what the uninterrupted run sampled.
 
 What it does not do: tensor, pipeline, data or expert parallel rollouts, sequence parallelism,
 Megatron, LoRA weight sync, multi-modal prompts, quantised or speculative rollouts, generative
@@ -372,14 +373,17 @@ def _auto_set_device(original):
 # -- the rollout -----------------------------------------------------------------------------------
 
 
-def request_seed(seed: int, version: Any, prompt_ids: Iterable[int], occurrence: int) -> int:
+def request_seed(seed: int, version: Any, prompt_ids: Iterable[int], occurrence: int, replica: int = 0) -> int:
     """The sampling seed of one request: ``rollout.seed``, the weights' version (verl's global
-    step), the prompt's tokens, and the how-manieth request for that prompt at that version it is.
+    step), the prompt's tokens, the how-manieth request for that prompt at that version it is on
+    this replica, and the replica.
 
-    The same requests draw the same samples in any order of arrival within a prompt's group (its
-    rollouts are exchangeable), in any process, so a resumed run repeats the uninterrupted one.
+    With one replica the same requests draw the same samples in any order of arrival within a
+    prompt's group (its rollouts are exchangeable), in any process, so a resumed run repeats the
+    uninterrupted one. With several, the rollouts of a prompt stay distinct, but which replica
+    serves which request is verl's load balancing, so runs differ.
     """
-    text = f"{int(seed)}|{version}|{','.join(str(int(t)) for t in prompt_ids)}|{int(occurrence)}"
+    text = f"{int(seed)}|{version}|{','.join(str(int(t)) for t in prompt_ids)}|{int(occurrence)}|{int(replica)}"
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") & ((1 << 63) - 1)
 
 
@@ -459,7 +463,7 @@ class HFRolloutServer:
             key = tuple(prompt)
             occurrence = self._asked.get(key, 0)
             self._asked[key] = occurrence + 1
-            seed = request_seed(self.config.seed, self.global_steps, prompt, occurrence)
+            seed = request_seed(self.config.seed, self.global_steps, prompt, occurrence, self.replica_rank)
             tokens, log_probs = self._sample(prompt, params, int(max_tokens), seed)
         return TokenOutput(
             token_ids=tokens,

@@ -13,6 +13,7 @@ import asyncio
 import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -176,9 +177,17 @@ def test_request_seed_depends_on_seed_version_prompt_occurrence_and_replica():
 
 
 @pytest.fixture(scope="module")
-def server():
+def server(tmp_path_factory):
+    """A rollout server over the testbed's arithmetic policy, whose checkpoint carries sampling
+    defaults that would change every draw (top_k=1, repetition_penalty=5, temperature=0.1):
+    verl's request settings must be the ones used, as in verl's vLLM server."""
+    model = tmp_path_factory.mktemp("hf") / "model"
+    shutil.copytree(BASE, model)
+    generation = json.loads((model / "generation_config.json").read_text())
+    generation.update(top_k=1, repetition_penalty=5.0, temperature=0.1, do_sample=True)
+    (model / "generation_config.json").write_text(json.dumps(generation))
     cfg = compose(
-        "actor_rollout_ref.model.path=" + str(BASE), "actor_rollout_ref.rollout.name=hf",
+        "actor_rollout_ref.model.path=" + str(model), "actor_rollout_ref.rollout.name=hf",
         "+actor_rollout_ref.model.override_config.attn_implementation=sdpa", "actor_rollout_ref.rollout.dtype=float32",
         "actor_rollout_ref.rollout.prompt_length=16", "actor_rollout_ref.rollout.response_length=8",
     )
@@ -212,22 +221,30 @@ def test_server_samples_reproducibly_per_prompt_occurrence_and_weights_version(s
     assert [generate(server, params).token_ids for _ in range(12)] != first
 
 
+def greedy(model, prompt: list[int], n: int, stop: list[int]) -> tuple[list[int], list[float]]:
+    """The model's own argmax continuation and its log-probabilities, one forward pass a token."""
+    ids, tokens, log_probs = list(prompt), [], []
+    with torch.no_grad():
+        for _ in range(n):
+            logits = model(torch.tensor([ids])).logits[0, -1].float()
+            token = int(logits.argmax())
+            tokens.append(token)
+            log_probs.append(float(torch.log_softmax(logits, -1)[token]))
+            ids.append(token)
+            if token in stop:
+                break
+    return tokens, log_probs
+
+
 def test_server_greedy_decoding_and_log_probs_are_the_models(server):
     model = server.model
     out = generate(server, {"temperature": 0, "logprobs": True})
-    ids = list(PROMPT)
-    expected, log_probs = [], []
-    with torch.no_grad():
-        for _ in range(len(out.token_ids)):
-            logits = model(torch.tensor([ids])).logits[0, -1].float()
-            token = int(logits.argmax())
-            expected.append(token)
-            log_probs.append(float(torch.log_softmax(logits, -1)[token]))
-            ids.append(token)
-            if token in server.eos_ids:
-                break
-    assert out.token_ids == expected and out.token_ids[-1] in server.eos_ids
+    expected, log_probs = greedy(model, PROMPT, 8, server.eos_ids)
+    assert out.token_ids == expected and out.token_ids[-1] in server.eos_ids and len(expected) < 8
     assert out.log_probs == pytest.approx(log_probs, abs=1e-5)
+    # ignore_eos: decoding goes on past the end-of-sequence token, to the response length
+    out = generate(server, {"temperature": 0, "ignore_eos": True})
+    assert out.token_ids == greedy(model, PROMPT, 8, [])[0]
     # sampled at temperature T: the log-probability of each drawn token under softmax(logits / T)
     out = generate(server, {"temperature": 0.7, "logprobs": True})
     ids = list(PROMPT)
@@ -241,7 +258,6 @@ def test_server_greedy_decoding_and_log_probs_are_the_models(server):
 def test_server_respects_the_token_budget_and_refuses_what_it_cannot_do(server):
     out = generate(server, {"temperature": 1.0, "max_tokens": 1, "ignore_eos": True})
     assert len(out.token_ids) == 1
-    assert len(generate(server, {"temperature": 1.0, "ignore_eos": True}).token_ids) == 8  # response_length
     with pytest.raises(ValueError, match="leaves no room to generate"):
         generate(server, {"temperature": 1.0}, prompt=[1] * 64)  # the model's 64 positions are all prompt
     with pytest.raises(ValueError, match="takes text prompts only"):

@@ -49,6 +49,7 @@ from typing import Any
 import ray
 import torch
 from omegaconf import OmegaConf, open_dict
+from transformers import AutoModelForCausalLM, GenerationConfig
 from verl.plugin.platform import PlatformBase, PlatformRegistry, set_platform
 from verl.trainer.ppo.utils import need_critic, need_reference_policy
 from verl.workers.rollout.base import BaseRollout
@@ -397,7 +398,6 @@ class HFRolloutServer:
     """
 
     def __init__(self, config: Any, model_config: Any, replica_rank: int) -> None:
-        from transformers import AutoModelForCausalLM
         from verl.utils.config import omega_conf_to_dataclass
         from verl.utils.torch_dtypes import PrecisionType
 
@@ -418,6 +418,9 @@ class HFRolloutServer:
         pad = getattr(hf_config, "pad_token_id", None)
         self.pad_id = int(pad) if pad is not None else (self.eos_ids[0] if self.eos_ids else 0)
         self.max_positions = getattr(hf_config, "max_position_embeddings", None)
+        # Every request brings verl's sampling settings; the checkpoint's own defaults (a Qwen's
+        # top_k=20, repetition_penalty=1.05, ...) must not slip in under them, as vLLM overrides them.
+        self.model.generation_config = GenerationConfig(pad_token_id=self.pad_id, bos_token_id=hf_config.bos_token_id)
         self.global_steps: Any = None
         self._asked: dict[tuple[int, ...], int] = {}
         self._lock = asyncio.Lock()
@@ -474,24 +477,24 @@ class HFRolloutServer:
 
     def _sample(self, prompt: list[int], params: dict[str, Any], max_tokens: int, seed: int):
         temperature = float(params.get("temperature", 1.0))
-        top_k = params.get("top_k", -1)
-        top_p = float(params.get("top_p", 1.0))
         greedy = temperature <= 0 or not params.get("do_sample", True)
-        kwargs: dict[str, Any] = {"do_sample": not greedy}
-        if not greedy:
-            kwargs.update(temperature=temperature, top_p=top_p, top_k=int(top_k) if top_k and int(top_k) > 0 else None)
-        repetition = float(params.get("repetition_penalty", 1.0))
-        if repetition != 1.0:
-            kwargs["repetition_penalty"] = repetition
-        eos = None if params.get("ignore_eos", self.config.ignore_eos) else self.eos_ids or None
+        eos = [] if params.get("ignore_eos", self.config.ignore_eos) else self.eos_ids
         want_log_probs = bool(params.get("logprobs"))
+        settings: dict[str, Any] = {
+            "do_sample": not greedy, "max_new_tokens": max_tokens,
+            "repetition_penalty": float(params.get("repetition_penalty", 1.0)),
+            "output_scores": want_log_probs, "return_dict_in_generate": True,
+        }
+        if eos:
+            settings["eos_token_id"] = eos
+        if not greedy:
+            top_k = int(params.get("top_k", -1) or -1)
+            # verl's top_k=-1 (vLLM's "off") is Hugging Face's 0
+            settings.update(temperature=temperature, top_p=float(params.get("top_p", 1.0)), top_k=max(top_k, 0))
         inputs = torch.tensor([prompt], dtype=torch.long)
         with torch.random.fork_rng(devices=[]), torch.no_grad():
             torch.manual_seed(seed)
-            out = self.model.generate(
-                inputs, attention_mask=torch.ones_like(inputs), max_new_tokens=max_tokens, eos_token_id=eos,
-                pad_token_id=self.pad_id, output_scores=want_log_probs, return_dict_in_generate=True, **kwargs,
-            )
+            out = self.model.generate(inputs, attention_mask=torch.ones_like(inputs), **settings)
         new = out.sequences[0, len(prompt):].tolist()
         length = len(new)
         if eos:

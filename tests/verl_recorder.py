@@ -1,11 +1,11 @@
 """A test instrument loaded into verl's TaskRunner by tests/test_verl_cpu_e2e.py
 (``VERL_USE_EXTERNAL_MODULES=fade.integrations.verl,verl_recorder``, with tests/ on PYTHONPATH).
 
-With ``FADE_RECORD_DIR`` set, each step of fade's verl trainer writes ``step_<N>.json``: the FADE
-state before and after the advantage step, the entropy verl handed it, and, read from the
-TransferQueue just before verl's ``_update_actor`` sends the batch to the actor, every row's uid,
-reward (its token rewards summed), response mask and advantages: what the update applies.
-It only observes; the run is the ``fade`` trainer's.
+With ``FADE_RECORD_DIR`` set, each step of verl's v1 trainer writes ``step_<N>.json``: read from
+the TransferQueue just before ``_update_actor`` sends the batch to the actor, every row's uid,
+reward (its token rewards summed), response mask and advantages (what the update applies), and
+the advantages verl's own ``grpo`` gives that same batch; under fade's trainer also the FADE state
+before and after the advantage step and the entropy verl handed it. It only observes.
 """
 
 from __future__ import annotations
@@ -18,11 +18,31 @@ import fade.integrations.verl as fv
 ROW_FIELDS = ["uid", "rm_scores", "response_mask", "advantages"]
 
 
+def verl_grpo(rows: list[dict], algorithm) -> list[float]:
+    """verl's own grpo (its registered function, as ``compute_advantage`` calls it) on these rows:
+    each response's advantage (the value on its first response token)."""
+    import numpy as np
+    import torch
+    from verl.trainer.ppo import core_algos
+
+    width = max(len(r["mask"]) for r in rows)
+    rewards = torch.zeros(len(rows), width)
+    mask = torch.zeros(len(rows), width, dtype=torch.int64)
+    for i, r in enumerate(rows):
+        mask[i, : len(r["mask"])] = torch.tensor(r["mask"])
+        rewards[i, : len(r["scores"])] = torch.tensor(r["scores"])
+    adv, _ = core_algos.get_adv_estimator_fn("grpo")(
+        token_level_rewards=rewards, response_mask=mask, index=np.array([r["uid"] for r in rows], dtype=object),
+        norm_adv_by_std_in_grpo=algorithm.get("norm_adv_by_std_in_grpo", True), config=algorithm)
+    first = (mask != 0).to(torch.int64).argmax(dim=1, keepdim=True)
+    return adv.gather(1, first).squeeze(1).tolist()
+
+
 def _install(directory: str) -> None:
     from verl.trainer.ppo.v1 import trainer_base
 
     trainer = fv.FadeTrainer
-    compute_advantage, update_actor = trainer._compute_advantage, trainer._update_actor
+    compute_advantage, update_actor = trainer._compute_advantage, trainer_base.PPOTrainer._update_actor
 
     def _compute_advantage(self, batch, metrics):
         est = self._fade_estimator()
@@ -42,17 +62,19 @@ def _install(directory: str) -> None:
         data = trainer_base.tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=ROW_FIELDS)
         uids = data["uid"].tolist() if hasattr(data["uid"], "tolist") else list(data["uid"])
         rows = [
-            {"key": key, "uid": str(uid), "reward": float(scores.sum()), "mask": mask.tolist(), "advantages": adv.tolist()}
+            {"key": key, "uid": str(uid), "reward": float(scores.sum()), "scores": scores.tolist(),
+             "mask": mask.tolist(), "advantages": adv.tolist()}
             for key, uid, scores, mask, adv in zip(batch.keys, uids, data["rm_scores"].unbind(),
                                                     data["response_mask"].unbind(), data["advantages"].unbind())
         ]
-        record = {**getattr(self, "_fade_record", {}), "rows": rows}
+        record = {"step": self.global_steps, "estimator": self.config.algorithm.adv_estimator,
+                  **getattr(self, "_fade_record", {}), "rows": rows, "verl_grpo": verl_grpo(rows, self.config.algorithm)}
         with open(os.path.join(directory, f"step_{self.global_steps}.json"), "w") as f:
             json.dump(record, f)
         return update_actor(self, batch, metrics)
 
     trainer._compute_advantage = _compute_advantage
-    trainer._update_actor = _update_actor
+    trainer_base.PPOTrainer._update_actor = _update_actor  # every v1 trainer mode's update
 
 
 if os.environ.get("FADE_RECORD_DIR") and fv._TRAINER_MISSING is None:

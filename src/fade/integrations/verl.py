@@ -27,6 +27,10 @@ diagnostics to verl's metrics as ``fade/...``, and which saves the estimator's s
 checkpoint folder and restores it on resume. Estimators live in this process (verl computes
 advantages in the trainer's process), one per (name, parameters), so FADE's state carries over
 from step to step; :func:`estimator_for` returns the one verl's call will use.
+
+Loaded in every verl process, the plug-in also keeps verl's model setup working where TRL 1.x is
+installed (see :func:`trl_has_value_head`), and with ``FADE_VERL_CPU=1`` switches on
+:mod:`fade.integrations.verl_cpu`, which runs verl on CPU.
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ __all__ = [
     "reset_estimators",
     "resolve_params",
     "setting",
+    "trl_has_value_head",
     "verl_name",
 ]
 

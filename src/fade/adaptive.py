@@ -21,6 +21,11 @@ exploitation, 1 and delta_min). Passing ``alpha=`` or ``delta=`` fixes that knob
 
 Beyond the paper, off by default: ``rank_guard=x`` holds delta at 1 while the observed
 ``rank1_share`` of the output head's cumulative update exceeds x.
+
+The state (p_hat, H_hat, the first entropy, H_star, step, rank1_share) is a frozen record,
+:class:`FadeState`, in optax's shape: pure functions start it (:func:`init`), feed it signals
+(:func:`observe`), read the knobs from it (:func:`schedule`) and move it past a batch
+(:func:`advance`, :func:`update`). :class:`FadeEstimator` holds one and delegates to them.
 """
 
 from __future__ import annotations

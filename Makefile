@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 EXTRAS ?= testbed,trl,verl,math,test
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo clean-demo test lint install dist check-wheel bench bench-trainer bench-peers bench-smoke base sweep-quick results clean
+.PHONY: demo clean-demo test test-e2e lint install dist check-wheel bench bench-trainer bench-peers bench-smoke base sweep-quick results clean
 
 $(VENV)/.installed-$(EXTRAS): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -44,6 +44,10 @@ dist: install
 # same verdicts as in the suite.
 check-wheel: install
 	PYTHON=$(PY) TORCH_SPEC="$(TORCH_SPEC)" .ci/check-wheel
+
+# verl's own main_ppo on CPU, end to end (tests/test_verl_cpu_e2e.py, about 5 minutes on 2 cores).
+test-e2e: install
+	$(PY) -m pytest -q -n 0 -m e2e tests/test_verl_cpu_e2e.py
 
 lint: install
 	$(PY) -m ruff check src tests benchmarks examples

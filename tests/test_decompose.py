@@ -172,3 +172,45 @@ def test_diagnostics_are_scale_free(scale):
 
 def test_tiny_single_advantage_has_full_effective_sample():
     assert fade.decompose([8.167250084814686e-179], [0.0], 1).effective_sample_fraction == 1.0
+
+
+# -- the logged diagnostics of an estimator's call: one definition for trainer and engines -------
+
+
+def test_batch_diagnostics_measure_the_rewards_as_the_estimator_reads_them():
+    """With a success threshold the difficulty is the mass-weighted success rate of the groups, not
+    the mean of the raw scores; with a reward range, the mean of the mapped rewards."""
+    from fade.mass import DIAGNOSTICS, batch_diagnostics
+
+    scores = torch.tensor([0.9, 0.2, 0.2, 0.6, 0.9, 0.9, 0.2, 0.2])
+    groups = [0, 0, 0, 0, 1, 1, 1, 1]
+    successes = torch.tensor([1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0])
+    est = fade.estimator("maxrl", success_threshold=0.5)
+    adv = est(scores, groups)
+    got = batch_diagnostics(est, adv, scores, groups)
+    assert list(got) == list(DIAGNOSTICS)
+    assert got == fade.decompose(adv, successes, groups).diagnostics()
+    # Each group has solve rate 1/2 and the same mass: a raw-score mean would say 0.475 and 0.55.
+    assert got["difficulty"] == pytest.approx(0.5, abs=1e-12)
+    assert fade.decompose(adv, scores, groups).difficulty != pytest.approx(0.5)
+    mapped = fade.estimator("maxrl", reward_min=0.0, reward_max=2.0)
+    adv = mapped(scores, groups)
+    assert batch_diagnostics(mapped, adv, scores, groups) == fade.decompose(adv, scores / 2, groups).diagnostics()
+    # An estimator that takes any reward reads them as they are.
+    grpo = fade.estimator("grpo")
+    adv = grpo(scores, groups)
+    assert batch_diagnostics(grpo, adv, scores, groups) == fade.decompose(adv, scores, groups).diagnostics()
+
+
+def test_batch_diagnostics_take_what_fade_measured_and_nothing_from_nothing():
+    from fade.mass import batch_diagnostics
+
+    est = fade.estimator("fade", success_threshold=0.5, alpha=2.0, delta=0.5)
+    scores = torch.tensor([0.9, 0.2, 0.2, 0.6, 0.9, 0.9, 0.2, 0.2], dtype=torch.float64)
+    adv = est(scores, 4)
+    got = batch_diagnostics(est, adv, scores, 4)
+    assert got == {key: est.last[key] for key in got}
+    assert got == fade.decompose(adv, (scores >= 0.5).double(), 4).diagnostics()
+    adv, record = est.evaluate(scores.flip(0), 4)
+    assert batch_diagnostics(est, adv, scores.flip(0), 4, record) == {key: record[key] for key in got}
+    assert batch_diagnostics(fade.estimator("grpo"), torch.zeros(0), torch.zeros(0), 1) == {}

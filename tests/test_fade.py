@@ -465,3 +465,127 @@ def test_a_reward_range_accepts_its_own_ends_in_every_dtype(dtype):
 def test_a_reward_range_wider_than_float64_is_refused_at_construction(lo, hi):
     with pytest.raises(ValueError, match=r"(finite number or None|whose difference overflows)"):
         fade.estimator("maxrl", reward_min=lo, reward_max=hi)
+
+
+# -- the state record and the pure functions the estimator delegates to --------------------------
+
+#: A state_dict written before the state record existed, and what the next call gave then, captured
+#: from that code: fade(ema=0.5, rank_guard=0.8) after three batches (rewards _OLD_BATCH, groups of 4)
+#: at entropies 1.5, 0.6, 0.3 and steps 0, 1, 2, then rank1_share=0.25.
+_OLD_BATCH = [1.0, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0]
+_OLD_STATE = {"p_hat": 0.390625, "h_hat": 0.675, "h_first": 1.5, "h_star": 0.75, "step": 3, "rank1_share": 0.25}
+_OLD_NEXT_ADV = [0.5842003787924268, -0.2105226590242979, -0.2105226590242979, -0.2105226590242979,
+                 0.07500641997363143, 0.07500641997363143, 0.07500641997363143, -0.24326406477934512]
+_OLD_NEXT_LAST = {
+    "alpha": 1.868421052631579, "delta": 0.925, "p_hat": 0.4453125, "h_hat": 0.675, "h_star": 0.75, "step": 3.0,
+    "batch_solve_rate": 0.5, "positive_mass": 0.10115245483916514, "negative_mass": 0.10935400523152987,
+    "sign_balance": 0.48051948051948057, "difficulty": 0.3890347250337871,
+    "effective_sample_fraction": 0.6441953479727078,
+}
+
+
+def test_a_state_dict_written_before_the_state_record_loads_and_goes_on_as_it_did():
+    import json
+
+    old = fade.estimator("fade", ema=0.5, rank_guard=0.8)
+    old.load_state_dict(json.loads(json.dumps(_OLD_STATE)))
+    assert old.state_dict() == _OLD_STATE and list(old.state_dict()) == list(_OLD_STATE)
+    adv = old(torch.tensor([1.0, 0, 0, 0, 1, 1, 1, 0], dtype=torch.float64), 4)
+    assert adv.tolist() == _OLD_NEXT_ADV
+    assert old.last == _OLD_NEXT_LAST and list(old.last) == list(_OLD_NEXT_LAST)
+    assert old.state_dict() == _OLD_STATE | {"p_hat": 0.4453125, "step": 4}
+    # ... and the same history today reaches that state.
+    est = fade.estimator("fade", ema=0.5, rank_guard=0.8)
+    for step, entropy in enumerate([1.5, 0.6, 0.3]):
+        est.observe(entropy=entropy, step=step)
+        est(torch.tensor(_OLD_BATCH, dtype=torch.float64), 4)
+    est.observe(rank1_share=0.25)
+    assert est.state_dict() == _OLD_STATE
+
+
+def test_the_state_record_is_frozen_valid_and_holds_the_state_dicts_keys():
+    from dataclasses import FrozenInstanceError, fields
+
+    from fade.adaptive import FadeState
+
+    est = fade.estimator("fade")
+    assert [f.name for f in fields(FadeState)] == list(est.state_dict())
+    assert est.state == FadeState(p_hat=0.5) and est.state.to_dict() == est.state_dict()
+    with pytest.raises(FrozenInstanceError):
+        est.state.p_hat = 0.2
+    record = FadeState(p_hat=np.float32(0.25), step=np.int64(2))
+    assert (record.p_hat, record.step) == (0.25, 2) and type(record.p_hat) is float and type(record.step) is int
+    for kwargs, message in [
+        ({"p_hat": 1.5}, r"FADE state p_hat must be the EMA of the batch solve rate, in \[0, 1\], got 1.5"),
+        ({"p_hat": 0.5, "h_hat": 1.0}, r"FADE state h_hat and h_first are set together"),
+        ({"p_hat": 0.5, "h_hat": 1.0, "h_first": 1.0}, r"FADE state h_star must be set once an entropy is observed"),
+        ({"p_hat": 0.5, "step": -1}, r"FADE state step must be an integer in \[0, 2\^63\), got -1"),
+        ({"p_hat": 0.5, "rank1_share": math.nan}, r"FADE state rank1_share must be .* in \[0, 1\], or None, got nan"),
+    ]:
+        with pytest.raises(ValueError, match=f"^{message}"):
+            FadeState(**kwargs)
+
+
+def test_the_states_fields_read_and_write_through_the_estimator_validated():
+    est = fade.estimator("fade")
+    est.observe(entropy=1.0, step=5)
+    assert (est.p_hat, est.h_hat, est.h_first, est.h_star, est.step, est.rank1_share) == (0.5, 1.0, 1.0, 0.5, 5, None)
+    est.p_hat = 0.25
+    assert est.state.p_hat == 0.25 and "p_hat" not in vars(est)
+    with pytest.raises(ValueError, match=r"FADE state p_hat must be .* got 2"):
+        est.p_hat = 2
+    assert est.p_hat == 0.25
+    with pytest.raises(AttributeError, match="no attribute 'p_hta'"):
+        _ = est.p_hta
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=st.sampled_from(VARIANTS), history=calls)
+def test_the_estimator_is_its_pure_functions_folded_over_its_calls(name, history):
+    """init, observe, update and the formula at the knobs, applied by hand, give every call's
+    advantages, knobs and state; schedule gives the knobs of any state."""
+    from fade.adaptive import init, observe, schedule, update
+
+    est = _make(name, rank_guard=0.7)
+    mode = fade.spec(name).schedule
+    state = init(est.params)
+    for kind, value in history:
+        if kind == "batch":
+            r = _batch(value)
+            adv = est(r, 8)
+            (alpha, delta), state = update(state, est.params, mode, float(r.mean()))
+            assert (est.last["alpha"], est.last["delta"]) == (alpha, delta)
+            assert torch.equal(adv, fade.estimator("fade", alpha=alpha, delta=delta)(r, 8))
+        else:
+            signal = {"entropy": "entropy", "rank": "rank1_share"}[kind]
+            est.observe(**{signal: value})
+            state = observe(state, est.params, **{signal: value})
+        assert est.state == state
+        assert est.schedule() == schedule(state, est.params, mode)
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_evaluate_gives_what_a_call_would_and_advances_nothing(name):
+    est = _make(name)
+    est.observe(entropy=1.2, step=3)
+    est(_batch(0), 8)
+    state, last = est.state, dict(est.last)
+    adv, record = est.evaluate(_batch(1), 8)
+    assert est.state is state and est.last == last
+    assert torch.equal(adv, est(_batch(1), 8)) and record == est.last
+    assert est.state != state
+    stateless = fade.estimator("grpo")
+    adv, record = stateless.evaluate(_batch(1), 8)
+    assert torch.equal(adv, stateless(_batch(1), 8)) and record == {} == stateless.last
+
+
+def test_mass_profile_of_an_estimator_object_does_not_advance_it():
+    est = fade.estimator("fade", h_star=0.5)
+    est.observe(entropy=0.8)
+    est(_batch(2), 8)
+    state, last = est.state, dict(est.last)
+    prof = fade.mass_profile(est, 8)
+    assert est.state is state and est.last == last
+    fresh = fade.estimator("fade", h_star=0.5)
+    fresh.load_state_dict(est.state_dict())
+    torch.testing.assert_close(prof.positive, fade.mass_profile(fresh, 8).positive, rtol=0, atol=0)

@@ -496,3 +496,72 @@ def test_fade_trains_on_a_reward_models_scores_with_a_success_threshold(tiny_mod
     solve = trainer.fade_estimator.last["batch_solve_rate"]
     assert solve == pytest.approx(float((trainer.records[-1]["rewards"] >= 0).float().mean()))
     assert trainer.fade_estimator.state_dict()["step"] == 2
+
+
+@pytest.mark.parametrize(("name", "params"), [
+    ("maxrl", {"success_threshold": 0.5}),
+    ("fade", {"success_threshold": 0.5, "alpha": 2.0, "delta": 0.5}),
+])
+def test_the_testbed_verl_and_trl_log_one_batchs_diagnostics_alike(name, params, tiny_model, tmp_path, monkeypatch):
+    """Partial credit under a success threshold: the testbed trainer, verl and TRL log the same
+    diagnostics for one batch, measured on the successes the estimator reads, not the raw scores."""
+    pytest.importorskip("verl")
+    import numpy as np
+    from omegaconf import OmegaConf
+    from verl import DataProto
+    from verl.trainer.ppo.ray_trainer import compute_advantage
+
+    import fade.integrations.verl as fv
+    from fade.mass import DIAGNOSTICS
+    from fade.testbed.datasets import VERIFIERS
+    from fade.testbed.tasks import Verdict
+    from fade.testbed.trainer import TrainConfig, train
+
+    # The testbed: one step of 4 prompts x G, judged by a verifier that gives partial credit.
+    scores: list[float] = []
+
+    def graded(answer: str, completion: str) -> Verdict:
+        score = 1.0 if completion.strip() == answer else 0.6 if len(completion) % 2 == 0 else 0.2
+        scores.append(score)
+        return Verdict(score, "correct" if score == 1.0 else "wrong")
+
+    monkeypatch.setitem(VERIFIERS, "graded", graded)
+    data = tmp_path / "sums.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"{a}+{b}=", "answer": str(a + b)}) + "\n"
+                            for a in range(10) for b in range(10)))
+    out = train(TrainConfig(out=str(tmp_path / "testbed"), model=tiny_model, data=str(data), verifier="graded",
+                            estimator=name, estimator_args=params, steps=1, prompts_per_step=4, group_size=G,
+                            eval_every=0, eval_prompts=0, checkpoint_every=1, progress=False))
+    testbed = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
+    rewards, groups = torch.tensor(scores), torch.arange(4 * G) // G
+    adv = fade.estimator(name, **params)(rewards, groups)
+    expected = fade.decompose(adv, (rewards >= 0.5).float(), groups)
+    assert expected.total_mass > 0 and expected.difficulty != pytest.approx(fade.decompose(adv, rewards, groups).difficulty)
+    want = {f"fade/{key}": getattr(expected, key) for key in DIAGNOSTICS}
+    assert {f"fade/{key}": testbed[key] for key in DIAGNOSTICS} == pytest.approx(want, rel=1e-6)
+
+    # verl: the same scores on each response's last token, grouped by uid.
+    vname = name if name == "fade" else f"fade_{name}"
+    tlr = torch.zeros(4 * G, 3)
+    tlr[:, -1] = rewards
+    batch = DataProto.from_dict(tensors={"token_level_rewards": tlr, "response_mask": torch.ones(4 * G, 3, dtype=torch.int64)},
+                                non_tensors={"uid": np.array([f"prompt-{i}" for i in groups.tolist()], dtype=object)})
+    config = OmegaConf.create({"adv_estimator": vname, "gamma": 1.0, "lam": 1.0, "norm_adv_by_std_in_grpo": True,
+                               "use_kl_in_reward": False, "fade": params})
+    fv.reset_estimators()
+    try:
+        compute_advantage(batch, adv_estimator=vname, config=config)
+        verl = fv.fade_metrics(vname, params)
+    finally:
+        fv.reset_estimators()
+    assert {key: verl[key] for key in want} == pytest.approx(want, rel=1e-6)
+
+    # TRL: one generation of 4 prompts x G whose reward function gives the same scores.
+    def replayed(completions, **_):
+        return rewards.tolist()
+
+    trainer = tiny_trainer(FadeGRPOTrainer, tiny_model, tmp_path, reward_funcs=[replayed], advantage=name,
+                           advantage_kwargs=params, config={"scale_rewards": "none"})
+    trainer.train()
+    logged = {key: value for row in trainer.state.log_history for key, value in row.items() if key.startswith("fade/")}
+    assert {key: logged[key] for key in want} == pytest.approx(want, rel=1e-6)

@@ -314,21 +314,35 @@ def test_plugin_loads_in_a_fresh_process_through_entry_point_and_env_var():
 # -- the example and the trainer ---------------------------------------------------------------
 
 
+def interpreter_calls(tmp: Path, script: Path, *args: str) -> list[tuple[list[str], str | None]]:
+    """Run a bash script with a stand-in interpreter (``PYTHON``) that records each call: its
+    arguments and the ``FADE_VERL_CPU`` it saw (None when unset), in order."""
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("bash is needed to run the example scripts")
+    calls = tmp / "calls"
+    calls.mkdir()
+    stub = tmp / "python"
+    stub.write_text('#!/bin/sh\nn=$(ls "$CALLS" | grep -c "^[0-9]*$")\n'
+                    'for a in "$@"; do printf \'%s\\0\' "$a"; done > "$CALLS/$n"\n'
+                    'if [ -n "${FADE_VERL_CPU+x}" ]; then printf \'%s\' "$FADE_VERL_CPU" > "$CALLS/env$n"; fi\n')
+    stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+    env = {k: v for k, v in os.environ.items() if k not in ("FADE_VERL_CPU", "RESUME")}
+    env.update(PYTHON=str(stub), CALLS=str(calls), HOME=str(tmp))
+    subprocess.run([bash, str(script), *args], env=env, check=True, capture_output=True, timeout=60)
+    out = []
+    for i in range(len([p for p in calls.iterdir() if p.name.isdigit()])):
+        env_file = calls / f"env{i}"
+        out.append(((calls / str(i)).read_text().split("\0")[:-1], env_file.read_text() if env_file.exists() else None))
+    return out
+
+
 @pytest.fixture(scope="module")
 def example_overrides(tmp_path_factory) -> list[str]:
     """The Hydra overrides the example script passes, captured by running the script itself with
     a stand-in interpreter that records its arguments."""
-    tmp = tmp_path_factory.mktemp("example")
-    stub = tmp / "python"
-    stub.write_text('#!/bin/sh\nfor a in "$@"; do printf \'%s\\0\' "$a"; done > "$ARGV_OUT"\n')
-    stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
-    env = {**os.environ, "PYTHON": str(stub), "ARGV_OUT": str(tmp / "argv"), "HOME": str(tmp)}
-    bash = shutil.which("bash")
-    if bash is None:
-        pytest.skip("bash is needed to run the example script")
-    subprocess.run([bash, str(EXAMPLE)], env=env, check=True, capture_output=True, timeout=60)
-    argv = (tmp / "argv").read_text().split("\0")[:-1]
-    assert argv[:2] == ["-m", "verl.trainer.main_ppo"]
+    [(argv, cpu)] = interpreter_calls(tmp_path_factory.mktemp("example"), EXAMPLE)
+    assert argv[:2] == ["-m", "verl.trainer.main_ppo"] and cpu is None
     return argv[2:]
 
 
@@ -379,6 +393,69 @@ def test_example_config_resolves_in_verl_and_passes_its_validation(example_confi
     params = fv.params_from_config(cfg.algorithm)
     assert params == {"h_star_ratio": 0.5}
     assert isinstance(fade.estimator("fade", **params), fade.FadeEstimator)
+    with pytest.warns(UserWarning, match="Disabled critic"):
+        validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
+
+
+def test_gpu_recipe_passes_fades_preflight_check_and_a_typo_does_not(example_overrides, example_config):
+    """fade's pre-flight check (what FadeTrainer runs before any worker starts) on the recipe as
+    verl composes it; the same recipe with a misspelt FADE parameter fails here, not on a cluster."""
+    fv.check_run(example_config)
+    typo = [o.replace("h_star_ratio", "h_star_rato") for o in example_overrides]
+    with pytest.raises(ValueError, match="h_star_rato"):
+        fv.check_run(_compose(typo))
+
+
+#: What the CPU smoke may change in the GPU recipe: the model, the data (and the reward function that
+#: scores it), sizes, the loggers and the checkpoint and test schedule.
+CPU_SMOKE_CHANGES = {
+    "model": {"actor_rollout_ref.model.path"},
+    "data": {"data.train_files", "data.val_files", "reward.custom_reward_function.path",
+             "reward.custom_reward_function.name"},
+    "sizes": {"data.train_batch_size", "data.max_prompt_length", "data.max_response_length",
+              "data.dataloader_num_workers", "actor_rollout_ref.actor.ppo_mini_batch_size",
+              "actor_rollout_ref.actor.ppo_max_token_len_per_gpu", "actor_rollout_ref.rollout.n",
+              "actor_rollout_ref.rollout.tensor_model_parallel_size", "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu",
+              "actor_rollout_ref.rollout.agent.num_workers", "reward.num_workers",
+              "transfer_queue.backend.SimpleStorage.num_data_storage_units", "trainer.n_gpus_per_node"},
+    "run": {"trainer.logger", "trainer.experiment_name", "trainer.default_local_dir", "trainer.val_before_train",
+            "trainer.test_freq", "trainer.save_freq", "trainer.total_training_steps"},
+}
+
+
+def _settings(overrides: list[str]) -> dict[str, str]:
+    return dict(o.lstrip("+").split("=", 1) for o in overrides)  # Hydra: the last value of a key wins
+
+
+def test_cpu_smoke_is_the_gpu_recipe_with_the_cpu_switch(tmp_path, example_overrides):
+    """examples/verl/cpu_smoke.sh and run_fade_qwen2_5_7b_math.sh differ only in model, data, sizes
+    and the CPU switch: the smoke runs the recipe script itself, with FADE_VERL_CPU=1."""
+    calls = interpreter_calls(tmp_path, REPO / "examples" / "verl" / "cpu_smoke.sh", str(tmp_path / "out"))
+    runs = [(argv[2:], cpu) for argv, cpu in calls if argv[:2] == ["-m", "verl.trainer.main_ppo"]]
+    assert len(runs) == 2 and all(cpu == "1" for _, cpu in runs)
+    (full, _), (resumed, _) = runs
+    gpu, cpu = _settings(example_overrides), _settings(full)
+    assert set(gpu) <= set(cpu)
+    changed = {k for k in cpu if gpu.get(k) != cpu[k]}
+    allowed = set().union(*CPU_SMOKE_CHANGES.values())
+    assert changed <= allowed, sorted(changed - allowed)
+    for key in ("algorithm.adv_estimator", "algorithm.fade.h_star_ratio", "trainer.v1.trainer_mode",
+                "actor_rollout_ref.rollout.name", "actor_rollout_ref.actor.optim.lr"):
+        assert cpu[key] == gpu[key], key  # FADE and the training itself are the recipe's
+    again = _settings(resumed)
+    assert {k: v for k, v in again.items() if cpu.get(k) != v} == {
+        "trainer.default_local_dir": again["trainer.default_local_dir"], "trainer.resume_mode": "resume_path",
+        "trainer.resume_from_path": cpu["trainer.default_local_dir"] + "/global_step_2"}
+    assert again["trainer.default_local_dir"].endswith("/resumed") and cpu["trainer.default_local_dir"].endswith("/full")
+    # the CPU config composes in verl, passes the CPU check and verl's validation
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+
+    from fade.integrations import verl_cpu
+
+    cfg = _compose(full)
+    fv.check_run(cfg)
+    assert verl_cpu.adapt_config(cfg) and cfg.actor_rollout_ref.rollout.name == "hf"
     with pytest.warns(UserWarning, match="Disabled critic"):
         validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
 

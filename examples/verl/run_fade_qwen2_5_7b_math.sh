@@ -22,8 +22,8 @@ EXPERIMENT=${EXPERIMENT:-qwen2_5_7b_math_fade}
 CKPT_DIR=${CKPT_DIR:-checkpoints/$PROJECT/$EXPERIMENT}
 PYTHON=${PYTHON:-python3}
 
-train_files="['$GSM8K_DIR/train.parquet', '$MATH_DIR/train.parquet']"
-val_files="['$GSM8K_DIR/test.parquet', '$MATH_DIR/test.parquet']"
+TRAIN_FILES=${TRAIN_FILES:-"['$GSM8K_DIR/train.parquet', '$MATH_DIR/train.parquet']"}
+VAL_FILES=${VAL_FILES:-"['$GSM8K_DIR/test.parquet', '$MATH_DIR/test.parquet']"}
 
 # FADE: the estimator, its parameters (+algorithm.fade.* is fade's own section of the algorithm
 # config), and the trainer that feeds it verl's entropy each step (trainer.v1.trainer_mode=fade).
@@ -40,8 +40,8 @@ val_files="['$GSM8K_DIR/test.parquet', '$MATH_DIR/test.parquet']"
     actor_rollout_ref.actor.use_kl_loss=False \
     actor_rollout_ref.actor.entropy_coeff=0 \
     actor_rollout_ref.actor.loss_agg_mode=token-mean \
-    data.train_files="$train_files" \
-    data.val_files="$val_files" \
+    data.train_files="$TRAIN_FILES" \
+    data.val_files="$VAL_FILES" \
     data.train_batch_size=256 \
     data.max_prompt_length=1024 \
     data.max_response_length=3072 \

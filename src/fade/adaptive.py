@@ -21,33 +21,216 @@ exploitation, 1 and delta_min). Passing ``alpha=`` or ``delta=`` fixes that knob
 
 Beyond the paper, off by default: ``rank_guard=x`` holds delta at 1 while the observed
 ``rank1_share`` of the output head's cumulative update exceeds x.
+
+The state (p_hat, H_hat, the first entropy, H_star, step, rank1_share) is a frozen record,
+:class:`FadeState`, in optax's shape: pure functions start it (:func:`init`), feed it signals
+(:func:`observe`), read the knobs from it (:func:`schedule`) and move it past a batch
+(:func:`advance`, :func:`update`). :class:`FadeEstimator` holds one and delegates to them.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
 import torch
 
 from .estimators import _check_delta_value, _number, _plain, focal
-from .mass import DIAGNOSTICS, decompose_grouped
+from .mass import decompose_grouped
 from .registry import Estimator, _check_signal, register
 from .segments import Groups
 
-__all__ = ["SCHEDULE", "VARIANTS", "FadeEstimator"]
-
-_STATE_KEYS = ("p_hat", "h_hat", "h_first", "h_star", "step", "rank1_share")
+__all__ = ["SCHEDULE", "VARIANTS", "FadeEstimator", "FadeState", "advance", "init", "observe", "schedule", "update"]
 
 #: The schedule FADE reports in ``last`` beside the batch's :data:`~fade.mass.DIAGNOSTICS`: what
 #: trainers and the engine integrations log for it.
 SCHEDULE = ("alpha", "delta", "p_hat", "h_hat", "h_star")
 
 
+@dataclass(frozen=True)
+class FadeState:
+    """FADE's state between batches: all a resumed run needs to go on exactly as it would have.
+
+    Built, it is valid: a field outside its range, or fields that contradict each other, raise
+    ValueError naming the field, what it must be and the value given. Numpy numbers are accepted
+    and stored as Python numbers. ``asdict`` of it is the estimator's ``state_dict``.
+    """
+
+    p_hat: float = field(metadata={"what": "the EMA of the batch solve rate, in [0, 1]", "high": 1.0})
+    h_hat: float | None = field(default=None, metadata={"what": "the EMA of the mean token entropy, >= 0, or None"})
+    h_first: float | None = field(default=None, metadata={"what": "the first observed entropy, >= 0, or None"})
+    h_star: float | None = field(default=None, metadata={"what": "the entropy target, >= 0, or None"})
+    step: int = field(default=0, metadata={"what": "an integer in [0, 2^63)"})
+    rank1_share: float | None = field(
+        default=None, metadata={"what": "the observed rank-1 share, in [0, 1], or None", "high": 1.0}
+    )
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "step":
+                value = _state_step(value)
+            else:
+                value = _state_number(f.name, value, f.metadata["what"], optional=f.default is None,
+                                      high=f.metadata.get("high"))
+            object.__setattr__(self, f.name, value)
+        if (self.h_hat is None) != (self.h_first is None):
+            raise ValueError(
+                f"FADE state h_hat and h_first are set together (by the first entropy), got "
+                f"h_hat={self.h_hat!r}, h_first={self.h_first!r}"
+            )
+        if self.h_hat is not None and self.h_star is None:
+            raise ValueError(f"FADE state h_star must be set once an entropy is observed (h_hat={self.h_hat!r}), got None")
+
+    @classmethod
+    def from_dict(cls, state: Mapping[str, Any]) -> FadeState:
+        """The record of a ``state_dict``: a mapping with exactly the record's keys."""
+        keys = [f.name for f in fields(cls)]
+        if not isinstance(state, Mapping):
+            raise ValueError(f"FADE state must be a mapping with keys {keys}, got {type(state).__name__}")
+        missing = sorted(set(keys) - set(state))
+        extra = sorted(set(state) - set(keys), key=repr)
+        if missing or extra:
+            raise ValueError(f"FADE state must have keys {keys}; missing {missing}, unexpected {extra}")
+        return cls(**state)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _state_number(key: str, v: Any, what: str, *, optional: bool, high: float | None) -> float | None:
+    """``v`` as a float in [0, high], or None where ``optional``; else ValueError."""
+    if v is None and optional:
+        return None
+    if isinstance(v, np.generic) and v.dtype.kind in "iuf":
+        v = v.item()
+    x = math.nan
+    if not isinstance(v, bool) and isinstance(v, (int, float)):
+        try:
+            x = float(v)
+        except OverflowError:  # an int beyond float range, such as 10**400
+            pass
+    if not (math.isfinite(x) and x >= 0 and (high is None or x <= high)):
+        raise ValueError(f"FADE state {key} must be {what}, got {v!r}")
+    return x
+
+
+def _state_step(step: Any) -> int:
+    if isinstance(step, np.integer):
+        step = int(step)
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < 2**63:
+        raise ValueError(f"FADE state step must be an integer in [0, 2^63), got {step!r}")
+    return step
+
+
+# -- the pure functions: init, observe, schedule, advance, update -------------------------------
+#
+# ``params`` is an estimator's full parameter dict (the variant's defaults and what was passed);
+# ``mode`` its variant's :attr:`~fade.registry.EstimatorSpec.schedule` ("feedback", "entropy" or
+# "decay"). None of them changes its arguments.
+
+
+def init(params: Mapping[str, Any]) -> FadeState:
+    """The state before any batch or signal: p_hat = p_init, and H_star where it is absolute."""
+    return FadeState(p_hat=float(params["p_init"]), h_star=None if params["h_star"] is None else float(params["h_star"]))
+
+
+def observe(state: FadeState, params: Mapping[str, Any], **signals: float) -> FadeState:
+    """The state after the training signals ``entropy=``, ``step=``, ``rank1_share=``.
+
+    The first entropy starts H_hat and, with ``h_star_ratio``, sets H_star; each later one moves
+    H_hat one EMA step (weight ``ema``). Every signal is checked before any is applied.
+    """
+    values = {key: _check_signal(key, value) for key, value in signals.items()}
+    changes: dict[str, Any] = {}
+    if "entropy" in values:
+        h = values["entropy"]
+        if state.h_hat is None:
+            changes.update(h_hat=h, h_first=h)
+            if state.h_star is None:
+                changes["h_star"] = params["h_star_ratio"] * h
+        else:
+            w = params["ema"]
+            changes["h_hat"] = (1 - w) * state.h_hat + w * h
+    if "step" in values:
+        changes["step"] = int(values["step"])
+    if "rank1_share" in values:
+        changes["rank1_share"] = values["rank1_share"]
+    return replace(state, **changes) if changes else state
+
+
+def schedule(state: FadeState, params: Mapping[str, Any], mode: str) -> tuple[float, float]:
+    """(alpha, delta) at ``state``: the formulas of the module docstring for the variant's ``mode``,
+    then the knobs ``params`` fixes and the rank guard."""
+    if mode == "decay":
+        t = min(1.0, math.log1p(state.step) / math.log1p(params["total_steps"]))
+        alpha = params["alpha_max"] - (params["alpha_max"] - 1) * t
+        delta = 1 - (1 - params["delta_min"]) * t
+    else:
+        alpha = _alpha_from_solve_rate(state, params) if mode == "feedback" else _alpha_from_entropy(state, params)
+        delta = _delta_from_entropy(state, params)
+    if params["alpha"] is not None:
+        alpha = float(params["alpha"])
+    if params["delta"] is not None:
+        delta = float(params["delta"])
+    elif params["rank_guard"] is not None and state.rank1_share is not None and state.rank1_share > params["rank_guard"]:
+        delta = 1.0
+    return alpha, delta
+
+
+def _alpha_from_solve_rate(state: FadeState, params: Mapping[str, Any]) -> float:
+    if state.p_hat <= 0:
+        return float(params["alpha_max"])
+    return min(max(3 * (1 - state.p_hat) / (2 * state.p_hat), 1.0), float(params["alpha_max"]))
+
+
+def _alpha_from_entropy(state: FadeState, params: Mapping[str, Any]) -> float:
+    amax = float(params["alpha_max"])
+    if state.h_hat is None:
+        return amax
+    span = state.h_first - state.h_star
+    if span <= 0:
+        return amax if state.h_hat > state.h_star else 1.0
+    u = min(max((state.h_hat - state.h_star) / span, 0.0), 1.0)
+    return 1 + (amax - 1) * u
+
+
+def _delta_from_entropy(state: FadeState, params: Mapping[str, Any]) -> float:
+    if state.h_hat is None:
+        return 1.0
+    return min(max(1 + state.h_hat - state.h_star, float(params["delta_min"])), 1.0)
+
+
+def advance(state: FadeState, params: Mapping[str, Any], solve_rate: float) -> FadeState:
+    """The state after a batch with this solve rate: p_hat one EMA step (weight ``ema``) toward
+    it, and the step count one further."""
+    w = params["ema"]
+    return replace(state, p_hat=(1 - w) * state.p_hat + w * solve_rate, step=state.step + 1)
+
+
+def update(state: FadeState, params: Mapping[str, Any], mode: str, solve_rate: float) -> tuple[tuple[float, float], FadeState]:
+    """The knobs (alpha, delta) a batch with this solve rate is weighed with, and the state after it.
+
+    A batch is weighed with its own solve rate already in p_hat, at its own step: the knobs are
+    :func:`schedule` at the advanced state with the step not yet counted.
+    """
+    after = advance(state, params, solve_rate)
+    return schedule(replace(after, step=state.step), params, mode), after
+
+
+def _or_nan(x: float | None) -> float:
+    return math.nan if x is None else x
+
+
 class FadeEstimator(Estimator):
     """The stateful FADE estimator; see the module docstring for the schedule.
+
+    ``state`` is its :class:`FadeState`; the module's pure functions of the same names do the
+    work of :meth:`observe`, :meth:`schedule` and each call, which keeps the new state. The
+    state's fields read as attributes too (``est.p_hat``, ``est.step``, ...).
 
     After each call ``last`` holds the schedule it used (alpha, delta, p_hat, h_hat, h_star,
     step, batch_solve_rate) and the batch diagnostics of :func:`fade.decompose`.
@@ -55,12 +238,19 @@ class FadeEstimator(Estimator):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.p_hat: float = float(self.params["p_init"])
-        self.h_hat: float | None = None
-        self.h_first: float | None = None
-        self._h_star: float | None = None if self.params["h_star"] is None else float(self.params["h_star"])
-        self.step: int = 0
-        self.rank1_share: float | None = None
+        self.state: FadeState = init(self.params)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names the instance and class lack: the state's fields.
+        state = self.__dict__.get("state")
+        if state is not None and name in _STATE_KEYS:
+            return getattr(state, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _STATE_KEYS:  # est.p_hat = x: a new record, validated
+            value, name = replace(self.state, **{name: value}), "state"
+        object.__setattr__(self, name, value)
 
     @property
     def stateful(self) -> bool:
@@ -82,161 +272,74 @@ class FadeEstimator(Estimator):
 
     @property
     def awaiting_entropy(self) -> bool:
-        return self.reads_entropy and self.h_hat is None
+        return self.reads_entropy and self.state.h_hat is None
 
     # -- signals and state ------------------------------------------------------------------
 
     def observe(self, **signals: float) -> None:
         """Feed ``entropy=`` (mean token entropy, nats), ``step=`` or ``rank1_share=``."""
-        values = {key: _check_signal(key, value) for key, value in signals.items()}
-        if "entropy" in values:
-            h = values["entropy"]
-            if self.h_hat is None:
-                self.h_hat = self.h_first = h
-                if self._h_star is None:
-                    self._h_star = self.params["h_star_ratio"] * h
-            else:
-                w = self.params["ema"]
-                self.h_hat = (1 - w) * self.h_hat + w * h
-        if "step" in values:
-            self.step = int(values["step"])
-        if "rank1_share" in values:
-            self.rank1_share = values["rank1_share"]
+        self.state = observe(self.state, self.params, **signals)
 
     @property
     def h_star(self) -> float:
         """The entropy target. With ``h_star_ratio`` it exists only once an entropy is observed."""
-        if self._h_star is None:
+        if self.state.h_star is None:
             raise ValueError(
                 "H_star is not set yet: with h_star_ratio it is a fraction of the first observed entropy; "
                 "call observe(entropy=...) first, or pass h_star="
             )
-        return self._h_star
+        return self.state.h_star
 
     def state_dict(self) -> dict[str, Any]:
-        return {"p_hat": self.p_hat, "h_hat": self.h_hat, "h_first": self.h_first, "h_star": self._h_star,
-                "step": self.step, "rank1_share": self.rank1_share}
+        return self.state.to_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore a :meth:`state_dict`. Impossible state raises ValueError and changes nothing."""
-        if not isinstance(state, Mapping):
-            raise ValueError(f"FADE state must be a mapping with keys {list(_STATE_KEYS)}, got {type(state).__name__}")
-        missing = sorted(set(_STATE_KEYS) - set(state))
-        extra = sorted(set(state) - set(_STATE_KEYS), key=repr)
-        if missing or extra:
-            raise ValueError(f"FADE state must have keys {list(_STATE_KEYS)}; missing {missing}, unexpected {extra}")
-        # Validate everything first, as observe() and the constructor would, then assign.
-        p_hat = _state_number(state, "p_hat", "the EMA of the batch solve rate, in [0, 1]", high=1.0)
-        h_hat = _state_number(state, "h_hat", "the EMA of the mean token entropy, >= 0, or None", optional=True)
-        h_first = _state_number(state, "h_first", "the first observed entropy, >= 0, or None", optional=True)
-        h_star = _state_number(state, "h_star", "the entropy target, >= 0, or None", optional=True)
-        rank1_share = _state_number(
-            state, "rank1_share", "the observed rank-1 share, in [0, 1], or None", optional=True, high=1.0
-        )
-        step = state["step"]
-        if isinstance(step, np.integer):
-            step = int(step)
-        if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < 2**63:
-            raise ValueError(f"FADE state step must be an integer in [0, 2^63), got {step!r}")
-        if (h_hat is None) != (h_first is None):
-            raise ValueError(
-                f"FADE state h_hat and h_first are set together (by the first entropy), got "
-                f"h_hat={h_hat!r}, h_first={h_first!r}"
-            )
-        if h_hat is not None and h_star is None:
-            raise ValueError(f"FADE state h_star must be set once an entropy is observed (h_hat={h_hat!r}), got None")
-        if h_star is None and self.params["h_star"] is not None:
+        loaded = FadeState.from_dict(state)
+        if loaded.h_star is None and self.params["h_star"] is not None:
             raise ValueError(f"FADE state h_star is None, but this estimator has h_star={self.params['h_star']!r}")
-        self.p_hat, self.h_hat, self.h_first, self._h_star = p_hat, h_hat, h_first, h_star
-        self.step, self.rank1_share = step, rank1_share
+        self.state = loaded
 
-    # -- the schedule -----------------------------------------------------------------------
+    # -- the schedule and the advantage -----------------------------------------------------
 
     def schedule(self) -> tuple[float, float]:
         """(alpha, delta) for the current state."""
-        p = self.params
-        mode = self.spec.schedule
-        if mode == "decay":
-            t = min(1.0, math.log1p(self.step) / math.log1p(p["total_steps"]))
-            alpha = p["alpha_max"] - (p["alpha_max"] - 1) * t
-            delta = 1 - (1 - p["delta_min"]) * t
-        else:
-            alpha = self._alpha_from_solve_rate() if mode == "feedback" else self._alpha_from_entropy()
-            delta = self._delta_from_entropy()
-        if p["alpha"] is not None:
-            alpha = float(p["alpha"])
-        if p["delta"] is not None:
-            delta = float(p["delta"])
-        elif p["rank_guard"] is not None and self.rank1_share is not None and self.rank1_share > p["rank_guard"]:
-            delta = 1.0
-        return alpha, delta
-
-    def _alpha_from_solve_rate(self) -> float:
-        if self.p_hat <= 0:
-            return float(self.params["alpha_max"])
-        return min(max(3 * (1 - self.p_hat) / (2 * self.p_hat), 1.0), float(self.params["alpha_max"]))
-
-    def _alpha_from_entropy(self) -> float:
-        amax = float(self.params["alpha_max"])
-        if self.h_hat is None:
-            return amax
-        span = self.h_first - self._h_star
-        if span <= 0:
-            return amax if self.h_hat > self._h_star else 1.0
-        u = min(max((self.h_hat - self._h_star) / span, 0.0), 1.0)
-        return 1 + (amax - 1) * u
-
-    def _delta_from_entropy(self) -> float:
-        if self.h_hat is None:
-            return 1.0
-        return min(max(1 + self.h_hat - self._h_star, float(self.params["delta_min"])), 1.0)
-
-    # -- the advantage ----------------------------------------------------------------------
+        return schedule(self.state, self.params, self.spec.schedule)
 
     def compute(self, rewards: torch.Tensor, groups: Groups, **inputs: torch.Tensor) -> torch.Tensor:
+        adv, self.last, self.state = self._weigh(rewards, groups)
+        return adv
+
+    def compute_at_state(
+        self, rewards: torch.Tensor, groups: Groups, **inputs: torch.Tensor
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        adv, record, _ = self._weigh(rewards, groups)
+        return adv, record
+
+    def _weigh(self, rewards: torch.Tensor, groups: Groups) -> tuple[torch.Tensor, dict[str, float], FadeState]:
+        """The batch's advantages, the record of the call (``last``), and the state after it."""
         solve_rate = float(rewards.mean())
-        w = self.params["ema"]
-        self.p_hat = (1 - w) * self.p_hat + w * solve_rate
-        alpha, delta = self.schedule()
+        (alpha, delta), after = update(self.state, self.params, self.spec.schedule, solve_rate)
         if self.params["baseline"] == "group":
             adv = focal(rewards, groups.mean(rewards), alpha, delta, groups)
         else:
             adv = focal(rewards, rewards.mean(), alpha, delta)
-        self.last = {
+        record = {
             "alpha": alpha,
             "delta": delta,
-            "p_hat": self.p_hat,
-            "h_hat": math.nan if self.h_hat is None else self.h_hat,
-            "h_star": math.nan if self._h_star is None else self._h_star,
-            "step": float(self.step),
+            "p_hat": after.p_hat,
+            "h_hat": _or_nan(after.h_hat),
+            "h_star": _or_nan(after.h_star),
+            "step": float(self.state.step),
             "batch_solve_rate": solve_rate,
         }
         # Measured in float64, as a trainer measures a batch, so that it can log these as they are.
-        rep = decompose_grouped(adv.double(), rewards, groups)
-        for key in DIAGNOSTICS:
-            self.last[key] = getattr(rep, key)
-        self.step += 1
-        return adv
+        record.update(decompose_grouped(adv.double(), rewards, groups).diagnostics())
+        return adv, record, after
 
 
-def _state_number(
-    state: Mapping[str, Any], key: str, what: str, *, optional: bool = False, high: float | None = None
-) -> float | None:
-    """``state[key]`` as a float in [0, high], or None where ``optional``; else ValueError."""
-    v = state[key]
-    if v is None and optional:
-        return None
-    if isinstance(v, np.generic) and v.dtype.kind in "iuf":
-        v = v.item()
-    x = math.nan
-    if not isinstance(v, bool) and isinstance(v, (int, float)):
-        try:
-            x = float(v)
-        except OverflowError:  # an int beyond float range, such as 10**400
-            pass
-    if not (math.isfinite(x) and x >= 0 and (high is None or x <= high)):
-        raise ValueError(f"FADE state {key} must be {what}, got {v!r}")
-    return x
+#: The fields of :class:`FadeState`, which a :class:`FadeEstimator` also reads as attributes.
+_STATE_KEYS = frozenset(f.name for f in fields(FadeState))
 
 
 def _check_fade(p: dict[str, Any]) -> None:

@@ -665,14 +665,15 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
                    help="gold answers or tests, joined to samples by problem id (default: none, read from each sample)")
     p.add_argument("--workers", type=int, default=None, metavar="N", help="samples scored at once (default: CPU count)")
     p.add_argument("--timeout", type=float, default=5.0, metavar="S", help="math: seconds per sample (default: 5)")
-    p.add_argument("--judge", default="auto", choices=("auto", "lcb", "taco", "codecontests", "humaneval", "mbpp", "fade"),
+    from .verifiers.judges import JUDGES, limit_defaults
+
+    p.add_argument("--judge", default="auto", choices=("auto", *JUDGES),
                    help="code: whose rules judge the programs: each benchmark's official harness, fade's own, or auto, "
                         "the one the problem's format names (default: %(default)s; docs/verifiers.md)")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",
-                   help="code: seconds per test, wall and CPU (default: the judge's: lcb 6, taco 4, codecontests 10, "
-                        "humaneval and mbpp 3 for the whole program, fade 6)")
+                   help=f"code: seconds per test, wall and CPU (default: the judge's: {limit_defaults('time_seconds')})")
     p.add_argument("--memory-mb", type=int, default=None, metavar="MB",
-                   help="code: address-space limit (default: codecontests 288, else 1024)")
+                   help=f"code: address-space limit (default: {limit_defaults('memory_mb')})")
     p.add_argument("--float-tolerance", type=float, default=1e-6, metavar="T", help="code, fade's judge: tolerance for non-integer outputs (default: %(default)s)")
     p.add_argument("--answer-mode", choices=("any", "final", "boxed"), default="any",
                    help="math: where the answer may come from: any expression (math-verify's fallback), only a final "

@@ -10,8 +10,8 @@ on any batch of advantages, binary rewards or not.
 
 from __future__ import annotations
 
-import copy
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -21,7 +21,16 @@ import torch
 from .registry import Estimator, estimator
 from .segments import Groups, as_groups, as_rewards, as_tensor, check_finite
 
-__all__ = ["BALANCED_SIGN", "DIAGNOSTICS", "MassProfile", "MassReport", "carries_signal", "mass_profile", "decompose"]
+__all__ = [
+    "BALANCED_SIGN",
+    "DIAGNOSTICS",
+    "MassProfile",
+    "MassReport",
+    "batch_diagnostics",
+    "carries_signal",
+    "decompose",
+    "mass_profile",
+]
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,10 @@ class MassReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def diagnostics(self) -> dict[str, float]:
+        """The :data:`DIAGNOSTICS`, the values a trainer logs for a batch."""
+        return {key: getattr(self, key) for key in DIAGNOSTICS}
 
 
 #: The sign balance of an advantage with as much positive as negative mass (m_S = m_F).
@@ -121,6 +134,30 @@ def decompose_grouped(a: torch.Tensor, r: torch.Tensor, g: Groups, group_mean: t
     )
 
 
+def batch_diagnostics(
+    est: Estimator,
+    advantages: torch.Tensor | np.ndarray | list[float],
+    rewards: torch.Tensor | np.ndarray | list[float],
+    groups: int | torch.Tensor | np.ndarray | list,
+    record: Mapping[str, float] | None = None,
+) -> dict[str, float]:
+    """The :data:`DIAGNOSTICS` of ``est``'s call on (``rewards``, ``groups``) that gave ``advantages``.
+
+    The one definition every trainer and engine integration logs: the batch measured by
+    :func:`decompose` on the rewards as the estimator reads them (:meth:`Estimator.as_success`:
+    successes under a ``success_threshold``, the mapped rewards under a reward range), not the raw
+    ones. ``record`` is what the call recorded (``est.last`` when None, or the record of
+    :meth:`Estimator.evaluate`); where it holds the diagnostics, the estimator measured the batch
+    itself (FADE does) and they are taken from it. Empty advantages (nothing was scored) give {}.
+    """
+    record = est.last if record is None else record
+    if all(key in record for key in DIAGNOSTICS):
+        return {key: record[key] for key in DIAGNOSTICS}
+    if not len(advantages):
+        return {}
+    return decompose(advantages, est.as_success(as_rewards(rewards)), groups).diagnostics()
+
+
 @dataclass(frozen=True)
 class MassProfile:
     """An estimator's advantages and gradient mass at each solve rate p = k/G, k = 0..G.
@@ -182,7 +219,8 @@ def carries_signal(name_or_estimator: str | Estimator, group_size: int, **params
     rollout has nobody to compare with), and pass@k estimators at ``k = group_size`` (the group is
     the only subset of k, so no rollout changes its pass@k). Each of the G + 1 solve counts is
     tried (:func:`canonical_batch`), with response lengths 1 and, for estimators that read one,
-    a baseline reward of 0 and of 1; a copy is used, so a stateful estimator is not advanced.
+    a baseline reward of 0 and of 1, through :meth:`Estimator.evaluate`, so a stateful estimator
+    is not advanced.
     An estimator that cannot take groups of this size at all raises its ValueError.
     """
     if isinstance(group_size, bool) or not isinstance(group_size, (int, np.integer)) or group_size < 1:
@@ -197,11 +235,11 @@ def carries_signal(name_or_estimator: str | Estimator, group_size: int, **params
     wants = (*template.spec.needs, *template.spec.uses)
     baselines = (0.0, 1.0) if "baseline_rewards" in wants else (None,)
     for baseline in baselines:
-        est = copy.deepcopy(template)
         inputs = {"lengths": torch.ones_like(rewards)} if "lengths" in wants else {}
         if baseline is not None:
             inputs["baseline_rewards"] = torch.full_like(rewards, baseline)
-        if bool((est(rewards, ids, **inputs) != 0).any()):
+        adv, _ = template.evaluate(rewards, ids, **inputs)
+        if bool((adv != 0).any()):
             return True
     return False
 
@@ -217,8 +255,8 @@ def mass_profile(
     """The gradient-mass profile of an estimator over the solve rates of a group of ``group_size``.
 
     Args:
-        name_or_estimator: a registered name (built with ``params``) or an estimator, which is
-            copied so that a stateful one is not advanced.
+        name_or_estimator: a registered name (built with ``params``) or an estimator, read with
+            :meth:`Estimator.evaluate` so that a stateful one is not advanced.
         group_size: G >= 2.
         lengths: the response length every rollout gets (for length-aware estimators).
         baseline_rewards: the baseline reward every rollout gets (needed by ``remax``).
@@ -230,7 +268,7 @@ def mass_profile(
     if isinstance(name_or_estimator, Estimator):
         if params:
             raise ValueError(f"parameters {sorted(params)} were given with an estimator object; set them when building it")
-        est = copy.deepcopy(name_or_estimator)
+        est = name_or_estimator
     else:
         est = estimator(name_or_estimator, **params)
     rewards, ids = canonical_batch(g)
@@ -238,7 +276,7 @@ def mass_profile(
     if baseline_rewards is not None:
         inputs["baseline_rewards"] = torch.full_like(rewards, float(baseline_rewards))
     given = {k: v for k, v in inputs.items() if k in (*est.spec.needs, *est.spec.uses)}
-    adv = est(rewards, ids, **given).to(torch.float64)
+    adv = est.evaluate(rewards, ids, **given)[0].to(torch.float64)
     check_finite(adv, f"{est.name} advantages")
 
     grid = adv.view(g + 1, g)

@@ -174,8 +174,9 @@ class Estimator:
 
     Call it as ``est(rewards, groups, lengths=..., baseline_rewards=...)`` to get one advantage per
     rollout (same dtype and device as the rewards). Stateless estimators ignore ``observe`` and
-    have empty state; stateful ones (FADE) override :meth:`observe`, :meth:`state_dict` and
-    :meth:`load_state_dict`.
+    have empty state; stateful ones (FADE) override :meth:`observe`, :meth:`state_dict`,
+    :meth:`load_state_dict`, and :meth:`compute_at_state` beside :meth:`compute`, so that
+    :meth:`evaluate` gives what a call would without advancing the state.
 
     ``last`` holds what the latest call scheduled (empty for stateless estimators), so a trainer
     can log it.
@@ -224,14 +225,42 @@ class Estimator:
         lengths: Any = None,
         baseline_rewards: Any = None,
     ) -> torch.Tensor:
-        r = as_rewards(rewards)
-        g = as_groups(groups, r.numel(), r.device)
-        inputs = self._inputs(r, lengths=lengths, baseline_rewards=baseline_rewards)
-        r = self.as_success(r)
-        _check_reward_kind(self.spec, r)
+        r, g, inputs = self._read(rewards, groups, lengths=lengths, baseline_rewards=baseline_rewards)
         out = self.compute(r, g, **inputs)
         _check_output(self.name, out, r)
         return out
+
+    def evaluate(
+        self,
+        rewards: torch.Tensor | np.ndarray | list[float],
+        groups: int | torch.Tensor | np.ndarray | list,
+        *,
+        lengths: Any = None,
+        baseline_rewards: Any = None,
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        """What a call would give, leaving the estimator as it is: the advantages, and the record
+        the call would leave in ``last``.
+
+        A stateless estimator's call changes nothing anyway; a stateful one (FADE) weighs the batch
+        at its present state, as a call would, without advancing it: how to score an evaluation
+        batch, or probe an estimator, mid-run.
+        """
+        r, g, inputs = self._read(rewards, groups, lengths=lengths, baseline_rewards=baseline_rewards)
+        out, record = self.compute_at_state(r, g, **inputs)
+        _check_output(self.name, out, r)
+        return out, record
+
+    def _read(
+        self, rewards: Any, groups: Any, **given: Any
+    ) -> tuple[torch.Tensor, Groups, dict[str, torch.Tensor]]:
+        """The validated rewards, as the formula reads them (:meth:`as_success`), the grouping, and
+        the per-rollout inputs."""
+        r = as_rewards(rewards)
+        g = as_groups(groups, r.numel(), r.device)
+        inputs = self._inputs(r, **given)
+        r = self.as_success(r)
+        _check_reward_kind(self.spec, r)
+        return r, g, inputs
 
     def as_success(self, rewards: torch.Tensor) -> torch.Tensor:
         """The rewards as the formula reads them: with ``success_threshold`` 1 for a reward at or
@@ -259,6 +288,13 @@ class Estimator:
     def compute(self, rewards: torch.Tensor, groups: Groups, **inputs: torch.Tensor) -> torch.Tensor:
         """The formula on validated inputs. Subclasses with state override this."""
         return self.spec.fn(rewards, groups, **self.formula_params, **inputs)
+
+    def compute_at_state(
+        self, rewards: torch.Tensor, groups: Groups, **inputs: torch.Tensor
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        """:meth:`compute` without advancing any state: the advantages and the record the call would
+        leave in ``last``. Subclasses with state override this too."""
+        return self.compute(rewards, groups, **inputs), {}
 
     def observe(self, **signals: float) -> None:
         """Feed training signals (e.g. ``entropy=``). Stateless estimators validate and ignore them."""

@@ -40,7 +40,6 @@ state is saved as ``fade_estimator.json`` in each checkpoint folder and restored
 
 from __future__ import annotations
 
-import copy
 import logging
 import os
 from collections.abc import Mapping
@@ -228,13 +227,20 @@ class FadeGRPOTrainer(GRPOTrainer):
         if rewards_per_func is None:
             raise RuntimeError("TRL did not compute rewards through _calculate_rewards; this TRL version is not supported")
         est = self.fade_estimator
+        # What the call that weighed the batch recorded (None: est.last, a training call's).
+        record: Mapping[str, float] | None = None if mode == "train" else {}
         if mode == "train":
             entropy = self._fade_entropy(out)
             if entropy is not None:
                 est.observe(entropy=entropy, step=self.state.global_step)
-        else:
-            # Evaluation must not advance the estimator's schedule: score with a copy.
-            est = copy.deepcopy(est)
+
+        def weigh(r: torch.Tensor, g: torch.Tensor, **inputs: torch.Tensor) -> torch.Tensor:
+            nonlocal record
+            if mode == "train":
+                return est(r, g, **inputs)
+            # Evaluation must not advance the estimator's schedule: it weighs at the present state.
+            adv, record = est.evaluate(r, g, **inputs)
+            return adv
 
         device = rewards_per_func.device
         n = rewards_per_func.shape[0]
@@ -251,17 +257,17 @@ class FadeGRPOTrainer(GRPOTrainer):
             for k in range(rewards_per_func.shape[1]):
                 given = ~torch.isnan(rewards_per_func[:, k])
                 if bool(given.any()):
-                    normalised[given, k] = est(rewards_per_func[given, k], groups[given])
+                    normalised[given, k] = weigh(rewards_per_func[given, k], groups[given])
             summed = (normalised * weights.unsqueeze(0)).nansum(dim=1)
             if bool(scorable.any()):
-                advantages[scorable] = est(summed[scorable], torch.zeros_like(groups[scorable]))
+                advantages[scorable] = weigh(summed[scorable], torch.zeros_like(groups[scorable]))
         elif bool(scorable.any()):
             inputs_ = {}
             if "lengths" in {*est.spec.needs, *est.spec.uses}:
                 lengths = self.accelerator.gather(out["completion_mask"].sum(dim=1).to(rewards.dtype))
                 # An empty completion still holds its EOS token in TRL's mask; 1 keeps opo's weights defined.
                 inputs_["lengths"] = lengths[scorable].clamp_min(1)
-            advantages[scorable] = est(rewards[scorable], groups[scorable], **inputs_)
+            advantages[scorable] = weigh(rewards[scorable], groups[scorable], **inputs_)
         local = out["advantages"].numel()
         start = self.accelerator.process_index * local
         out["advantages"] = advantages[start:start + local].to(out["advantages"].dtype)
@@ -273,7 +279,7 @@ class FadeGRPOTrainer(GRPOTrainer):
         logged.extend(advantages.tolist())
 
         self.fade_last = {"rewards": rewards, "groups": groups, "advantages": advantages, "scorable": scorable}
-        self._fade_log(mode, est, advantages[scorable], rewards[scorable], groups[scorable])
+        self._fade_log(mode, est, advantages[scorable], rewards[scorable], groups[scorable], record)
         return out
 
     def _fade_entropy(self, out: Mapping[str, Any]) -> float | None:
@@ -302,8 +308,9 @@ class FadeGRPOTrainer(GRPOTrainer):
         totals = self.accelerator.reduce(torch.stack([(entropies * mask).sum(), mask.sum()]), reduction="sum")
         return float(totals[0] / totals[1].clamp(min=1.0))
 
-    def _fade_log(self, mode: str, est: fade.Estimator, adv: torch.Tensor, rewards: torch.Tensor, groups: torch.Tensor) -> None:
-        for key, value in batch_metrics(est, adv, rewards, groups).items():
+    def _fade_log(self, mode: str, est: fade.Estimator, adv: torch.Tensor, rewards: torch.Tensor, groups: torch.Tensor,
+                  record: Mapping[str, float] | None = None) -> None:
+        for key, value in batch_metrics(est, adv, rewards, groups, record).items():
             self._metrics[mode][key].append(value)
 
     # -- checkpoints -------------------------------------------------------------------------

@@ -27,10 +27,16 @@ diagnostics to verl's metrics as ``fade/...``, and which saves the estimator's s
 checkpoint folder and restores it on resume. Estimators live in this process (verl computes
 advantages in the trainer's process), one per (name, parameters), so FADE's state carries over
 from step to step; :func:`estimator_for` returns the one verl's call will use.
+
+Loaded in every verl process, the plug-in also keeps verl's model setup working where TRL 1.x is
+installed (see :func:`trl_has_value_head`), and with ``FADE_VERL_CPU=1`` switches on
+:mod:`fade.integrations.verl_cpu`, which runs verl on CPU.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import json
 import logging
 import math
@@ -44,6 +50,7 @@ from omegaconf import DictConfig, OmegaConf
 from verl.trainer.ppo import core_algos
 
 import fade
+from fade.integrations import verl_cpu
 from fade.integrations.diagnostics import batch_metrics
 from fade.integrations.state import STATE_FILE, load_estimator_state, save_estimator_state
 from fade.registry import SUCCESS_OPTIONS
@@ -68,6 +75,7 @@ __all__ = [
     "reset_estimators",
     "resolve_params",
     "setting",
+    "trl_has_value_head",
     "verl_name",
 ]
 
@@ -586,6 +594,45 @@ def register() -> list[str]:
 register()
 
 
+# -- verl's worker setup with TRL 1.x, and CPU mode --------------------------------------------------
+
+
+@functools.cache
+def trl_has_value_head() -> bool:
+    """Whether the installed TRL has ``AutoModelForCausalLMWithValueHead`` (TRL 1.x removed it)."""
+    for module in ("trl.experimental.ppo", "trl"):
+        try:
+            if hasattr(importlib.import_module(module), "AutoModelForCausalLMWithValueHead"):
+                return True
+        except ImportError:
+            continue
+    return False
+
+
+def _value_head_guard() -> None:
+    """verl's model setup (``apply_monkey_patch``, models/transformers/monkey_patch.py:352-362) imports
+    TRL's value-head class whenever TRL is importable, to patch its ``state_dict``, and raises
+    ImportError with TRL 1.x, which has no such class. Its check is made to ask what it means: TRL
+    *with* that class. Where TRL has it, verl patches it as before."""
+    from verl.models.transformers import monkey_patch
+
+    original = getattr(monkey_patch.is_trl_available, "fade_wraps", monkey_patch.is_trl_available)
+
+    def is_trl_available() -> bool:
+        return bool(original()) and trl_has_value_head()
+
+    is_trl_available.fade_wraps = original
+    monkey_patch.is_trl_available = is_trl_available
+
+
+# CPU mode (FADE_VERL_CPU=1, fade.integrations.verl_cpu) must choose verl's platform before verl's
+# engine modules read it on import (workers/engine/fsdp/transformer_impl.py:89), which the trainer's
+# imports below do. In a process that imports verl_cpu first, verl (and so this plugin) is imported
+# from verl_cpu's first lines, and verl_cpu switches itself on once it is defined.
+if hasattr(verl_cpu, "enable_from_environment"):
+    verl_cpu.enable_from_environment()
+
+
 # -- the trainer -----------------------------------------------------------------------------------
 
 try:
@@ -746,3 +793,6 @@ if _TRAINER_MISSING is None:
         TRAINER_REGISTRY[TRAINER_NAME] = FadeTrainer  # this module imported again: the newest class wins
     else:
         register_trainer(TRAINER_NAME)(FadeTrainer)
+
+
+_value_head_guard()

@@ -47,14 +47,13 @@ import torch
 import fade
 from fade.atomic import remove_orphaned_temp_files, write_json_atomic
 from fade.geometry import rank1_share
-from fade.mass import carries_signal, decompose_grouped
+from fade.mass import batch_diagnostics, carries_signal
 from fade.progress import step_bar
-from fade.segments import as_groups
 
 from .checkpoint import JsonlLog, load_checkpoint, save_checkpoint
 from .evaluation import decode_completions, encode_prompt, evaluate
 from .policy import load_policy, resolve_device, save_policy
-from .runlog import CONFIG_FILE, DIAGNOSTICS, EVAL_FILE, METRICS_FILE, SCHEDULE, bucket_key
+from .runlog import CONFIG_FILE, EVAL_FILE, METRICS_FILE, SCHEDULE, bucket_key
 from .sampling import greedy, sample, sequence_logprobs
 from .tasks import Problem, Task, get_task
 
@@ -481,11 +480,8 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             prompt_ids = rollouts.prompt_index.cpu()
             adv = est(rewards, prompt_ids, **extra_inputs(rollouts, problems, prompts))
             t3 = time.perf_counter()
-            # A stateful estimator (FADE) has measured the batch already; the others are measured here.
-            diagnostics = {k: est.last[k] for k in DIAGNOSTICS if k in est.last}
-            if len(diagnostics) < len(DIAGNOSTICS):
-                report = decompose_grouped(adv.double(), rewards, as_groups(prompt_ids, rewards.numel(), "cpu"))
-                diagnostics = {k: getattr(report, k) for k in DIAGNOSTICS}
+            # On the rewards as the estimator reads them, as verl and TRL log them.
+            diagnostics = batch_diagnostics(est, adv, rewards, prompt_ids)
             # The first-order entropy formula's terms on this batch, before the update (docs/method.md, section 4).
             cov_adv_logp = token_covariance(adv, old_lp, c_mask)
             mass_entropy_term = (float(diagnostics["positive_mass"]) - float(diagnostics["negative_mass"])) * entropy

@@ -18,6 +18,17 @@ How a field becomes a flag:
 - ``cli=False``: no flag; :func:`from_args` leaves the field at its default.
 
 The help is plain text (``%`` needs no escaping); the command's help formatter adds the default.
+For example (a ``kw_only`` dataclass lets a required field stand where its flag belongs in the help)::
+
+    @dataclass(kw_only=True)
+    class TrainConfig:
+        steps: int = option(400, "training steps", metavar="N")   # --steps N ... (default: 400)
+        out: str = option(help="the run's folder", metavar="DIR")  # --out DIR ... (required)
+        model: str | None = option(None, "a local policy (default: the shipped base)", metavar="DIR")
+        progress: bool = option(True, "no progress bar")           # --no-progress ... (default: off)
+
+    options.add_options(parser, TrainConfig)
+    config = options.from_args(TrainConfig, parser.parse_args(argv))
 """
 
 from __future__ import annotations

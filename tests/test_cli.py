@@ -402,19 +402,3 @@ def test_help_of_every_command_shows_each_default(command, capsys):
     for flag, entry in entries.items():
         if flag != "-h":
             assert "(default" in entry or "(required)" in entry, entry
-
-
-def test_eval_judges_and_their_time_limits_come_from_the_registry(monkeypatch, capsys):
-    import dataclasses
-
-    from fade.cli import build_parser
-    from fade.verifiers.judges import JUDGES
-
-    monkeypatch.setitem(JUDGES, "newbench", dataclasses.replace(JUDGES["lcb"], name="newbench", time_seconds=7.5))
-    assert main(["eval", "--help"]) == 0
-    text = " ".join(capsys.readouterr().out.split())
-    assert f"--judge {{{','.join(('auto', *JUDGES))}}}" in text
-    limits = text.split("(default: the judge's: ", 1)[1].split(")", 1)[0]
-    assert all(name in limits for name in JUDGES), limits
-    assert "newbench 7.5" in text
-    assert build_parser().parse_args(["eval", "s.jsonl", "--verifier", "code", "--out", "o", "--judge", "newbench"]).judge == "newbench"

@@ -15,25 +15,36 @@ Then each profile judges a few complete problems written here in its benchmark's
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+import fade
 from fade.cli import main
+from fade.verifiers import judges
 from fade.verifiers.code_exec import CodeVerifier
 from fade.verifiers.judges import (
+    JUDGE_FIELDS,
     JUDGES,
+    PROFILES,
     codecontests_match,
     humaneval_program,
     judge_for,
     lcb_stdout_match,
+    limit_defaults,
     mbpp_program,
+    profile_table,
     taco_stdout_match,
 )
 from fade.verifiers.testcases import parse_tests
+
+SRC = Path(fade.__file__).resolve().parent
+DOCS = SRC.parent.parent / "docs"
 
 
 def fenced(code: str) -> str:
@@ -413,3 +424,84 @@ def test_mbpp_program_is_bigcodes():
     program = mbpp_program("def add(a, b):\n    return a + b\nif True:\n    pass", MBPP)
     assert program.startswith('"""\nWrite a function to add two numbers.\nassert add(1, 2) == 3\n"""\n')
     assert "if True" not in program and program.endswith("assert add(1, 2) == 3\nassert add(2, 2) == 4")
+
+
+# -- one module per profile, one registry -------------------------------------------------------------
+
+
+def test_every_profile_is_one_module_registered_under_its_name():
+    folder = Path(judges.__file__).parent
+    assert {p.stem for p in folder.glob("*.py")} - {"__init__", "base"} == set(PROFILES) == set(JUDGES)
+    for name, judge in JUDGES.items():
+        assert judge.name == name and type(judge).__module__ == f"fade.verifiers.judges.{name}"
+        assert judge.fields and JUDGE_FIELDS[name] == judge.fields and judge.kind in ("tests", "check")
+        assert judge.format_doc and judge.follows and judge.benchmark
+
+
+def profile_name_comparisons(src: Path) -> list[str]:
+    """Every comparison or membership test on a judging profile's name (``== "taco"``, ``in
+    ("lcb", ...)``, ``case "mbpp":``) in the source under ``src``, outside that profile's own
+    module. "fade" counts in the verifiers only: elsewhere it names the package or the estimator."""
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        where = path.relative_to(src.parent).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            operands = [node.left, *node.comparators] if isinstance(node, ast.Compare) else \
+                [node.value] if isinstance(node, ast.MatchValue) else []
+            constants = [e for op in operands for e in (op.elts if isinstance(op, (ast.Tuple, ast.List, ast.Set)) else [op])]
+            for name in {c.value for c in constants if isinstance(c, ast.Constant)} & set(JUDGES):
+                if where != f"fade/verifiers/judges/{name}.py" and (name != "fade" or "/verifiers/" in where):
+                    found.append((where, node.lineno, f"{where}:{node.lineno}: {ast.unparse(node)[:80]}"))
+    return [line for _, _, line in sorted(found)]
+
+
+def test_no_profile_name_is_compared_outside_its_own_module():
+    # A rule of one benchmark is a method or an attribute of its Judge (or a RunOptions field the
+    # sandbox reads), never a branch on the name elsewhere: a new profile is one module.
+    assert profile_name_comparisons(SRC) == []
+
+
+def test_the_comparison_finder_finds_comparisons(tmp_path):
+    src = tmp_path / "fade"
+    (src / "verifiers" / "judges").mkdir(parents=True)
+    (src / "verifiers" / "judges" / "taco.py").write_text("def f(judge):\n    return judge.name == 'taco'\n")
+    (src / "verifiers" / "code_exec.py").write_text(
+        "def g(judge, kind):\n    if judge.name == 'taco' or kind in ('lcb', 'x'):\n        pass\n"
+        "    match kind:\n        case 'mbpp':\n            pass\n    return 'humaneval' != kind or kind == 'fade'\n")
+    (src / "trainer.py").write_text("def h(estimator):\n    return estimator == 'fade'\n")
+    found = profile_name_comparisons(src)
+    assert [line.split(":")[1] for line in found] == ["2", "2", "5", "7", "7"]
+    assert all(line.startswith("fade/verifiers/code_exec.py") for line in found)
+
+
+def test_the_docs_table_of_profiles_is_the_registrys():
+    text = (DOCS / "verifiers.md").read_text()
+    header = profile_table().splitlines()[0]
+    assert text.count(header) == 1
+    shown = []
+    for line in text[text.index(header):].splitlines():
+        if not line.startswith("|"):
+            break
+        shown.append(line)
+    assert "\n".join(shown) + "\n" == profile_table()
+    # The judge lists written out in the page are the registry's too.
+    for listed in re.findall(r"--judge ([a-z|]+)", text):
+        assert listed.split("|") in (list(JUDGES), ["auto", *JUDGES]), listed
+
+
+def test_the_command_line_offers_the_registrys_profiles_and_defaults(capsys):
+    try:
+        main(["eval", "--help"])
+    except SystemExit:
+        pass
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "--judge {" + ",".join(["auto", *JUDGES]) + "}" in shown
+    assert limit_defaults("time_seconds") == "lcb 6, taco 4, codecontests 10, humaneval and mbpp 3 for the whole program, fade 6"
+    assert limit_defaults("memory_mb") == "codecontests 288, else 1024"
+    assert f"the judge's: {limit_defaults('time_seconds')})" in shown and f"(default: {limit_defaults('memory_mb')})" in shown
+
+
+def test_a_profile_refuses_tests_its_benchmark_does_not_have(official):
+    # CodeContests has no call-based tests: named for them, its judge says so (it crashed once).
+    result = CodeVerifier(judge="codecontests", workers=1).score("def f(x):\n    return x", taco_call("f", [[1]], [1]))
+    assert result.reason == "bad_reference" and "call-based" in result.details["error"]

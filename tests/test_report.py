@@ -21,7 +21,6 @@ from fade.testbed import report, runlog
 from fade.testbed.report import (
     COMPARE_PIXEL_SIZE,
     PLANE_PIXEL_SIZE,
-    _compare_labels,
     compare_runs,
     compare_table,
     legend_in_headroom,
@@ -48,6 +47,7 @@ from fade.testbed.runlog import (
     read_json_object,
     read_jsonl,
 )
+from fade.testbed.tables import compare_labels
 
 KS = (1, 2, 4, 8, 16, 32, 64)
 BUCKETS = (1, 2, 3)
@@ -528,13 +528,13 @@ def test_compare_runs_labels_and_their_errors(tmp_path):
     c = _write_run(tmp_path / "c", steps=3, estimator="grpo", config=False)
     runs = [load_run(d) for d in (a, b, c)]
     # Same estimator in a and b: the directory tells them apart; c has no run.json.
-    assert _compare_labels(runs, None) == [
+    assert compare_labels(runs, None) == [
         "fade(h_star_ratio=0.5) [a]",
         "fade(h_star_ratio=0.5) [b]",
         "c [c]",
     ]
-    assert _compare_labels(runs, "seed") == ["seed=3 [a]", "seed=3 [b]", "c [c]"]
-    assert _compare_labels([runs[0], runs[2]], "estimator_args.h_star_ratio") == ["estimator_args.h_star_ratio=0.5", "c"]
+    assert compare_labels(runs, "seed") == ["seed=3 [a]", "seed=3 [b]", "c [c]"]
+    assert compare_labels([runs[0], runs[2]], "estimator_args.h_star_ratio") == ["estimator_args.h_star_ratio=0.5", "c"]
     with pytest.raises(ValueError, match="label_key 'nope' is in no run's run.json"):
         compare_runs([a, b], tmp_path / "x.png", label_key="nope")
     with pytest.raises(ValueError, match="at least one run"):
@@ -624,3 +624,32 @@ def test_compare_table_puts_the_shared_base_and_each_final_side_by_side(tmp_path
     assert _row(_render(compare_table([other, fade_run])), "pass@1")[0] == "—"
     with pytest.raises(ValueError, match="2 labels for 1 runs"):
         compare_table([fade_run], labels=["a", "b"])
+
+
+def _write_short_fade_run(directory: Path, steps: int) -> None:
+    """A FADE run of ``steps`` steps whose entropy falls and whose delta drops below 1 from step 14."""
+    directory.mkdir(parents=True)
+    rows = [{"step": s, "entropy": 2.0 - 0.05 * s, "delta": 1.0 if s < 14 else 0.5 + 0.01 * s} for s in range(1, steps + 1)]
+    _write_jsonl(directory / "metrics.jsonl", rows)
+    _write_jsonl(directory / "eval.jsonl", [{"step": 0, "pass@1": 0.2}, {"step": steps, "pass@1": 0.4}])
+
+
+def test_fade_compare_and_the_claims_read_one_final_entropy_and_one_delta_share(tmp_path):
+    """19 steps, where a floor of 10% (the claims' old window: the last step alone) and a ceiling (the
+    compare table's: the last two) disagree: both now read the mean of the last two steps, and the
+    same share of steps with delta < 1."""
+    from fade.experiments.presets import TaskPlan
+    from fade.experiments.runs import summarise
+
+    run = TaskPlan(task="arithmetic", estimators=("fade",), steps=19, eval_every=19, eval_prompts=4,
+                   eval_samples=2).run("fade", 0)
+    _write_short_fade_run(run.directory(tmp_path), 19)
+    sweep = summarise(run, tmp_path).scalars
+    entropy = [2.0 - 0.05 * s for s in (18, 19)]
+    assert sweep["entropy_final"] == pytest.approx(np.mean(entropy))
+    assert sweep["delta_below1"] == pytest.approx(6 / 19)  # steps 14..19
+    text = _render(compare_table([run.directory(tmp_path)], labels=["fade"]))  # columns: base (none here), the run
+    assert _row(text, "train entropy, final (last 10% of steps)") == ["—", f"{sweep['entropy_final']:.3f}"]
+    assert _row(text, "share of steps with delta < 1") == ["—", f"{sweep['delta_below1']:.3f}"]
+    assert _row(text, "mean delta") == ["—", f"{sweep['delta_mean']:.3f}"]
+    assert _row(text, "peak pass@1") == ["—", f"{sweep['peak_pass1']:.3f}"]

@@ -4,6 +4,7 @@ evaluator keeps running. Limits are small (1 s per test) so that the file runs i
 
 from __future__ import annotations
 
+import ast
 import base64
 import dataclasses
 import json
@@ -11,6 +12,7 @@ import os
 import pickle
 import socket
 import struct
+import sys
 import tempfile
 import time
 import tracemalloc
@@ -20,8 +22,10 @@ from pathlib import Path
 import pytest
 
 from fade.verifiers import rewards, testcases
+from fade.verifiers.benchmark_io import CAPTURED, CHECK, IO_MODES, RunOptions
 from fade.verifiers.code_exec import CodeVerifier, canonical_program, extract_program
-from fade.verifiers.sandbox import MAX_SLOTS, UID_BASE, Limits, SandboxRun
+from fade.verifiers.judges import JUDGES, lcb_wrap
+from fade.verifiers.sandbox import HARNESS, MAX_SLOTS, UID_BASE, Limits, SandboxRun
 from fade.verifiers.testcases import outputs_match, parse_tests, values_match
 
 LIMITS = Limits(time_seconds=1.0, memory_mb=256, processes=16, output_bytes=64 << 10, disk_mb=16)
@@ -379,3 +383,56 @@ def test_verl_compute_score_runs_code(monkeypatch):
     assert good == {"score": 1.0, "acc": 1.0, "reason": "correct"}
     assert rewards.compute_score("my_set", "print(0)", truth)["reason"] == "wrong_answer"  # detected from the tests
     assert rewards.compute_code_score("x", "print(3)", truth, extra_info={})["score"] == 1.0
+
+
+# -- the supervisor's options and files ----------------------------------------------------------
+
+
+def test_run_options_are_checked_where_they_are_made_and_survive_json():
+    for judge in JUDGES.values():
+        for suite in (parse_tests({"tests": [{"input": "1", "output": "1"}]}),
+                      parse_tests({"input_output": json.dumps({"fn_name": "f", "inputs": [[1]], "outputs": [1]})})):
+            options = judge.run_options(suite)
+            assert options.io in IO_MODES and RunOptions.from_json(json.loads(json.dumps(options.to_json()))) == options
+    for bad, match in [({"io": "lcb"}, "io must be one of"), ({"guard": "taco"}, "guard must be a bool"),
+                       ({"int_max_str_digits": True}, "must be a int"), ({"module_name": "a b"}, "module name"),
+                       ({"paths": (1,)}, "paths")]:
+        with pytest.raises(ValueError, match=match):
+            RunOptions(**bad)
+    with pytest.raises(ValueError, match=r"unknown run options \['judge'\]"):
+        RunOptions.from_json({"judge": "taco"})
+
+
+def test_each_io_mode_runs_the_program_its_way():
+    program = "import sys\nprint(sys.stdin.read().upper(), __name__)"
+    outputs = {}
+    for options in (RunOptions(), RunOptions(io=CAPTURED, module_name="tmp_sol"), RunOptions(io=CHECK)):
+        source = lcb_wrap(program) if options.io == CAPTURED else program
+        with SandboxRun(source, [{"stdin": "ab"}], limits=LIMITS, options=options) as run:
+            (record,) = list(run)
+        outputs[options.io] = (record["exit"], record["stdout"])
+    # A script reads fd 0 as __main__; LiveCodeBench's wrapped body reads the stand-in; a check's
+    # input raises (so its exit is 1) and its output is discarded.
+    assert outputs == {"script": (0, "AB __main__\n"), "captured": (0, "AB tmp_sol\n"), "check": (1, "")}
+
+
+def test_the_supervisor_is_standard_library_only():
+    # It runs as python -S -s with nothing but the standard library on sys.path: its files import
+    # nothing else, and nothing of fade (its siblings are loaded by path).
+    for name in ("harness", "confinement", "benchmark_io"):
+        tree = ast.parse(HARNESS.with_name(f"{name}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                assert node.level == 0 and node.module.split(".")[0] in sys.stdlib_module_names, (name, node.module)
+            elif isinstance(node, ast.Import):
+                assert all(a.name.split(".")[0] in sys.stdlib_module_names for a in node.names), name
+
+
+def test_a_traceback_names_none_of_the_supervisors_files():
+    program = "def f():\n    raise ValueError('x')\nf()"
+    for options, source in [(RunOptions(), program), (RunOptions(io=CAPTURED, module_name="tmp_sol"), lcb_wrap(program)),
+                            (RunOptions(file_retry=True), program)]:
+        with SandboxRun(source, [{"stdin": ""}], limits=LIMITS, options=options) as run:
+            (record,) = list(run)
+        tail = record["stderr_tail"]
+        assert "<solution>" in tail and not any(name in tail for name in ("harness", "confinement", "benchmark_io")), tail

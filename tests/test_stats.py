@@ -9,22 +9,20 @@ import math
 import numpy as np
 import pytest
 
-from fade.experiments.claims import (
+from fade.experiments.stats import (
     CONTRADICTED,
     FEW_SEEDS,
+    MIN_PAIRED_SEEDS,
     NOT_SUPPORTED,
     OVERLAP,
     SUPPORTED,
     UNRESOLVED,
+    PairedVerdict,
     Stat,
     Verdict,
+    bootstrap_ci,
     combine,
     compare,
-)
-from fade.experiments.stats import (
-    MIN_PAIRED_SEEDS,
-    PairedVerdict,
-    bootstrap_ci,
     minimum_detectable_difference,
     paired_differences,
     paired_verdict,

@@ -13,20 +13,27 @@ import numpy as np
 import pytest
 
 from fade.cli import main
-from fade.experiments import claims
-from fade.experiments.claims import (
+from fade.experiments.claims.defaults import choose_tuned
+from fade.experiments.claims.regime import REGIME_CALIBRATED, REGIME_NOT_CALIBRATED
+from fade.experiments.claims.sign_knob import REQUIREMENT_MET, REQUIREMENT_NOT_MET
+from fade.experiments.presets import PRESETS, Preset, TaskPlan, Tuning, get_preset
+from fade.experiments.runs import summarise
+from fade.experiments.sections import design_checks, evaluate
+from fade.experiments.stats import (
+    CONTRADICTED,
     FEW_SEEDS,
+    NOT_MEASURED,
     NOT_SUPPORTED,
     OVERLAP,
     SUPPORTED,
     Stat,
+    Verdict,
     combine,
     compare,
 )
-from fade.experiments.presets import PRESETS, Preset, TaskPlan, Tuning, get_preset
 from fade.experiments.sweep import DONE, NEW, RESUME, inspect_run, report_sweep, run_sweep
 
-VERDICTS = (SUPPORTED, NOT_SUPPORTED, OVERLAP, FEW_SEEDS, claims.NOT_MEASURED)
+VERDICTS = (SUPPORTED, NOT_SUPPORTED, OVERLAP, FEW_SEEDS, NOT_MEASURED)
 SMALL = dict(steps=3, eval_every=2, eval_prompts=4, eval_samples=4, prompts_per_step=4, group_size=4, checkpoint_every=1)
 
 
@@ -240,9 +247,9 @@ def test_compare_follows_the_stated_rule():
     assert compare(Stat.of([1.0, 0.0, 2.0]), low, greater=True).outcome == OVERLAP
     assert compare(Stat.of([1.0, 1.1]), low, greater=True).outcome == FEW_SEEDS
     assert compare(high, 0.5, greater=True).outcome == SUPPORTED  # against a constant
-    assert compare(Stat.of([math.nan]), low, greater=True).outcome == claims.NOT_MEASURED
+    assert compare(Stat.of([math.nan]), low, greater=True).outcome == NOT_MEASURED
     assert "1.000 ± 0.100 (n=3) vs 0.000 ± 0.100 (n=3)" in compare(high, low, greater=True).detail
-    verdict = lambda o: claims.Verdict(o, "")  # noqa: E731
+    verdict = lambda o: Verdict(o, "")  # noqa: E731
     assert combine([verdict(SUPPORTED), verdict(SUPPORTED)]) == SUPPORTED
     assert combine([verdict(SUPPORTED), verdict(NOT_SUPPORTED)]) == NOT_SUPPORTED
     assert combine([verdict(SUPPORTED), verdict(OVERLAP)]) == OVERLAP
@@ -272,8 +279,8 @@ def test_sign_axis_verdict_is_computed_from_the_runs(tmp_path, psr_slope, expect
         for spec, slope, pos, neg in (("grpo", 0.002, 0.2, 0.2), ("psr", psr_slope, 0.4, 0.0)):
             run = plan.run(spec, seed)
             _write_run(tmp_path, run, slope, 0.01 * seed, pos, neg)
-            summaries.append(claims.summarise(run, tmp_path))
-    sections = claims.evaluate(summaries)
+            summaries.append(summarise(run, tmp_path))
+    sections = evaluate(summaries)
     sign = next(s for s in sections if s.key == "sign")
     assert sign.verdicts[0].outcome == expected
     assert sign.tables[0].rows[0][0] == "psr"
@@ -338,28 +345,10 @@ def test_tuning_keeps_the_defaults_unless_a_candidate_scores_higher(tmp_path, be
                 rows = [json.loads(line) for line in path.read_text().splitlines()]
                 rows[-1] = {k: (v + better if k.startswith("pass@") else v) for k, v in rows[-1].items()}
                 path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-            summaries.append(claims.summarise(run, tmp_path))
-    choice, rows = claims.choose_tuned(tuning, summaries)
+            summaries.append(summarise(run, tmp_path))
+    choice, rows = choose_tuned(tuning, summaries)
     assert choice == chosen
     assert len(rows) == 2
-
-
-@pytest.mark.parametrize("name, centred", [("grpo", True), ("rloo", True), ("maxrl", True), ("psr", False),
-                                           ("w_reinforce", False)])
-def test_mass_imbalance_is_zero_exactly_for_centred_estimators_in_float32(name, centred):
-    """The trainer logs masses of float32 advantages: a centred estimator's m_S - m_F is rounding
-    (~1e-9), and the check must read it as 0; a sign-biased one keeps its imbalance."""
-    import torch
-
-    import fade
-
-    gen = torch.Generator().manual_seed(0)
-    imbalances = []
-    for _ in range(50):
-        rewards = (torch.rand(32 * 8, generator=gen) < torch.rand(32, generator=gen).repeat_interleave(8)).float()
-        report = fade.decompose(fade.advantages(name, rewards, 8), rewards, 8)
-        imbalances.append(float(claims.mass_imbalance(report.positive_mass, report.negative_mass)))
-    assert all(x == 0.0 for x in imbalances) == centred, imbalances
 
 
 def test_entropy_check_draws_no_correlation_from_rounding_of_centred_runs(tmp_path):
@@ -372,8 +361,8 @@ def test_entropy_check_draws_no_correlation_from_rounding_of_centred_runs(tmp_pa
         for i, spec in enumerate(plan.estimators):
             noise = 3e-9 * (i + 1)
             _write_run(tmp_path, plan.run(spec, seed), 0.001 * (i + 1), 0.01 * seed, 0.2 + noise, 0.2)
-            summaries.append(claims.summarise(plan.run(spec, seed), tmp_path))
-    check = next(s for s in claims.evaluate(summaries) if s.key == "entropy_check")
+            summaries.append(summarise(plan.run(spec, seed), tmp_path))
+    check = next(s for s in evaluate(summaries) if s.key == "entropy_check")
     assert check.verdicts == []
     assert any("Every run here is of a centred estimator" in note for note in check.notes)
     assert all(s.scalars["entropy_predicted_early"] == 0.0 for s in summaries)
@@ -403,11 +392,11 @@ def test_five_seeds_give_paired_verdicts_a_verdict_table_and_the_detectable_diff
             rows = [json.loads(line) for line in path.read_text().splitlines()]
             rows[-1]["pass@1"] += 2 * (shared[seed] + own[spec][seed])
             path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-            summaries.append(claims.summarise(run, tmp_path))
-    sections = claims.evaluate(summaries, preset)
+            summaries.append(summarise(run, tmp_path))
+    sections = evaluate(summaries, preset)
     sign = next(s for s in sections if s.key == "sign")
     line = sign.verdicts[0]
-    assert line.outcome == claims.SUPPORTED
+    assert line.outcome == SUPPORTED
     for name, part in line.parts:
         assert part.interval is not None and part.interval.n == 5 and part.interval.low > 0, name
         assert "paired difference +0.001" in part.detail
@@ -511,7 +500,7 @@ def _paper_like_sweep(out: Path, *, direction: float = 1.0, knob_share: float = 
             extra = wide if step == run.steps else 0.0
             evals.append({"step": step, "pass@1": pass1, "pass@2": pass1 + 0.1 + extra, "pass@4": pass1 + 0.2 + extra})
         _write_logged(out, run, records, evals)
-        summaries.append(claims.summarise(run, out))
+        summaries.append(summarise(run, out))
     return preset, summaries
 
 
@@ -519,40 +508,23 @@ def _section(sections, key: str, task: str):
     return next(s for s in sections if s.key == key and s.task == task)
 
 
-def test_drive_blocks_recover_the_formula_on_a_closed_form():
-    """H_{t+1} = H_t + eta d_t with d constant on long stretches: the observed change per step of each
-    block pair is eta times the mean drive between the blocks' centres."""
-    eta, block = 0.01, claims.ENTROPY_BLOCK
-    drive = np.repeat([1.0, -2.0, 0.5, 3.0], 3 * block)
-    entropy = 1.0 + eta * np.concatenate([[0.0], np.cumsum(drive)[:-1]])
-    predicted, observed = claims.drive_blocks(entropy, drive)
-    assert len(predicted) == len(drive) // block - 1
-    mean_of_neighbours = [(entropy[(j + 1) * block:(j + 2) * block].mean() - entropy[j * block:(j + 1) * block].mean())
-                          / block for j in range(len(predicted))]
-    np.testing.assert_allclose(observed, mean_of_neighbours)
-    steady = np.isin(predicted, drive)  # spans inside one stretch: exactly eta * drive
-    assert steady.sum() >= 4
-    np.testing.assert_allclose(observed[steady], eta * predicted[steady])
-    assert claims.drive_blocks(entropy, np.full_like(drive, np.nan))[0].size == 0  # not logged: no pairs
-
-
 def test_paper_report_answers_the_regime_the_sign_knob_the_entropy_formula_and_fades_arms(tmp_path):
     from fade.experiments.results_report import write_report
 
     preset, summaries = _paper_like_sweep(tmp_path / "sweep")
-    sections = claims.evaluate(summaries, preset)
+    sections = evaluate(summaries, preset)
     adam, sgd = "countdown_multi", "countdown_multi-sgd"
 
-    checks = claims.design_checks(summaries)
+    checks = design_checks(summaries)
     assert [(s.key, s.task) for s in checks] == [("regime", adam), ("regime", sgd), ("sign_knob", adam),
                                                   ("collapse", adam), ("collapse", sgd)]
-    assert all(s.data["check"].outcome == claims.REQUIREMENT_MET and not s.tables for s in checks[3:])
-    assert all(s.data["check"].outcome == claims.REGIME_CALIBRATED for s in checks[:2])
+    assert all(s.check.outcome == REQUIREMENT_MET and not s.tables for s in checks[3:])
+    assert all(s.check.outcome == REGIME_CALIBRATED for s in checks[:2])
     assert "seed 0: 50 (50%)" in checks[0].tables[0].rows[0][1]
     assert "grpo (5 seeds) peaks at 50 (50%) with 90% of its gain by " in checks[0].notes[0]
     knob = checks[2]
-    assert knob.data["check"].outcome == claims.REQUIREMENT_MET
-    assert "fade:h_star_ratio=1.0" in knob.data["check"].detail
+    assert knob.check.outcome == REQUIREMENT_MET
+    assert "fade:h_star_ratio=1.0" in knob.check.detail
     rows = {row[0]: row for row in knob.tables[0].rows}
     assert set(rows) == {"fade", "fade:h_star_ratio=1.0", "fade_alpha", "fade_delta:h_star_ratio=1.0", "fade_decay"}
     assert rows["fade:h_star_ratio=1.0"][2] == "0.40 (0.40, 0.40, 0.40, 0.40, 0.40)"
@@ -565,14 +537,14 @@ def test_paper_report_answers_the_regime_the_sign_knob_the_entropy_formula_and_f
         groups = [row[0] for row in formula.tables[0].rows]
         assert groups == ["all runs", "success-heavy", "failure-heavy", "centred"]
         across, within = formula.verdicts
-        assert within.outcome == claims.SUPPORTED
-        assert all(part.outcome == claims.SUPPORTED and part.interval is not None for _, part in within.parts)
-        assert across.outcome == claims.SUPPORTED
+        assert within.outcome == SUPPORTED
+        assert all(part.outcome == SUPPORTED and part.interval is not None for _, part in within.parts)
+        assert across.outcome == SUPPORTED
     across = _section(sections, "entropy_formula", adam).verdicts[0]
     by_group = dict(across.parts)
-    assert by_group["success-heavy"].outcome == claims.NOT_MEASURED  # psr is the only success-heavy run of a seed
+    assert by_group["success-heavy"].outcome == NOT_MEASURED  # psr is the only success-heavy run of a seed
     assert by_group["all runs"].interval.n == 5
-    classes = _section(sections, "entropy_formula", adam).data["classes"]
+    classes = _section(sections, "entropy_formula", adam).result.classes
     assert classes["countdown_multi/psr/seed0"] == "success-heavy"
     assert classes["countdown_multi/fade-h_star_ratio=1.0/seed0"] == "failure-heavy"
     assert classes["countdown_multi/fade/seed0"] == "centred"
@@ -584,15 +556,15 @@ def test_paper_report_answers_the_regime_the_sign_knob_the_entropy_formula_and_f
     assert set(accuracy) == set(diversity) == {"fade", "fade:h_star_ratio=1.0"}
     for lines, parts in ((accuracy, ["peak vs grpo", "peak vs dr_grpo"]),
                          (diversity, ["pass@k mean vs grpo", "pass@k mean vs dr_grpo"])):
-        assert lines["fade:h_star_ratio=1.0"].outcome == claims.SUPPORTED
+        assert lines["fade:h_star_ratio=1.0"].outcome == SUPPORTED
         assert [name for name, _ in lines["fade:h_star_ratio=1.0"].parts] == parts
-        assert lines["fade"].outcome != claims.SUPPORTED
+        assert lines["fade"].outcome != SUPPORTED
     ablations = _section(sections, "ablations_engaged", adam)
     outcomes = {v.statement.split(": ")[0]: v.outcome for v in ablations.verdicts}
-    assert outcomes == {"Without delta (fade_alpha) entropy collapses": claims.SUPPORTED,
-                        "Without alpha (fade_delta:h_star_ratio=1.0) pass@k drops": claims.SUPPORTED,
-                        "fade_decay loses accuracy to the adaptive controller": claims.SUPPORTED,
-                        "fade_decay loses diversity to the adaptive controller": claims.SUPPORTED}
+    assert outcomes == {"Without delta (fade_alpha) entropy collapses": SUPPORTED,
+                        "Without alpha (fade_delta:h_star_ratio=1.0) pass@k drops": SUPPORTED,
+                        "fade_decay loses accuracy to the adaptive controller": SUPPORTED,
+                        "fade_decay loses diversity to the adaptive controller": SUPPORTED}
     assert "than fade:h_star_ratio=1.0" in ablations.verdicts[0].statement
 
     out = tmp_path / "report"
@@ -604,8 +576,8 @@ def test_paper_report_answers_the_regime_the_sign_knob_the_entropy_formula_and_f
     assert "Verdict: **regime calibrated**. Requirement: Every seed of the balanced baselines (grpo, dr_grpo)" in text
     assert "Verdict: **requirement met**" in text
     outcomes = [v.outcome for s in sections for v in s.verdicts]
-    resolved = sum(o in (claims.SUPPORTED, claims.CONTRADICTED) for o in outcomes)
-    assert f"{len(outcomes)} claims: {resolved} resolved ({outcomes.count(claims.SUPPORTED)} supported, " in text
+    resolved = sum(o in (SUPPORTED, CONTRADICTED) for o in outcomes)
+    assert f"{len(outcomes)} claims: {resolved} resolved ({outcomes.count(SUPPORTED)} supported, " in text
     assert "paired intervals, each at 95% on its own with no correction" in text
     assert "## Entropy formula with both terms" in text and "## FADE's arms (H* sensitivity)" in text
     for name in (f"{adam}-entropy-formula.png", f"{sgd}-entropy-formula.png", f"{adam}-delta.png"):
@@ -614,7 +586,7 @@ def test_paper_report_answers_the_regime_the_sign_knob_the_entropy_formula_and_f
     assert not (out / f"{sgd}-delta.png").exists()  # no FADE arm with plain SGD
     results = json.loads((out / "results.json").read_text())
     assert [c["outcome"] for c in results["design_checks"]] == [
-        claims.REGIME_CALIBRATED, claims.REGIME_CALIBRATED, *[claims.REQUIREMENT_MET] * 3]
+        REGIME_CALIBRATED, REGIME_CALIBRATED, *[REQUIREMENT_MET] * 3]
     assert "some runs collapsed" not in text and "the regime check failed" not in text
     assert results["claims"][0]["key"] == "sign"
 
@@ -628,8 +600,8 @@ def test_design_checks_follow_the_logged_peaks_and_deltas(tmp_path, late, spike,
     evaluation alone jumps above its mid-run peak does not (the check reads the 3-evaluation moving
     average); an arm with delta < 1 on only 20% of its steps does not meet the issue's 30%."""
     _, summaries = _paper_like_sweep(tmp_path, knob_share=share, late=late, spike=spike)
-    sections = {s.key + "/" + s.task: s for s in claims.design_checks(summaries)}
-    checks = {key: s.data["check"] for key, s in sections.items()}
+    sections = {s.key + "/" + s.task: s for s in design_checks(summaries)}
+    checks = {key: s.check for key, s in sections.items()}
     assert checks["regime/countdown_multi"].outcome == regime
     assert checks["regime/countdown_multi-sgd"].outcome == "regime calibrated"
     assert checks["sign_knob/countdown_multi"].outcome == knob
@@ -640,46 +612,18 @@ def test_design_checks_follow_the_logged_peaks_and_deltas(tmp_path, late, spike,
         assert "seed 2: 50 (50%)" in grpo[1] and "100 (100%)" in grpo[3]  # smoothed peak mid-run, raw at the end
 
 
-def test_the_smoothed_peak_reads_only_full_windows():
-    """A rising run peaks at the last full window; on a flat, noisy plateau every full window is
-    equally likely to win, while a window shrunk at the end (two evaluations, noisier) would win
-    more than its share and make a plateau look like a late peak."""
-    steps = np.arange(0, 220, 20, dtype=float)
-    # Still rising: the peak and 90% of the gain both at the last full window.
-    assert claims._smoothed_peak(steps, np.linspace(0.1, 0.3, 11)) == (180.0, pytest.approx(0.28), 180.0)
-    # Up by step 80, then a plateau whose last full window is higher by a hair: a late peak, an early rise.
-    plateau = np.array([0.1, 0.15, 0.2, 0.25, 0.25, 0.24, 0.26, 0.25, 0.24, 0.25, 0.27])
-    assert claims._smoothed_peak(steps, plateau)[0::2] == (180.0, 80.0)
-    assert claims._smoothed_peak(steps[:2], np.array([0.1, 0.2])) == (0.0, pytest.approx(0.15), 0.0)  # too few: all count
-    step, value, rise = claims._smoothed_peak(steps, np.where(np.arange(11) == 4, np.nan, np.linspace(0.3, 0.1, 11)))
-    assert step == 20.0 and value == pytest.approx((0.3 + 0.28 + 0.26) / 3)  # nan evaluations dropped first
-    assert math.isnan(rise)  # never above the first evaluation: no gain to make
-
-    rng = np.random.default_rng(0)
-    draws = 3000
-    full, shrunk = np.zeros(11), np.zeros(11)
-    for _ in range(draws):
-        pass1 = 0.2 + rng.normal(0, 0.02, 11)
-        full[np.searchsorted(steps, claims._smoothed_peak(steps, pass1)[0])] += 1
-        shrunk[int(np.argmax(claims.moving_average(pass1, claims.REGIME_SMOOTHING)))] += 1
-    assert full[0] == full[-1] == 0
-    share = full[1:-1] / draws
-    assert share.min() > 0.6 / 9 and share.max() < 1.6 / 9  # about 1/9 each
-    assert shrunk[-1] / draws > 1.5 / 11  # the bias the full windows remove
-
-
 def test_the_regime_caveat_says_whether_a_plan_reads_peaks(tmp_path):
     """A late baseline on both plans: the Adam plan's FADE claims read peaks, the SGD plan's sign and
     entropy-formula claims do not, and the report's caveat says which."""
     from fade.experiments.results_report import write_report
 
     preset, summaries = _paper_like_sweep(tmp_path / "sweep", late=("grpo", 2))
-    checks = {s.task: s.data["check"] for s in claims.design_checks(summaries) if s.key == "regime"}
+    checks = {s.task: s.check for s in design_checks(summaries) if s.key == "regime"}
     assert {task: check.outcome for task, check in checks.items()} == {
-        "countdown_multi": claims.REGIME_NOT_CALIBRATED, "countdown_multi-sgd": claims.REGIME_NOT_CALIBRATED}
+        "countdown_multi": REGIME_NOT_CALIBRATED, "countdown_multi-sgd": REGIME_NOT_CALIBRATED}
     out = tmp_path / "report"
     write_report(out, preset=preset, runs=preset.runs(), summaries=summaries,
-                 sections=claims.evaluate(summaries, preset), failures={}, command="fade sweep", workers=1)
+                 sections=evaluate(summaries, preset), failures={}, command="fade sweep", workers=1)
     text = (out / "README.md").read_text()
     assert ("- countdown_multi: the regime check failed (**regime not calibrated**): a balanced baseline was still "
             "climbing late in the run, so claims about peaks") in text
@@ -689,10 +633,10 @@ def test_the_regime_caveat_says_whether_a_plan_reads_peaks(tmp_path):
 
 def test_entropy_moving_against_the_drive_contradicts_the_formula(tmp_path):
     _, summaries = _paper_like_sweep(tmp_path, direction=-1.0)
-    sections = claims.evaluate(summaries)
+    sections = evaluate(summaries)
     for task in ("countdown_multi", "countdown_multi-sgd"):
         formula = _section(sections, "entropy_formula", task)
-        assert formula.verdicts[1].outcome == claims.CONTRADICTED
+        assert formula.verdicts[1].outcome == CONTRADICTED
         assert any("correlates *negatively*" in note for note in formula.notes)
 
 
@@ -708,12 +652,12 @@ def test_runs_without_the_new_keys_keep_the_old_report(tmp_path):
     for seed in preset.seeds:
         for spec, slope, pos, neg in (("grpo", 0.002, 0.2, 0.2), ("psr", 0.01, 0.4, 0.0), ("fade", 0.003, 0.2, 0.2)):
             _write_run(tmp_path, plan.run(spec, seed), slope, 0.01 * seed, pos, neg)
-            summaries.append(claims.summarise(plan.run(spec, seed), tmp_path))
-    sections = claims.evaluate(summaries, preset)
+            summaries.append(summarise(plan.run(spec, seed), tmp_path))
+    sections = evaluate(summaries, preset)
     keys = {s.key for s in sections}
     assert "entropy_check" in keys
     assert not keys & {"entropy_formula", "fade_arms", "ablations_engaged"}
-    assert [s.key for s in claims.design_checks(summaries)] == ["regime", "collapse"]  # pass@1 logged; delta not
+    assert [s.key for s in design_checks(summaries)] == ["regime", "collapse"]  # pass@1 logged; delta not
     assert all(math.isnan(s.scalars["delta_below1"]) and math.isnan(s.scalars["drive_r_blocks"]) for s in summaries)
     out = tmp_path / "report"
     write_report(out, preset=preset, runs=preset.runs(), summaries=summaries, sections=sections, failures={},
@@ -733,10 +677,10 @@ def test_a_baseline_that_never_rises_above_its_base_fails_the_regime(tmp_path):
     for row in rows[1:]:
         row.update({key: 0.0 for key in row if key != "step"})
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    summaries = [claims.summarise(s.run, tmp_path) if s is collapsed else s for s in summaries]
-    section = next(s for s in claims.design_checks(summaries) if s.key == "regime" and s.task == "countdown_multi")
-    check = section.data["check"]
-    assert check.outcome == claims.REGIME_NOT_CALIBRATED
+    summaries = [summarise(s.run, tmp_path) if s is collapsed else s for s in summaries]
+    section = next(s for s in design_checks(summaries) if s.key == "regime" and s.task == "countdown_multi")
+    check = section.check
+    assert check.outcome == REGIME_NOT_CALIBRATED
     assert "never above the base evaluation (diverged or no gain): grpo seed 1" in check.detail
     assert "seed 1: **no gain**," in section.tables[0].rows[0][1]
     assert section.tables[0].rows[0][4] == "4 of 5"
@@ -746,14 +690,14 @@ def test_a_baseline_that_never_rises_above_its_base_fails_the_regime(tmp_path):
     # which way the regime failed.
     from fade.experiments.results_report import write_report
 
-    collapse = next(s for s in claims.design_checks(summaries) if s.key == "collapse" and s.task == "countdown_multi")
-    assert collapse.data["check"].outcome == claims.REQUIREMENT_NOT_MET
-    assert collapse.data["collapsed"] == {"grpo": [1]}
-    assert "(grpo seeds 1)" in collapse.data["check"].detail
+    collapse = next(s for s in design_checks(summaries) if s.key == "collapse" and s.task == "countdown_multi")
+    assert collapse.check.outcome == REQUIREMENT_NOT_MET
+    assert collapse.result.seeds == {"grpo": [1]}
+    assert "(grpo seeds 1)" in collapse.check.detail
     assert collapse.tables[0].rows == [["grpo", "1 of 5", f"seed 1: {collapsed.scalars['base_pass1']:.3f} -> 0.000"]]
     out = tmp_path / "report"
     write_report(out, preset=preset, runs=preset.runs(), summaries=summaries,
-                 sections=claims.evaluate(summaries, preset), failures={}, command="fade sweep", workers=1)
+                 sections=evaluate(summaries, preset), failures={}, command="fade sweep", workers=1)
     text = (out / "README.md").read_text()
     assert "a balanced baseline never rose above its base evaluation (it diverged or learnt nothing)" in text
     assert "still climbing late" not in text

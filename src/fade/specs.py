@@ -77,14 +77,18 @@ def parse_params(text: str, *, where: str | None = None) -> dict[str, Any]:
     return out
 
 
-def parse_spec(text: str) -> tuple[str, dict[str, Any]]:
-    """``NAME:KEY=VALUE,...`` as (name, params). The name is not looked up here."""
+def parse_spec(text: str, *, what: str = "estimator") -> tuple[str, dict[str, Any]]:
+    """``NAME:KEY=VALUE,...`` as (name, params). The name is not looked up here.
+
+    ``what`` names the kind of thing the spec denotes in error messages ("estimator", "policy loss").
+    """
     if not isinstance(text, str):
-        raise ValueError(f"an estimator spec must be a string ({SPEC_SYNTAX}), got {text!r}")
+        article = "an" if what[:1] in "aeiou" else "a"
+        raise ValueError(f"{article} {what} spec must be a string ({SPEC_SYNTAX}), got {text!r}")
     name, _, rest = text.strip().partition(":")
     name = name.strip()
     if not name or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-        raise ValueError(f"bad estimator spec {text!r}: expected {SPEC_SYNTAX}")
+        raise ValueError(f"bad {what} spec {text!r}: expected {SPEC_SYNTAX}")
     return name, parse_params(rest, where=text.strip())
 
 

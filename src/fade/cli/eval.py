@@ -1,6 +1,6 @@
 """``fade eval``: score generated samples with the math or code verifier and report pass@k.
 
-The ``--judge`` choices and the judges' default time limits in the help come from the judge
+The ``--judge`` choices and the judges' default limits in the help come from the judge
 registry, :data:`fade.verifiers.judges.JUDGES`.
 """
 
@@ -9,23 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from fade.verifiers.judges import JUDGES
-from fade.verifiers.sandbox import Limits
+from fade.verifiers.judges import JUDGES, limit_defaults
 
 from .output import console, fmt, json_safe
 from .parsing import check_workers
 
 __all__ = ["add", "run"]
-
-
-def judge_time_limits() -> str:
-    """Each judge's default seconds per test, from the registry: judges with the same limit share it
-    ("humaneval and mbpp 3 for the whole program"; a check program runs once, with every test)."""
-    shared: dict[str, list[str]] = {}
-    for name, judge in JUDGES.items():
-        seconds = judge.time_seconds or Limits().time_seconds  # None: the sandbox's own
-        shared.setdefault(f"{seconds:g}{' for the whole program' if judge.kind == 'check' else ''}", []).append(name)
-    return ", ".join(f"{' and '.join(names)} {limit}" for limit, names in shared.items())
 
 
 def parse_ks(text: str) -> tuple[int, ...]:
@@ -72,9 +61,9 @@ def add(sub: argparse._SubParsersAction) -> None:
                    help="code: whose rules judge the programs: each benchmark's official harness, fade's own, or auto, "
                         "the one the problem's format names (default: %(default)s; docs/verifiers.md)")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",
-                   help=f"code: seconds per test, wall and CPU (default: the judge's: {judge_time_limits()})")
+                   help=f"code: seconds per test, wall and CPU (default: the judge's: {limit_defaults('time_seconds')})")
     p.add_argument("--memory-mb", type=int, default=None, metavar="MB",
-                   help="code: address-space limit (default: codecontests 288, else 1024)")
+                   help=f"code: address-space limit (default: {limit_defaults('memory_mb')})")
     p.add_argument("--float-tolerance", type=float, default=1e-6, metavar="T", help="code, fade's judge: tolerance for non-integer outputs (default: %(default)s)")
     p.add_argument("--answer-mode", choices=("any", "final", "boxed"), default="any",
                    help="math: where the answer may come from: any expression (math-verify's fallback), only a final "

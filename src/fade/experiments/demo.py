@@ -24,7 +24,7 @@ dozen steps):
 
 :func:`run_demo` trains the two runs in parallel (one core each, resumable: a rerun skips what
 finished) and returns their folders; the command line then draws them with
-:func:`fade.testbed.report.compare_runs` and prints :func:`fade.testbed.report.compare_table`.
+:func:`fade.testbed.report.compare_runs` and prints :func:`fade.testbed.tables.compare_table`.
 """
 
 from __future__ import annotations

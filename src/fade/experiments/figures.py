@@ -33,8 +33,9 @@ from fade.plots import plane_guides
 from fade.specs import parse_spec
 from fade.testbed.report import REPORT_DPI, finish_axes, headless_pyplot, panel_grid, smoothing_window
 from fade.testbed.runlog import moving_average, peak_eval_index
+from fade.testbed.summary import FORMULA_TERMS, SIGN_CLASSES
 
-from .claims import FORMULA_TERMS, SIGN_CLASSES, RunSummary
+from .runs import SweepRun
 
 __all__ = [
     "colours",
@@ -50,7 +51,7 @@ __all__ = [
 ]
 
 Groups = Sequence[tuple[str, Sequence[str]]]
-RunsBySpec = dict[str, list[RunSummary]]
+RunsBySpec = dict[str, list[SweepRun]]
 
 #: FADE's schedule runs between these two ends (docs/method.md, section 3: early hard focus with balanced
 #: sign, late medium focus with failure-biased sign); the atlas draws the family there.
@@ -106,7 +107,7 @@ def _stack(arrays: Sequence[np.ndarray]) -> np.ndarray:
     return np.vstack([a[:n] for a in arrays])
 
 
-def _mean_curve(runs: Sequence[RunSummary], key: str, window: int) -> tuple[np.ndarray, np.ndarray]:
+def _mean_curve(runs: Sequence[SweepRun], key: str, window: int) -> tuple[np.ndarray, np.ndarray]:
     steps = _stack([r.steps for r in runs])[0]
     values = _stack([r.curves[key] for r in runs])
     with np.errstate(all="ignore"):
@@ -142,7 +143,7 @@ def _group_columns(groups: Groups) -> int:
 
 
 def _present(specs: Sequence[str], runs_by_spec: RunsBySpec,
-             keep: Callable[[RunSummary], bool] | None = None) -> Iterator[tuple[str, list[RunSummary]]]:
+             keep: Callable[[SweepRun], bool] | None = None) -> Iterator[tuple[str, list[SweepRun]]]:
     """(spec, its runs that ``keep`` accepts: all by default) for each spec of ``specs`` with at least one."""
     for spec in specs:
         runs = [r for r in runs_by_spec.get(spec, []) if keep is None or keep(r)]
@@ -279,7 +280,7 @@ def draw_entropy_formula(points: Sequence[tuple[str, str, float, float, float, f
     """Observed entropy change per step against the block-mean drive and each of its terms.
 
     ``points`` are (sign group, spec, drive, -(m_S - m_F) H, -Cov(A, log pi), observed) per block
-    pair, as :func:`fade.experiments.claims._entropy_formula` collects them; one panel per term,
+    pair, as :func:`fade.experiments.claims.entropy_formula.formula_points` collects them; one panel per term,
     each with its least-squares line through the origin and the pooled Pearson r.
     """
     columns = list(FORMULA_TERMS.items())
@@ -309,7 +310,7 @@ def draw_entropy_formula(points: Sequence[tuple[str, str, float, float, float, f
     return Path(path)
 
 
-def draw_delta(arms: Sequence[tuple[str, list[RunSummary]]], palette: dict, path: str | Path, *, title: str) -> Path:
+def draw_delta(arms: Sequence[tuple[str, list[SweepRun]]], palette: dict, path: str | Path, *, title: str) -> Path:
     """delta against step for each FADE arm: each seed thin, the seed mean thick, delta = 1 (the sign
     knob at rest) and FADE's default floor delta_min dotted; a panel's title gives the share of
     steps below 1."""
@@ -333,7 +334,7 @@ def draw_delta(arms: Sequence[tuple[str, list[RunSummary]]], palette: dict, path
     return Path(path)
 
 
-def draw_bucket_gains(levels: Sequence[tuple[str, list[RunSummary]]], path: str | Path, *, title: str) -> Path:
+def draw_bucket_gains(levels: Sequence[tuple[str, list[SweepRun]]], path: str | Path, *, title: str) -> Path:
     """Bars of the pass@1 gain (final - base) per difficulty bucket, one bar per level, +- std."""
     plt = headless_pyplot()
     fig = plt.figure(figsize=(6.5, 3.6), dpi=REPORT_DPI)

@@ -1,10 +1,10 @@
 """The sweep's published report: ``README.md`` with the claims' tables and verdicts, the PNGs next
 to it, and ``results.json`` with every number behind them.
 
-:func:`write_report` takes the finished runs' summaries and the claim sections of
-:mod:`fade.experiments.claims` and writes, into the sweep's output folder: ``README.md`` headed by
-the exact command that regenerates it and then the design checks (is the regime calibrated, does
-FADE's sign knob act: :func:`~fade.experiments.claims.design_checks`); ``atlas.png`` (the
+:func:`write_report` takes the finished runs' summaries and the claims in words
+(:mod:`fade.experiments.sections`) and writes, into the sweep's output folder: ``README.md`` headed
+by the exact command that regenerates it and then the design checks (is the regime calibrated, does
+FADE's sign knob act: :func:`~fade.experiments.sections.design_checks`); ``atlas.png`` (the
 gradient-mass atlas of every estimator trained); per task ``<task>-pass1.png``,
 ``<task>-passk.png``, ``<task>-entropy-rank1.png``, ``<task>-plane.png``,
 ``<task>-entropy-check.png``, ``<task>-entropy-formula.png``, ``<task>-delta.png``,
@@ -33,9 +33,18 @@ import numpy as np
 from fade.atomic import write_json_atomic
 from fade.geometry import PAPER_RANK1_SHARE
 from fade.testbed.report import compare_runs
+from fade.testbed.summary import early_steps
 
 from . import figures, presets
-from .claims import (
+from .claims import fade_spec
+from .claims.entropy_check import EntropyCheck
+from .claims.entropy_formula import EntropyFormula
+from .claims.regime import REGIME_NOT_CALIBRATED
+from .claims.sign_knob import REQUIREMENT_NOT_MET
+from .presets import FADE, Preset, RunSpec, estimate_seconds, identity
+from .runs import Runs, SweepRun
+from .sections import ClaimSection, Table, VerdictLine, design_checks
+from .stats import (
     CONTRADICTED,
     FEW_SEEDS,
     MIN_PAIRED_SEEDS,
@@ -43,22 +52,14 @@ from .claims import (
     NOT_MEASURED,
     NOT_SUPPORTED,
     OVERLAP,
-    REGIME_NOT_CALIBRATED,
-    REQUIREMENT_NOT_MET,
     SUPPORTED,
     UNRESOLVED,
-    ClaimSection,
-    Runs,
-    RunSummary,
+    PairedVerdict,
     Stat,
-    Table,
-    VerdictLine,
-    design_checks,
-    early_steps,
-    fade_spec,
+    minimum_detectable_difference,
+    paired_differences,
+    pooled_paired_sd,
 )
-from .presets import FADE, Preset, RunSpec, estimate_seconds, identity
-from .stats import PairedVerdict, minimum_detectable_difference, paired_differences, pooled_paired_sd
 
 __all__ = ["README", "RESULTS_JSON", "ANALYSIS", "write_report"]
 
@@ -129,10 +130,10 @@ def _role_groups(present: Sequence[str], fade: str) -> list[tuple[str, list[str]
     return kept or [("estimators", list(present))]
 
 
-def _figures(out: Path, task: str, summaries: list[RunSummary], sections: list[ClaimSection], fade: str,
+def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[ClaimSection], fade: str,
              palette: dict) -> list[tuple[str, str]]:
     """Draw the task's figures; returns (file name, caption) of each."""
-    runs_by_spec: dict[str, list[RunSummary]] = defaultdict(list)
+    runs_by_spec: dict[str, list[SweepRun]] = defaultdict(list)
     for s in sorted(summaries, key=lambda s: s.seed):
         runs_by_spec[s.run.estimator].append(s)
     present = list(runs_by_spec)
@@ -157,14 +158,15 @@ def _figures(out: Path, task: str, summaries: list[RunSummary], sections: list[C
     draw(f"{task}-plane.png", "each run's path over the sign-balance / difficulty plane",
          lambda p: figures.draw_plane_paths(runs_by_spec, p, title=task))
     for section in sections:
-        if section.key == "entropy_check" and section.data.get("points"):
+        result = section.result
+        if isinstance(result, EntropyCheck) and result.points:
             draw(f"{task}-entropy-check.png", "first-order entropy check: predicted against observed change",
-                 lambda p, s=section: figures.draw_entropy_check(s.data["points"], s.data["eta"], palette, p, title=task))
-        if section.key == "entropy_formula" and section.data.get("points"):
+                 lambda p, r=result: figures.draw_entropy_check(r.points, r.eta, palette, p, title=task))
+        if isinstance(result, EntropyFormula) and result.points:
             draw(f"{task}-entropy-formula.png",
                  "entropy formula with both terms: observed entropy change per step against the block-mean drive and "
                  "each term, coloured by the run's sign of m_S - m_F",
-                 lambda p, s=section: figures.draw_entropy_formula(s.data["points"], p, title=task))
+                 lambda p, r=result: figures.draw_entropy_formula(r.points, p, title=task))
     arms = [(spec, runs_by_spec[spec]) for spec in present
             if identity(spec)[0].startswith(FADE) and any(np.isfinite(r.curves["delta"]).any() for r in runs_by_spec[spec])]
     if arms:
@@ -184,7 +186,7 @@ def _figures(out: Path, task: str, summaries: list[RunSummary], sections: list[C
     return drawn
 
 
-def _timing_table(runs: Sequence[RunSpec], summaries: Sequence[RunSummary]) -> Table:
+def _timing_table(runs: Sequence[RunSpec], summaries: Sequence[SweepRun]) -> Table:
     table = Table(["task", "runs finished", "CPU min per run: mean (min–max)", "wall s per training step",
                    "estimated CPU min per run", "CPU hours, all runs"],
                   caption="CPU time is the worker process's own (one torch thread); resumed runs count their last session only")
@@ -211,7 +213,7 @@ def _settings_table(preset: Preset) -> Table:
     return table
 
 
-def _context(task: str, summaries: Sequence[RunSummary]) -> list[str]:
+def _context(task: str, summaries: Sequence[SweepRun]) -> list[str]:
     """Measured facts about the scale of the runs on ``task``, for reading verdicts that fail."""
     runs = [s for s in summaries if s.task == task]
     if not runs:
@@ -240,7 +242,7 @@ def write_report(
     *,
     preset: Preset,
     runs: Sequence[RunSpec],
-    summaries: Sequence[RunSummary],
+    summaries: Sequence[SweepRun],
     sections: Sequence[ClaimSection],
     failures: dict[str, str],
     command: str,
@@ -366,20 +368,20 @@ def write_report(
 
     not_reproduced = [(s, v) for s, v in verdict_rows if v.outcome not in (SUPPORTED, NOT_MEASURED)]
     lines += ["## Where the claims do not reproduce at this scale", ""]
-    uncalibrated = [s for s in checks if s.key == "regime" and s.data["check"].outcome == REGIME_NOT_CALIBRATED]
+    uncalibrated = [s for s in checks if s.key == "regime" and s.check.outcome == REGIME_NOT_CALIBRATED]
     for section in uncalibrated:
-        why = " and ".join(([_REGIME_LATE] if section.data.get("late") else [])
-                           + ([_REGIME_STALLED] if section.data.get("stalled") else []))
+        why = " and ".join(([_REGIME_LATE] if section.result.late else [])
+                           + ([_REGIME_STALLED] if section.result.stalled else []))
         reads_peaks = any(_reads_peaks(v) for s, v in verdict_rows if s.task == section.task)
         consequence = ("so claims about peaks, declines and reaching a peak earlier are read where there is little "
                        "decline to prevent" if reads_peaks else "but no claim of this plan reads a peak")
         lines += [f"- {section.task}: the regime check failed (**{REGIME_NOT_CALIBRATED}**): {why}, {consequence}. "
-                  f"<sub>{section.data['check'].detail}</sub>"]
-    collapsed = [s for s in checks if s.key == "collapse" and s.data["collapsed"]]
+                  f"<sub>{section.check.detail}</sub>"]
+    collapsed = [s for s in checks if s.key == "collapse" and s.result.collapsed]
     for section in collapsed:
         lines += [f"- {section.task}: some runs collapsed (**{REQUIREMENT_NOT_MET}**), and every claim that compares "
                   "them reads the collapse rather than the estimator. <sub>"
-                  + "; ".join(f"{spec}: seeds {', '.join(map(str, seeds))}" for spec, seeds in section.data["collapsed"].items())
+                  + "; ".join(f"{spec}: seeds {', '.join(map(str, seeds))}" for spec, seeds in section.result.seeds.items())
                   + "</sub>"]
     if uncalibrated or collapsed:
         lines += [""]
@@ -437,7 +439,7 @@ def _check_lines(section: ClaimSection) -> list[str]:
     lines = [f"## {section.title} — {section.task}", ""]
     for table in section.tables:
         lines += _md_table(table) + [""]
-    check: VerdictLine = section.data["check"]
+    check: VerdictLine = section.check
     lines += [f"Verdict: **{check.outcome}**. Requirement: {check.statement}. <sub>{check.detail}</sub>", ""]
     for note in section.notes:
         lines += [note, ""]
@@ -494,7 +496,7 @@ def _verdict_table(verdict_rows: Sequence[tuple[ClaimSection, VerdictLine]]) -> 
     return table
 
 
-def _minimum_detectable(task: str, summaries: Sequence[RunSummary]) -> dict[str, Any] | None:
+def _minimum_detectable(task: str, summaries: Sequence[SweepRun]) -> dict[str, Any] | None:
     """The design's minimum detectable peak-pass@1 difference on ``task``, with what it rests on.
 
     n is the number of seeds run on the task; the SD is that of the paired peak-pass@1 differences
@@ -577,8 +579,8 @@ def _results_json(preset: Preset, runs, summaries, sections, failures, command: 
             for s in sections
         ],
         "design_checks": [
-            {"key": s.key, "task": s.task, "title": s.title, "outcome": s.data["check"].outcome,
-             "statement": s.data["check"].statement, "detail": s.data["check"].detail,
+            {"key": s.key, "task": s.task, "title": s.title, "outcome": s.check.outcome,
+             "statement": s.check.statement, "detail": s.check.detail,
              "tables": [{"header": t.header, "rows": t.rows, "caption": t.caption} for t in s.tables]}
             for s in checks
         ],

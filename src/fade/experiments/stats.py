@@ -1,6 +1,7 @@
-"""Paired statistics for comparing estimators over seeds: per-seed differences, a bootstrap
-confidence interval of their mean, a verdict read off that interval, and the design's minimum
-detectable difference.
+"""The statistics behind the sweep's verdicts, in one module: values over seeds (:class:`Stat`),
+paired per-seed differences, a bootstrap confidence interval of their mean, the verdict on a
+comparison (:func:`compare`) and on a claim made of several (:func:`combine`), correlations
+(:func:`pearson`), and the design's minimum detectable difference.
 
 Runs of a sweep are paired by seed: the same seed gives every estimator the same base policy and
 the same prompt stream, so the seed-to-seed variation they share cancels in the difference
@@ -10,35 +11,66 @@ A claim "a > b" is *supported* when the whole 95% interval of the mean differenc
 half-width says how large a difference the runs could have resolved. Everything here is numpy
 and the standard library (no scipy): Student's t quantiles come from the closed-form t CDF for
 an integer number of degrees of freedom, inverted by bisection.
+
+Every comparison goes through :func:`compare`, which picks the rule by the number of seeds the two
+sides share. With at least :data:`MIN_PAIRED_SEEDS` (5) shared seeds, the *paired rule* above;
+against a constant c the same rule runs on X_s - c. With fewer shared seeds, the *spread rule* of
+the 3-seed sweeps: *supported* when X's seed mean is above Y's and the intervals mean +- std over
+seeds do not overlap; *not supported* when the opposite ordering holds with non-overlapping
+intervals; *inconclusive (spread overlaps)* otherwise; fewer than :data:`MIN_SEEDS` seeds on either
+side gives *inconclusive (fewer than 3 seeds)*. A claim made of several comparisons is supported
+when all are, contradicted (not supported) when any comparison contradicts it, and unresolved
+(inconclusive) otherwise.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
 
+from fade.testbed.summary import pearson
+
 __all__ = [
     "CONTRADICTED",
+    "FEW_SEEDS",
     "MIN_PAIRED_SEEDS",
+    "MIN_SEEDS",
+    "NOT_MEASURED",
+    "NOT_SUPPORTED",
+    "OVERLAP",
     "SUPPORTED",
     "UNRESOLVED",
     "PairedVerdict",
+    "Stat",
+    "Verdict",
     "bootstrap_ci",
+    "combine",
+    "compare",
     "minimum_detectable_difference",
     "paired_differences",
+    "paired_seeds",
     "paired_verdict",
+    "pearson",
     "pooled_paired_sd",
     "student_t_cdf",
     "student_t_quantile",
 ]
 
+# The paired rule's words.
 SUPPORTED = "supported"
 CONTRADICTED = "contradicted"
 UNRESOLVED = "unresolved"
+# The spread rule's words (fewer than MIN_PAIRED_SEEDS shared seeds), and a comparison with no value.
+NOT_SUPPORTED = "not supported"
+OVERLAP = "inconclusive (spread overlaps)"
+FEW_SEEDS = "inconclusive (fewer than 3 seeds)"
+NOT_MEASURED = "not measured"
+#: Seeds needed on each side of a comparison before the spread rule gives a verdict.
+MIN_SEEDS = 3
 #: Seeds a paired comparison needs before its interval is trusted: below 5 the bootstrap has
 #: fewer than 5^5 = 3125 distinct resamples and its interval's coverage depends on the tails of a
 #: handful of numbers.
@@ -248,3 +280,127 @@ def pooled_paired_sd(groups: Sequence[Sequence[float] | np.ndarray]) -> tuple[fl
         dof += d.size - 1
         count += d.size
     return (math.sqrt(squares / dof) if dof else math.nan), count
+
+
+# -- values over seeds, and verdicts ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Mean and sample standard deviation over seeds of the finite values given; ``seeds`` (when
+    known) names the seed of each value, which lets :func:`compare` pair two estimators by seed."""
+
+    values: tuple[float, ...]
+    seeds: tuple[int, ...] = ()
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> Stat:
+        return cls(tuple(float(v) for v in values if v is not None and math.isfinite(float(v))))
+
+    @classmethod
+    def by_seed(cls, pairs: Iterable[tuple[int, float]]) -> Stat:
+        """The finite values of (seed, value) pairs, each kept with its seed."""
+        kept = [(int(seed), float(v)) for seed, v in pairs if v is not None and math.isfinite(float(v))]
+        return cls(tuple(v for _, v in kept), tuple(seed for seed, _ in kept))
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.values)) if self.values else math.nan
+
+    @property
+    def std(self) -> float:
+        return float(np.std(self.values, ddof=1)) if self.n >= 2 else math.nan
+
+    def per_seed(self) -> dict[int, float] | None:
+        """{seed: value}, or None where the seeds are unknown or one seed holds two values."""
+        if len(self.seeds) != self.n or len(set(self.seeds)) != self.n:
+            return None
+        return dict(zip(self.seeds, self.values))
+
+    def text(self, digits: int = 3, scale: float = 1.0) -> str:
+        if not self.values:
+            return "—"
+        mean = self.mean * scale
+        if self.n < 2:
+            return f"{mean:.{digits}f}"
+        return f"{mean:.{digits}f} ± {self.std * scale:.{digits}f}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One comparison's outcome (one of the module's verdict words), the numbers behind it, and,
+    under the paired rule, the interval of the mean paired difference it was read from."""
+
+    outcome: str
+    detail: str
+    interval: PairedVerdict | None = None
+
+
+def _band(x: Stat | float) -> tuple[float, float]:
+    if isinstance(x, Stat):
+        spread = x.std if x.n >= 2 else 0.0
+        return x.mean - spread, x.mean + spread
+    return float(x), float(x)
+
+
+def _describe(x: Stat | float, digits: int) -> str:
+    return x.text(digits) + f" (n={x.n})" if isinstance(x, Stat) else f"{x:.{digits}g}"
+
+
+def paired_seeds(a: Stat, b: Stat | float) -> tuple[dict[int, float], dict[int, float]] | None:
+    """The two sides as {seed: value} over the seeds they share, or None where they cannot be
+    paired (a side's seeds unknown). Against a constant every value of ``a`` pairs with it."""
+    if not isinstance(b, Stat):
+        a_values = a.per_seed() or dict(enumerate(a.values))
+        return a_values, dict.fromkeys(a_values, float(b))
+    a_values, b_values = a.per_seed(), b.per_seed()
+    if a_values is None or b_values is None:
+        return None
+    shared = sorted(set(a_values) & set(b_values))
+    return {s: a_values[s] for s in shared}, {s: b_values[s] for s in shared}
+
+
+def compare(a: Stat, b: Stat | float, *, greater: bool, digits: int = 3) -> Verdict:
+    """Verdict on "a > b" (``greater``) or "a < b"; ``b`` may be a constant. The rule is picked by
+    the seeds the sides share (module docstring): the paired bootstrap interval from
+    :data:`MIN_PAIRED_SEEDS` shared seeds on, the mean +- std spread rule below."""
+    detail = f"{_describe(a, digits)} vs {_describe(b, digits)}"
+    n_b = b.n if isinstance(b, Stat) else a.n
+    if a.n == 0 or n_b == 0:
+        return Verdict(NOT_MEASURED, detail)
+    pairs = paired_seeds(a, b)
+    if pairs is not None and len(pairs[0]) >= MIN_PAIRED_SEEDS:
+        interval = paired_verdict(*pairs, greater=greater)
+        label = "paired difference" if isinstance(b, Stat) else "difference"
+        return Verdict(interval.verdict, f"{detail}; {label} {interval.text(digits)}", interval)
+    if min(a.n, n_b) < MIN_SEEDS:
+        return Verdict(FEW_SEEDS, detail)
+    (lo_a, hi_a), (lo_b, hi_b) = _band(a), _band(b)
+    holds, opposite = (lo_a > hi_b, hi_a < lo_b) if greater else (hi_a < lo_b, lo_a > hi_b)
+    if holds:
+        return Verdict(SUPPORTED, detail)
+    if opposite:
+        return Verdict(NOT_SUPPORTED, detail)
+    return Verdict(OVERLAP, detail)
+
+
+def combine(verdicts: Sequence[Verdict]) -> str:
+    """The outcome of a claim made of several comparisons (see the module docstring), in either
+    rule's words: a contradiction under the paired rule outranks one under the spread rule, and
+    an undecided part keeps the spread rule's words when any part used them."""
+    outcomes = [v.outcome for v in verdicts if v.outcome != NOT_MEASURED]
+    if not outcomes:
+        return NOT_MEASURED
+    for against in (CONTRADICTED, NOT_SUPPORTED):
+        if against in outcomes:
+            return against
+    if all(o == SUPPORTED for o in outcomes):
+        return SUPPORTED
+    for undecided in (FEW_SEEDS, OVERLAP):
+        if undecided in outcomes:
+            return undecided
+    return UNRESOLVED

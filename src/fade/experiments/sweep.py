@@ -351,14 +351,15 @@ def _tuning_candidates(preset: Preset) -> list[RunSpec]:
 
 def _choose(preset: Preset, out: Path) -> str | None:
     """The tuned choice from the finished candidates, recorded in OUT/tuning.json."""
-    from .claims import choose_tuned, summarise
+    from .claims.defaults import choose_tuned
+    from .runs import summarise
 
     assert preset.tuning is not None
     summaries = [summarise(r, out) for r in _tuning_candidates(preset) if inspect_run(r, out)[0] == DONE]
     choice, rows = choose_tuned(preset.tuning, summaries)
     write_json_atomic(out / TUNING_FILE, {
         "task": preset.tuning.task, "score": preset.tuning.score, "choice": choice,
-        "candidates": [{"candidate": r["candidate"], "score_values": list(r["score"].values)} for r in rows],
+        "candidates": [{"candidate": r.candidate, "score_values": list(r.score.values)} for r in rows],
     })
     return choice
 
@@ -547,8 +548,9 @@ def write_sweep_report(preset: Preset, out: Path, outcome: SweepOutcome, command
                        progress: bool = False) -> Path:
     """Summarise every finished run and write the report (README.md, PNGs, results.json);
     ``progress`` shows which part it is on (a large sweep's report takes a while)."""
-    from .claims import evaluate, summarise
     from .results_report import write_report
+    from .runs import summarise
+    from .sections import evaluate
 
     if preset.tuning is not None and outcome.choice is None and (out / TUNING_FILE).is_file():
         outcome.choice = (_read_json(out / TUNING_FILE) or {}).get("choice")

@@ -1,4 +1,4 @@
-"""Show a training run: figures of the run and a table of its results.
+"""Show a training run: figures of the run, and of several runs on shared axes.
 
 The run is read by :mod:`fade.testbed.runlog` (:func:`~fade.testbed.runlog.load_run`, which
 tolerates what a killed or resumed run leaves behind: a truncated last line is skipped with a
@@ -17,10 +17,10 @@ directory, at 100 dpi with fixed sizes so a PNG's pixel size depends only on wha
 - ``plane.png``: the run's path over the sign/difficulty plane, with the same axes as the
   gradient-mass atlas (x = difficulty, y = sign_balance), coloured by step; PLANE_PIXEL_SIZE.
 
-:func:`summary_table` puts the base, final and best evaluations side by side with the training
-signals' first and last values; :func:`compare_runs` draws several runs on shared axes and
-:func:`compare_table` puts their final evaluations and training signals side by side.
-matplotlib is imported inside the drawing functions, with the non-interactive Agg backend.
+:func:`compare_runs` draws several runs on shared axes. The tables of one run and of several
+(:func:`summary_table`, :func:`compare_table`) live in :mod:`fade.testbed.tables` (re-exported here);
+the numbers they and the figures put on a run are :mod:`fade.testbed.summary`'s. matplotlib is
+imported inside the drawing functions, with the non-interactive Agg backend.
 """
 
 from __future__ import annotations
@@ -31,15 +31,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rich.table import Table
 
 from ..mass import BALANCED_SIGN
 from ..plots import NEGATIVE_COLOUR, POSITIVE_COLOUR, plane_guides
 from .runlog import (
-    CONFIG_FILE,
     ENTROPY_FORMULA_KEYS,
     METRICS_FILE,
-    SCHEDULE,
     Run,
     load_run,
     logged_buckets,
@@ -50,6 +47,8 @@ from .runlog import (
     moving_average,
     peak_eval_index,
 )
+from .summary import last_finite
+from .tables import compare_labels, compare_table, run_label, run_title, shared_base, summary_table
 
 __all__ = [
     "COMPARE_PIXEL_SIZE",
@@ -59,7 +58,7 @@ __all__ = [
     "REPORT_DPI",
     "TRAINING_PNG",
     "compare_runs",
-    "compare_table",
+    "compare_table",  # re-exported from tables, as the command line reads it here
     "finish_axes",
     "headless_pyplot",
     "legend_in_headroom",
@@ -68,7 +67,7 @@ __all__ = [
     "passk_pixel_size",
     "plot_run",
     "smoothing_window",
-    "summary_table",
+    "summary_table",  # re-exported from tables, as the command line reads it here
     "training_panels",
     "training_pixel_size",
 ]
@@ -121,20 +120,6 @@ def passk_pixel_size(has_buckets: bool) -> tuple[int, int]:
 # -- columns ------------------------------------------------------------------------------------
 
 
-def _last_finite(values: np.ndarray | None) -> float:
-    if values is None:
-        return math.nan
-    finite = np.flatnonzero(np.isfinite(values))
-    return float(values[finite[-1]]) if finite.size else math.nan
-
-
-def _first_finite(values: np.ndarray | None) -> float:
-    if values is None:
-        return math.nan
-    finite = np.flatnonzero(np.isfinite(values))
-    return float(values[finite[0]]) if finite.size else math.nan
-
-
 def smoothing_window(smooth: int | None, num_steps: int) -> int:
     """The moving-average window for ``smooth`` (None: a fixed fraction of the run's steps)."""
     if smooth is None:
@@ -143,59 +128,6 @@ def smoothing_window(smooth: int | None, num_steps: int) -> int:
         raise ValueError(f"smooth must be a window of >= 1 steps (1 = raw) or None for auto, got {smooth!r}")
     return smooth
 
-
-# -- labels -------------------------------------------------------------------------------------
-
-
-def _config_value(config: dict, key: str) -> Any:
-    # Dotted keys reach into nested dicts, e.g. "estimator_args.h_star_ratio".
-    value: Any = config
-    for part in key.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return None
-        value = value[part]
-    return value
-
-
-def _run_label(run: Run) -> str:
-    config = run.config
-    name = config.get("estimator")
-    if name is None:
-        return run.directory.name
-    args = config.get("estimator_args") or {}
-    label = str(name)
-    if isinstance(args, dict) and args:
-        label += "(" + ", ".join(f"{k}={v}" for k, v in args.items()) + ")"
-    return label
-
-
-def _run_title(run: Run) -> str:
-    config = run.config
-    parts = [_run_label(run)]
-    if config.get("task") is not None:
-        parts.append(f"task {config['task']}")
-    if config.get("seed") is not None:
-        parts.append(f"seed {config['seed']}")
-    if run.metrics:
-        parts.append(f"{len(run.metrics)} steps logged")
-    if config.get("estimator") is not None:
-        parts.append(run.directory.name)
-    return "  |  ".join(parts)
-
-
-def _compare_labels(runs: Sequence[Run], label_key: str | None) -> list[str]:
-    if label_key is None:
-        labels = [_run_label(run) for run in runs]
-    else:
-        values = [_config_value(run.config, label_key) for run in runs]
-        if all(v is None for v in values):
-            known = sorted({k for run in runs for k in run.config})
-            raise ValueError(f"label_key {label_key!r} is in no run's {CONFIG_FILE}; keys there: {known}")
-        labels = [f"{label_key}={v}" if v is not None else run.directory.name for run, v in zip(runs, values)]
-    # Runs that differ only in what the label leaves out (seeds, say) would be indistinguishable.
-    if len(set(labels)) < len(labels):
-        labels = [f"{label} [{run.directory.name}]" for label, run in zip(labels, runs)]
-    return labels
 
 
 # -- drawing helpers ----------------------------------------------------------------------------
@@ -463,7 +395,7 @@ def _draw_training(run: Run, cols: dict[str, np.ndarray], steps: np.ndarray, win
             axes[0].set_axis_on()
             axes[0].text(0.5, 0.5, "no numeric training signal logged", ha="center", va="center")
         smoothing = f"  |  moving average over {window} steps, raw faint" if window > 1 else ""
-        fig.suptitle(f"training: {_run_title(run)}{smoothing}", fontsize=10, y=1 - 0.15 / fig.get_size_inches()[1])
+        fig.suptitle(f"training: {run_title(run)}{smoothing}", fontsize=10, y=1 - 0.15 / fig.get_size_inches()[1])
         fig.savefig(out, dpi=REPORT_DPI)
     finally:
         plt.close(fig)
@@ -529,7 +461,7 @@ def _draw_passk(run: Run, out: Path) -> Path:
                 _trace(per_bucket, steps, cols.get(f"pass@1/d{b}"), 1, label=f"d{b}", color=colours[b])
             per_bucket.set_xlabel("step", fontsize=7)
             finish_axes(per_bucket, "pass@1 per difficulty bucket (d1 easiest)", legend=True)
-        fig.suptitle(f"evaluation: {_run_title(run)}", fontsize=10, y=1 - 0.12 / fig.get_size_inches()[1])
+        fig.suptitle(f"evaluation: {run_title(run)}", fontsize=10, y=1 - 0.12 / fig.get_size_inches()[1])
         fig.savefig(out, dpi=REPORT_DPI)
     finally:
         plt.close(fig)
@@ -567,7 +499,7 @@ def _draw_plane(run: Run, cols: dict[str, np.ndarray], steps: np.ndarray, window
             colourbar.ax.tick_params(labelsize=7)
             ax.legend(fontsize=7.5, loc="best", frameon=False)
         smoothing = f", moving average over {window} steps" if window > 1 else ""
-        ax.set_title(f"{_run_label(run)}: path on the sign/difficulty plane{smoothing}", fontsize=9)
+        ax.set_title(f"{run_label(run)}: path on the sign/difficulty plane{smoothing}", fontsize=9)
         fig.savefig(out, dpi=REPORT_DPI)
     finally:
         plt.close(fig)
@@ -595,179 +527,6 @@ def plot_run(directory: str | Path, *, smooth: int | None = None) -> list[Path]:
     return written
 
 
-# -- summary_table ------------------------------------------------------------------------------
-
-
-def _fmt(value: float, signed: bool = False) -> str:
-    if not math.isfinite(value):
-        return "—"
-    return f"{value:+.3f}" if signed else f"{value:.3f}"
-
-
-#: The summary's third column: every row of it reads the one evaluation with the highest pass@1.
-AT_PEAK = "at peak pass@1"
-
-
-def summary_table(run: Run) -> Table:
-    """The run's results as a rich Table with columns base, final, at peak pass@1, final - base.
-
-    Evaluation rows compare the first evaluation (the base model), the last, and the one with the
-    highest pass@1 (earliest on ties; every row of that column reads that one evaluation, not the
-    best value of each row): pass@k for each logged k, greedy, distinct_correct, per-bucket pass@1
-    and eval entropy when logged. Training rows give the first and the last logged value of
-    entropy, reward_mean, rank1_share, sign_balance, difficulty and the estimator's schedule
-    (alpha, delta, p_hat, h_hat, h_star) where logged. Values print with three decimals; a value
-    not logged prints as a dash.
-    """
-    title = _run_title(run)
-    table = Table(title=title, title_justify="left")
-    table.add_column("metric", style="bold")
-    for name in ("base", "final", AT_PEAK, "final - base"):
-        table.add_column(name, justify="right")
-
-    if run.evals:
-        cols = metric_columns(run.evals)
-        steps = metric_column(run.evals, "step")
-        pass1 = cols.get("pass@1")
-        best = peak_eval_index(pass1) if pass1 is not None else None
-        picks = [0, len(run.evals) - 1, best]
-        table.add_row(
-            "[dim]eval at step[/]",
-            *(f"[dim]{int(steps[i])}[/]" if i is not None else "—" for i in picks),
-            "",
-        )
-        keys = [f"pass@{k}" for k in logged_ks(cols)]
-        keys += [k for k in ("greedy", "distinct_correct") if k in cols]
-        keys += [f"pass@1/d{b}" for b in logged_buckets(cols, "pass@1")]
-        keys += [k for k in ("entropy",) if k in cols]
-        for key in keys:
-            values = [cols[key][i] if i is not None else math.nan for i in picks]
-            label = f"eval {key}" if key == "entropy" else key
-            table.add_row(label, *(_fmt(v) for v in values), _fmt(values[1] - values[0], signed=True))
-        sizes = {k: metric_value(run.evals[-1].get(k)) for k in ("n_prompts", "n_samples")}
-        sample_info = [f"{k} {int(v)}" for k, v in sizes.items() if math.isfinite(v)]
-        table.caption = (
-            f"{AT_PEAK}: the evaluation with the highest pass@1 (earliest on ties), every row read there; "
-            "train rows: first and last step" + ("; final eval: " + ", ".join(sample_info) if sample_info else "")
-        )
-        table.add_section()
-    else:
-        table.add_row("[dim]no eval.jsonl[/]", "", "", "", "")
-        table.add_section()
-
-    if run.metrics:
-        cols = metric_columns(run.metrics)
-        steps = metric_column(run.metrics, "step")
-        table.add_row("[dim]train at step[/]", f"[dim]{int(steps[0])}[/]", f"[dim]{int(steps[-1])}[/]", "", "")
-        train_keys = ("entropy", "reward_mean", "rank1_share", "sign_balance", "difficulty") + SCHEDULE
-        for key in train_keys:
-            if key not in cols:
-                continue
-            first, last = _first_finite(cols[key]), _last_finite(cols[key])
-            table.add_row(f"train {key}", _fmt(first), _fmt(last), "", _fmt(last - first, signed=True))
-    return table
-
-
-# -- compare_table ------------------------------------------------------------------------------
-
-#: The share of a run's last steps whose mean is its "final" training entropy (one step is noisy).
-FINAL_SHARE = 0.1
-
-
-def _final_mean(values: np.ndarray | None) -> float:
-    """The mean of the finite values over the last FINAL_SHARE of the steps (at least one step)."""
-    if values is None or not len(values):
-        return math.nan
-    tail = values[-max(1, math.ceil(FINAL_SHARE * len(values))):]
-    tail = tail[np.isfinite(tail)]
-    return float(tail.mean()) if tail.size else math.nan
-
-
-def _shared_base(runs: Sequence[Run]) -> dict[str, Any] | None:
-    """The step-0 evaluation every run starts from, when all of them logged the same one."""
-    firsts = [run.evals[0] if run.evals else None for run in runs]
-    if any(f is None or f.get("step") != 0 for f in firsts):
-        return None
-    keys = [k for k in firsts[0] if k.startswith("pass@")]
-    same = all(metric_value(f.get(k)) == metric_value(firsts[0].get(k)) for f in firsts for k in keys)
-    return firsts[0] if same else None
-
-
-def compare_table(directories: Sequence[str | Path], *, labels: Sequence[str] | None = None) -> Table:
-    """Several runs side by side: the shared base evaluation, each run's final one, and the training
-    signals that say how each got there; with two runs, a column of second minus first.
-
-    Evaluation rows (final evaluation): pass@k for each k every run logged, distinct correct answers
-    per problem, and the peak pass@1 with its step. Training rows: the first entropy and the final
-    one (the mean over the last FINAL_SHARE of the steps), the mean sign_balance and difficulty
-    over the run, and, where logged, the mean alpha and delta and the share of steps with delta < 1.
-    The base column holds the step-0 evaluation when every run logged the same one.
-    """
-    if not directories:
-        raise ValueError("compare_table needs at least one run directory")
-    runs = [load_run(d) for d in directories]
-    names = list(labels) if labels is not None else _compare_labels(runs, None)
-    if len(names) != len(runs):
-        raise ValueError(f"got {len(names)} labels for {len(runs)} runs")
-    base = _shared_base(runs)
-    diff = len(runs) == 2
-    table = Table(title_justify="left", caption_justify="left")
-    table.add_column("metric", style="bold")
-    table.add_column("base (step 0)", justify="right")
-    for name in names:
-        table.add_column(name, justify="right")
-    if diff:
-        table.add_column("second - first", justify="right")
-
-    def row(label: str, base_value: float, values: list[float], *, signed_diff: bool = True) -> None:
-        cells = [_fmt(base_value), *(_fmt(v) for v in values)]
-        if diff:
-            cells.append(_fmt(values[1] - values[0], signed=True) if signed_diff else "")
-        table.add_row(label, *cells)
-
-    finals = [run.evals[-1] if run.evals else {} for run in runs]
-    ks = sorted(set.intersection(*(set(logged_ks(f)) for f in finals))) if all(finals) else []
-    steps = [str(int(f["step"])) if "step" in f else "—" for f in finals]
-    table.add_row("[dim]final eval at step[/]", "[dim]0[/]" if base else "", *(f"[dim]{s}[/]" for s in steps),
-                  *([""] if diff else []))
-    for k in ks:
-        key = f"pass@{k}"
-        row(key, metric_value(base.get(key)) if base else math.nan, [metric_value(f.get(key)) for f in finals])
-    if all("distinct_correct" in f for f in finals):
-        row("distinct correct answers", metric_value(base.get("distinct_correct")) if base else math.nan,
-            [metric_value(f.get("distinct_correct")) for f in finals])
-    peaks, peak_steps = [], []
-    for run in runs:
-        pass1 = metric_column(run.evals, "pass@1") if run.evals else np.array([])
-        best = peak_eval_index(pass1) if pass1.size else None
-        peaks.append(float(pass1[best]) if best is not None else math.nan)
-        peak_steps.append(int(run.evals[best]["step"]) if best is not None else None)
-    row("peak pass@1", math.nan, peaks)
-    table.add_row("[dim]peak at step[/]", "", *(f"[dim]{s}[/]" if s is not None else "—" for s in peak_steps),
-                  *([""] if diff else []))
-    table.add_section()
-
-    cols = [metric_columns(run.metrics) for run in runs]
-    row("train entropy, first step", math.nan, [_first_finite(c.get("entropy")) for c in cols])
-    row(f"train entropy, final (last {FINAL_SHARE:.0%} of steps)", math.nan, [_final_mean(c.get("entropy")) for c in cols])
-    for key in ("sign_balance", "difficulty"):
-        row(f"mean {key}", math.nan, [float(np.nanmean(c[key])) if key in c and np.isfinite(c[key]).any() else math.nan
-                                      for c in cols])
-    for key in ("alpha", "delta"):
-        if any(key in c and np.isfinite(c[key]).any() for c in cols):
-            row(f"mean {key}", math.nan, [float(np.nanmean(c[key])) if key in c and np.isfinite(c[key]).any() else math.nan
-                                          for c in cols], signed_diff=False)
-    if any("delta" in c and np.isfinite(c["delta"]).any() for c in cols):
-        row("share of steps with delta < 1", math.nan,
-            [float(np.mean(c["delta"][np.isfinite(c["delta"])] < 1)) if "delta" in c and np.isfinite(c["delta"]).any()
-             else math.nan for c in cols], signed_diff=False)
-    table.caption = (
-        "final eval: the last evaluation of each run; base: the step-0 evaluation all runs share"
-        + ("" if base else " (the runs logged different ones, or none)")
-    )
-    return table
-
-
 # -- compare_runs -------------------------------------------------------------------------------
 
 
@@ -791,7 +550,7 @@ def compare_runs(
     if not directories:
         raise ValueError("compare_runs needs at least one run directory")
     runs = [load_run(d) for d in directories]
-    labels = _compare_labels(runs, label_key)
+    labels = compare_labels(runs, label_key)
     window = smoothing_window(smooth, max(len(run.metrics) for run in runs))
     plt = headless_pyplot()
     from matplotlib.lines import Line2D
@@ -804,7 +563,7 @@ def compare_runs(
         _plane_guides(plane)
         all_ks: set[int] = set()
         handles = []
-        base = _shared_base(runs)
+        base = shared_base(runs)
         if base is not None:
             pairs = [(k, metric_value(base.get(f"pass@{k}"))) for k in logged_ks(base)]
             pairs = [(k, v) for k, v in pairs if math.isfinite(v)]
@@ -833,7 +592,7 @@ def compare_runs(
             cols = metric_columns(run.metrics)
             steps = metric_column(run.metrics, "step")
             _trace(entropy, steps, cols.get("entropy"), window, color=colour)
-            h_star = _last_finite(cols.get("h_star"))
+            h_star = last_finite(cols.get("h_star"))
             if math.isfinite(h_star):  # FADE's entropy target: delta < 1 while the entropy EMA is below it
                 entropy.axhline(h_star, color=colour, ls=":", lw=1.2)
                 targets = True

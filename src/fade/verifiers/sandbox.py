@@ -54,6 +54,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .benchmark_io import RunOptions
+
 __all__ = ["HARNESS", "UID_BASE", "Limits", "SandboxRun", "isolation_report", "worst_case_seconds"]
 
 #: The supervisor script run inside the sandbox.
@@ -259,8 +261,10 @@ class SandboxRun:
 
     Each input is ``{"stdin": text}`` (the program reads it on fd 0 and its fd 1 is captured) or
     ``{"args": [...]}`` with ``call`` naming a function (top-level, or a method of a class
-    ``Solution``) whose JSON-encoded return value is captured. Iterating yields one record per
-    test, in order, as the supervisor reports it: ``test``, ``seconds``, ``cpu_seconds``,
+    ``Solution``) whose JSON-encoded return value is captured; ``options`` (a judging profile's
+    :class:`~fade.verifiers.benchmark_io.RunOptions`) say how the program meets them (default: run
+    as a script). Iterating yields one record per test, in order, as the supervisor reports it:
+    ``test``, ``seconds``, ``cpu_seconds``,
     ``exit`` or ``signal``, ``ended`` ("wall_time", "output_limit") when the supervisor stopped
     it, ``stdout``, ``stdout_bytes``, ``stderr_tail``, and ``status`` (how the program ended as it
     reported it: an exception's type, errno and phase, or the call's ``result``), or instead
@@ -275,8 +279,9 @@ class SandboxRun:
     """
 
     def __init__(self, source: str, inputs: list[dict[str, Any]], *, call: str | None = None,
-                 limits: Limits | None = None, namespaces: bool = True, judge: dict[str, Any] | None = None) -> None:
+                 limits: Limits | None = None, namespaces: bool = True, options: RunOptions | None = None) -> None:
         self.limits = limits or Limits()
+        self.options = options or RunOptions()
         self.isolation: dict[str, Any] = {}
         self.failure: str | None = None
         self.failure_kind: str | None = None
@@ -288,7 +293,7 @@ class SandboxRun:
             "limits": self.limits.for_harness(),
             "namespaces": bool(namespaces),
             "parent": os.getpid(),
-            "judge": dict(judge or {}),
+            "options": self.options.to_json(),
         }
         self._expected = len(inputs)
         self._proc: subprocess.Popen | None = None
@@ -320,7 +325,7 @@ class SandboxRun:
         if os.geteuid() == 0:
             self._slot = _SLOTS.acquire()
             self._job["uid"] = _sandbox_uid(self._slot)
-        runs = self._expected * (2 if self._job["judge"].get("file_retry") else 1)  # a retry runs a test twice
+        runs = self._expected * (2 if self.options.file_retry else 1)  # a retry runs a test twice
         self._deadline = time.monotonic() + worst_case_seconds(self.limits, runs)
         spawned = _spawn_supervisor(self._root) if _USE_ZYGOTE else None
         if spawned is not None:

@@ -1,0 +1,60 @@
+"""Design check: no run ends far below its base, so no claim compares a collapsed run.
+
+Applies to a task with a run that logged pass@1 at its base and last evaluations. A run whose last
+evaluation's pass@1 is below :data:`COLLAPSE_FRACTION` of its base evaluation's collapsed (a
+diverged step size, or an estimator that destroys the policy); the claims still count it, and
+the check names it so that no verdict is read without knowing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .base import Claim, Context
+from .sign_knob import REQUIREMENT_MET, REQUIREMENT_NOT_MET
+
+COLLAPSE_FRACTION = 0.5
+
+
+@dataclass(frozen=True)
+class Collapsed:
+    """A collapsed run: its seed, and its base and last pass@1."""
+
+    seed: int
+    base: float
+    final: float
+
+
+@dataclass(frozen=True)
+class Collapse:
+    """The runs measured, per estimator the collapsed runs and how many of its runs were measured,
+    and the check's outcome."""
+
+    task: str
+    measured: int
+    collapsed: dict[str, tuple[Collapsed, ...]]
+    totals: dict[str, int]
+    outcome: str
+
+    @property
+    def seeds(self) -> dict[str, list[int]]:
+        """The collapsed seeds per estimator."""
+        return {spec: [c.seed for c in runs] for spec, runs in self.collapsed.items()}
+
+
+def measure(task: str, context: Context) -> Collapse | None:
+    measured = [s for s in sorted(context.of(task), key=lambda s: (s.run.estimator, s.seed))
+                if math.isfinite(s.scalars["base_pass1"]) and math.isfinite(s.scalars["final_pass1"])]
+    if not measured:
+        return None
+    collapsed: dict[str, list[Collapsed]] = {}
+    for s in measured:
+        if s.scalars["final_pass1"] < COLLAPSE_FRACTION * s.scalars["base_pass1"]:
+            collapsed.setdefault(s.run.estimator, []).append(Collapsed(s.seed, s.scalars["base_pass1"], s.scalars["final_pass1"]))
+    totals = {spec: sum(1 for s in measured if s.run.estimator == spec) for spec in collapsed}
+    return Collapse(task=task, measured=len(measured), collapsed={spec: tuple(r) for spec, r in collapsed.items()},
+                    totals=totals, outcome=REQUIREMENT_NOT_MET if collapsed else REQUIREMENT_MET)
+
+
+CLAIM = Claim("collapse", measure)

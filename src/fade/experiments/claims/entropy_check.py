@@ -1,0 +1,103 @@
+"""The first-order entropy formula, mass term only: dH ~ eta [(m_S - m_F) H - Cov(A, log pi)] read
+on runs that did not log the covariance term (the formula as first written here; docs/method.md,
+section 4, corrects its sign).
+
+Applies to at least two runs of a task with :data:`~fade.testbed.summary.ENTROPY_BLOCK` x 2 finite
+entropies and no logged drive; runs that logged both terms are read by
+:mod:`.entropy_formula`. Two correlations per seed: over consecutive blocks of steps (all runs
+of the seed pooled, :func:`~fade.testbed.summary.entropy_blocks`), and across runs over the early
+steps. Centred estimators (m_S = m_F in every batch) predict no change; where every run is
+centred there is nothing to correlate and no verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from fade.testbed.summary import ENTROPY_BLOCK, early_steps, entropy_blocks, mass_imbalance
+
+from ..runs import SweepRun
+from ..stats import Stat, Verdict, compare, pearson
+from .base import Claim, Context, Judgement, judge
+
+
+@dataclass(frozen=True)
+class EntropyCheck:
+    """Per seed, Pearson r over blocks (``block_r``) and across runs (``run_r``); every block's
+    (spec, seed, predicted, observed) in ``points``; eta fitted through the origin; the centred
+    runs' early entropy drop; the verdicts, None where there is nothing to correlate."""
+
+    task: str
+    early: int
+    seeds: int
+    runs: int
+    block_r: tuple[float, ...]
+    run_r: tuple[float, ...]
+    points: tuple[tuple[str, int, float, float], ...]
+    eta: float
+    centred: int
+    centred_drop: Stat
+    blocks: Judgement | None
+    across_runs: Judgement | None
+    negative: Verdict | None
+
+    @property
+    def all_centred(self) -> bool:
+        return self.centred == self.runs
+
+
+def is_centred(summary: SweepRun) -> bool:
+    """Whether m_S = m_F in every batch of the run, up to float rounding."""
+    imbalance = mass_imbalance(summary.curves["positive_mass"], summary.curves["negative_mass"])
+    return bool(np.all(imbalance[np.isfinite(imbalance)] == 0))
+
+
+def logs_formula(summary: SweepRun) -> bool:
+    """Whether the run logged the entropy formula's terms (runs from before the trainer did not)."""
+    return bool(np.isfinite(summary.curves["entropy_drive"]).any())
+
+
+def measure(task: str, context: Context) -> EntropyCheck | None:
+    usable = [s for s in context.of(task)
+              if np.isfinite(s.curves["entropy"]).sum() >= 2 * ENTROPY_BLOCK and not logs_formula(s)]
+    if len(usable) < 2:
+        return None
+    by_seed: dict[int, list[SweepRun]] = defaultdict(list)
+    for s in usable:
+        by_seed[s.seed].append(s)
+    block_r, run_r, points = [], [], []
+    for seed, group in sorted(by_seed.items()):
+        pred, obs = [], []
+        for s in group:
+            p, o = entropy_blocks(s.steps, s.curves["entropy"], s.curves["positive_mass"], s.curves["negative_mass"])
+            pred.extend(p)
+            obs.extend(o)
+            points.extend((s.run.estimator, seed, a, b) for a, b in zip(p, o))
+        block_r.append(pearson(np.array(pred), np.array(obs)))
+        run_r.append(pearson(
+            np.array([s.scalars["entropy_predicted_early"] for s in group]),
+            np.array([s.scalars["entropy_observed_early"] for s in group]),
+        ))
+    pred_all = np.array([p[2] for p in points])
+    obs_all = np.array([p[3] for p in points])
+    eta = float((pred_all * obs_all).sum() / (pred_all**2).sum()) if points and (pred_all**2).sum() > 0 else math.nan
+    centred = [s for s in usable if is_centred(s)]
+    blocks = across = negative = None
+    decidable = Stat.of(block_r).n or Stat.of(run_r).n
+    if len(centred) < len(usable) and decidable:
+        blocks = judge([("blocks", compare(Stat.of(block_r), 0.0, greater=True, digits=2))])
+        across = judge([("runs", compare(Stat.of(run_r), 0.0, greater=True, digits=2))])
+        negative = compare(Stat.of(block_r), 0.0, greater=False)
+    return EntropyCheck(
+        task=task, early=early_steps(context.steps(task)), seeds=len(by_seed), runs=len(usable),
+        block_r=tuple(block_r), run_r=tuple(run_r), points=tuple(points), eta=eta, centred=len(centred),
+        centred_drop=Stat.of(s.scalars["entropy_drop_rate"] for s in centred),
+        blocks=blocks, across_runs=across, negative=negative,
+    )
+
+
+CLAIM = Claim("entropy_check", measure)

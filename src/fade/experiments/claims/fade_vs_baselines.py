@@ -1,0 +1,126 @@
+"""FADE against the static baselines: a higher peak pass@1 than the best of them, reached earlier,
+and the highest final pass@k at every k.
+
+Applies to a task where FADE (its tuned configuration where there is one: :func:`.base.fade_spec`)
+and at least one static baseline ran. The best baseline is the one with the highest seed-mean
+peak pass@1; "earlier" is read per seed as the first evaluation step at which a run reaches the
+best baseline's peak on that seed, over the step of that peak (the ratio must be < 1).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import stats
+from ..presets import STATIC_BASELINES
+from ..runs import Runs
+from ..stats import Stat, Verdict, compare
+from .base import Claim, Context, Judgement, StatTable, judge, stat_table
+
+#: The scalars the claim's table shows for every estimator (besides the reach columns).
+COLUMNS = ("peak_pass1", "peak_step", "final_pass1", "passk_mean", "entropy_final")
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Per seed: the first evaluation step at which a run reaches the best baseline's peak pass@1
+    (inf where it never does), and that step over the step of the baseline's own peak."""
+
+    steps: dict[int, float]
+    ratios: dict[int, float]
+
+    @property
+    def reached(self) -> Stat:
+        return Stat.of(v for v in self.steps.values() if math.isfinite(v))
+
+    @property
+    def ratio(self) -> Stat:
+        return Stat.of(r for r in self.ratios.values() if math.isfinite(r))
+
+
+@dataclass(frozen=True)
+class FadeVsBaselines:
+    """FADE's spec, the baselines that ran and the best of them; per spec :data:`COLUMNS` and the
+    final pass@k over seeds, and its :class:`Reach`; the verdicts (``tradeoff`` None without a
+    logged k); ``tuned_here``: FADE's configuration was chosen on these same runs."""
+
+    task: str
+    fade: str
+    baselines: tuple[str, ...]
+    best: str
+    ks: tuple[int, ...]
+    stats: StatTable
+    reach: dict[str, Reach]
+    tuned_here: bool
+    higher_peak: Judgement
+    earlier: Judgement
+    tradeoff: Judgement | None
+
+
+def _reach(runs: Runs, spec: str, best: str) -> Reach:
+    best_runs = runs.by_seed(best)
+    steps_to, ratios = {}, {}
+    for seed, s in runs.by_seed(spec).items():
+        if seed not in best_runs:
+            continue
+        target = best_runs[seed].scalars["peak_pass1"]
+        hit = np.flatnonzero(s.pass1 >= target - 1e-12)
+        step = float(s.eval_steps[hit[0]]) if hit.size else math.inf
+        steps_to[seed] = step
+        own = best_runs[seed].scalars["peak_step"]
+        ratios[seed] = step / own if own > 0 else math.nan
+    return Reach(steps_to, ratios)
+
+
+def _earlier(reach: Reach, best: str) -> Verdict:
+    """The verdict on "FADE reaches ``best``'s peak earlier", in the words of the rule in force at
+    this many paired seeds; a seed where FADE never reaches it counts against the claim."""
+    n = len(reach.ratios)
+    unreached = sum(1 for v in reach.steps.values() if not math.isfinite(v))
+    ratio = Stat.by_seed(reach.ratios.items())
+    paired = n >= stats.MIN_PAIRED_SEEDS
+    against = stats.CONTRADICTED if paired else stats.NOT_SUPPORTED
+    undecided = stats.UNRESOLVED if paired else stats.OVERLAP
+    if n == 0:
+        return Verdict(stats.NOT_MEASURED, "no seed with both runs")
+    if unreached * 2 > n:
+        return Verdict(against, f"FADE never reached {best}'s peak in {unreached} of {n} seeds")
+    if n < stats.MIN_SEEDS:
+        return Verdict(stats.FEW_SEEDS, f"ratio {ratio.text(2)} (n={n}), unreached in {unreached} of {n} seeds")
+    if unreached:
+        return Verdict(undecided, f"ratio {ratio.text(2)} where reached; unreached in {unreached} of {n} seeds")
+    if ratio.n < n:
+        return Verdict(undecided, f"{best} peaked at the base model (step 0) on some seed: no ratio there")
+    return compare(ratio, 1.0, greater=False, digits=2)
+
+
+def measure(task: str, context: Context) -> FadeVsBaselines | None:
+    runs, fade = context.runs(task), context.fade_spec(task)
+    baselines = runs.present(STATIC_BASELINES)
+    if not baselines or not runs.has(fade):
+        return None
+    specs = [fade, *baselines]
+    ks = sorted({k for spec in specs for s in runs.of(spec) for k in s.passk(s.final)})
+    stats = stat_table(runs, specs, (*COLUMNS, *(f"pass@{k}" for k in ks)))
+    peak = {spec: stats[spec]["peak_pass1"] for spec in specs}
+    best = max(baselines, key=lambda spec: peak[spec].mean if peak[spec].n else -math.inf)
+    reach = {spec: _reach(runs, spec, best) for spec in specs}
+    parts = []
+    for k in ks:
+        key = f"pass@{k}"
+        best_k = max(baselines, key=lambda spec: stats[spec][key].mean if stats[spec][key].n else -math.inf)
+        parts.append((f"k={k} vs {best_k}", compare(stats[fade][key], stats[best_k][key], greater=True)))
+    preset = context.preset
+    return FadeVsBaselines(
+        task=task, fade=fade, baselines=tuple(baselines), best=best, ks=tuple(ks), stats=stats, reach=reach,
+        tuned_here=bool(preset and preset.tuning and preset.tuning.task == task and context.choice),
+        higher_peak=judge([("peak", compare(peak[fade], peak[best], greater=True))]),
+        earlier=judge([("ratio", _earlier(reach[fade], best))]),
+        tradeoff=judge(parts) if parts else None,
+    )
+
+
+CLAIM = Claim("fade_vs_baselines", measure)

@@ -1,0 +1,66 @@
+"""Design check: FADE's sign knob acts, delta < 1 on more than :data:`SIGN_KNOB_SHARE` of the steps
+of at least one FADE arm (seed mean), or the sign half of FADE was never tested (project issue 12).
+
+Applies to a task where a FADE arm logged delta. delta = clip(1 + H_hat - H*, 0.3, 1) per step;
+delta < 1 amplifies the failures' weight (docs/method.md, section 3).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..presets import FADE
+from ..runs import SweepRun
+from ..stats import Stat
+from .base import Claim, Context
+
+#: The share of steps with delta < 1 an arm must exceed.
+SIGN_KNOB_SHARE = 0.3
+REQUIREMENT_MET, REQUIREMENT_NOT_MET = "requirement met", "requirement not met"
+
+
+@dataclass(frozen=True)
+class KnobArm:
+    """One FADE arm: its runs, the share of steps with delta < 1 and the mean delta over seeds, the
+    lowest delta of any of its steps."""
+
+    spec: str
+    runs: int
+    share: Stat
+    delta: Stat
+    lowest: float
+
+
+@dataclass(frozen=True)
+class SignKnob:
+    """Each arm, the arms above the share, the arm with the most, and the check's outcome."""
+
+    task: str
+    arms: tuple[KnobArm, ...]
+    above: tuple[str, ...]
+    best: KnobArm
+    outcome: str
+
+
+def measure(task: str, context: Context) -> SignKnob | None:
+    by_arm: dict[str, list[SweepRun]] = defaultdict(list)
+    for s in sorted(context.of(task), key=lambda s: s.seed):
+        if s.run.name.startswith(FADE) and np.isfinite(s.curves["delta"]).any():
+            by_arm[s.run.estimator].append(s)
+    if not by_arm:
+        return None
+    arms = tuple(
+        KnobArm(spec, len(runs), Stat.by_seed((s.seed, s.scalars["delta_below1"]) for s in runs),
+                Stat.by_seed((s.seed, s.scalars["delta_mean"]) for s in runs),
+                min(float(np.nanmin(s.curves["delta"])) for s in runs))
+        for spec, runs in by_arm.items())
+    best = max(arms, key=lambda arm: arm.share.mean)
+    above = tuple(arm.spec for arm in arms if arm.share.mean > SIGN_KNOB_SHARE)
+    return SignKnob(task=task, arms=arms, above=above, best=best,
+                    outcome=REQUIREMENT_MET if above else REQUIREMENT_NOT_MET)
+
+
+CLAIM = Claim("sign_knob", measure)

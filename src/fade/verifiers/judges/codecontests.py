@@ -1,0 +1,90 @@
+"""The ``codecontests`` profile: DeepMind's CodeContests tester (``execution/tester_sandboxer.cc``),
+for problems with ``public_tests`` / ``private_tests`` / ``generated_tests``.
+
+Rules C1-C5 of docs/verifiers.md: the program as it is, one process per test; outputs split into
+lowercased tokens and compared as text, 32-bit integers or doubles within 1e-5; a test passes on
+its output however the program ended; 10 s and 288 MB.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..benchmark_io import RunOptions
+from ..testcases import TestCase, TestSuite, integer_guard_ok, is_ascii_int
+from .base import Judge
+
+__all__ = ["JUDGE", "codecontests_match"]
+
+_INT32 = (-(2 ** 31), 2 ** 31 - 1)
+_DOUBLE = re.compile(r"\s*[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|inf(?:inity)?|nan)\s*", re.ASCII)
+
+
+def _int32(token: str) -> int | None:
+    if is_ascii_int(token) and len(token.lstrip("+-").lstrip("0")) <= 10:
+        value = int(token)
+        if _INT32[0] <= value <= _INT32[1]:
+            return value
+    return None
+
+
+def _double(token: str) -> float | None:
+    try:
+        return float(token) if _DOUBLE.fullmatch(token) else None
+    except (ValueError, OverflowError):
+        return None
+
+
+def codecontests_match(got: str, expected: str) -> bool:
+    """OutputsMatch: both outputs split on whitespace and lowercased; equal token lists, or as
+    many tokens with each pair equal by ValuesMatch (a non-numeric token as text, two tokens
+    that are 32-bit ints exactly, else as doubles within an absolute 1e-5, strictly)."""
+    a = [t.lower() for t in got.split()]
+    b = [t.lower() for t in expected.split()]
+    if a == b:
+        return True
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x == y:
+            continue
+        if not integer_guard_ok(x, y):
+            return False
+        dx, dy = _double(x), _double(y)
+        if dx is None or dy is None:
+            return False
+        ix, iy = _int32(x), _int32(y)
+        if ix is not None and iy is not None:
+            if ix != iy:
+                return False
+        elif not abs(dx - dy) < 1e-5:
+            return False
+    return True
+
+
+class CodeContests(Judge):
+    name = "codecontests"
+    benchmark = "CodeContests"
+    fields = ("public_tests", "private_tests", "generated_tests")
+    format_doc = "`public_tests` / `private_tests` / `generated_tests`"
+    follows = "DeepMind's CodeContests tester, `execution/tester_sandboxer.cc`"
+    time_seconds = 10.0
+    memory_mb = 288
+
+    def run_options(self, suite: TestSuite) -> RunOptions:
+        return RunOptions(stop_on_failure=False)
+
+    def call_test(self, case: TestCase) -> tuple[Any, Any]:
+        raise ValueError("CodeContests has input/output tests only: the codecontests judge cannot judge call-based tests")
+
+    def stdout_match(self, got: str, expected: str, tolerance: float) -> bool:
+        return codecontests_match(got, expected)
+
+    def passes_after(self, reason: str, record: dict[str, Any], expected: Any, suite: TestSuite, tolerance: float) -> bool:
+        # C3: the output decides, however the program ended.
+        return reason in ("runtime_error", "time_limit", "memory_limit") and suite.call is None \
+            and self.stdout_match(record.get("stdout", ""), expected, tolerance)
+
+
+JUDGE = CodeContests()

@@ -253,21 +253,6 @@ def test_train_help_shows_every_default(capsys):
     assert "(default: 0.0001)" in entries["--lr"] and "(default: 0.99)" in entries["--adam-beta2"]
 
 
-def test_train_flags_cover_train_config_with_its_defaults():
-    import dataclasses
-
-    from fade.cli import build_parser
-    from fade.testbed.trainer import TrainConfig
-
-    args = vars(build_parser().parse_args(["train", "--out", "x"]))
-    for f in dataclasses.fields(TrainConfig):
-        if f.name in ("out", "progress", "estimator_args"):
-            continue
-        assert f.name in args, f"TrainConfig.{f.name} has no fade train flag"
-        assert args[f.name] == f.default, f.name
-    assert args["estimator_args"] == "" and args["no_progress"] is False
-
-
 @pytest.mark.parametrize(
     "flags, needle",
     [

@@ -20,7 +20,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Calibration", "RegimeCheck", "calibrate", "draw_calibration", "regime_checks"]
+from fade.options import option
+from fade.testbed.tasks import TASKS
+
+__all__ = ["CalibrateConfig", "Calibration", "RegimeCheck", "calibrate", "draw_calibration", "regime_checks"]
 
 #: Requirements of the calibrated regime: the hardest bucket's base pass@1 lies in this range
 #: (hard, but not beyond reach: a centred estimator needs some successes in a group) ...
@@ -31,6 +34,23 @@ MID_RANGE = (0.05, 0.4)
 MID_FRACTION = 0.3
 #: ... and the problems admit several distinct correct answers on average.
 MIN_MEAN_SOLUTIONS = 2.0
+
+
+@dataclass(frozen=True)
+class CalibrateConfig:
+    """What ``fade calibrate`` does (its flags): the task, where the report goes, and
+    :func:`calibrate`'s settings, whose defaults are these."""
+
+    task: str = option(help="the built-in task", choices=TASKS)
+    out: str = option(help="folder for calibration.json and calibration.png", metavar="DIR")
+    model: str | None = option(None, "a local policy instead of the task's shipped base (default: the shipped base)",
+                               metavar="DIR")
+    train_prompts: int = option(256, "training prompts sampled", metavar="N")
+    test_prompts: int = option(256, "test prompts sampled", metavar="N")
+    samples: int = option(64, "completions per prompt", metavar="N")
+    seed: int = option(0, "seeds the prompts drawn and the sampling")
+    device: str = option("auto", "auto, cpu or cuda")
+    progress: bool = option(True, "no progress bar")
 
 
 @dataclass(frozen=True)
@@ -92,17 +112,17 @@ def regime_checks(cal: Calibration) -> list[RegimeCheck]:
 def calibrate(
     task_name: str,
     *,
-    model: str | None = None,
-    train_prompts: int = 256,
-    test_prompts: int = 256,
-    samples: int = 64,
-    seed: int = 0,
-    device: str = "auto",
+    model: str | None = CalibrateConfig.model,
+    train_prompts: int = CalibrateConfig.train_prompts,
+    test_prompts: int = CalibrateConfig.test_prompts,
+    samples: int = CalibrateConfig.samples,
+    seed: int = CalibrateConfig.seed,
+    device: str = CalibrateConfig.device,
     progress: bool = False,
 ) -> Calibration:
     """Sample the base policy (the task's shipped one, or ``model``) ``samples`` times on
     ``train_prompts`` training and ``test_prompts`` test problems (stratified over buckets);
-    ``progress`` draws a bar over the prompts."""
+    ``progress`` draws a bar over the prompts. The defaults are :class:`CalibrateConfig`'s."""
     for name, value in (("train_prompts", train_prompts), ("test_prompts", test_prompts), ("samples", samples)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")

@@ -23,7 +23,6 @@ import json
 import math
 import random
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ import torch
 from fade.progress import step_bar
 
 from .checkpoint import JsonlLog, load_checkpoint, save_checkpoint
+from .config import PretrainConfig
 from .evaluation import encode_prompt, evaluate
 from .policy import build_policy, parameter_count, resolve_device, save_policy, tiny_llama_config
 from .tasks import get_task
@@ -46,30 +46,6 @@ RESUME_MAY_CHANGE = ("out", "device", "progress")
 
 _VALIDATION_STREAM = 2_000_003
 _TEST_STREAM = 3_000_017
-
-
-@dataclass
-class PretrainConfig:
-    task: str
-    out: str
-    seed: int = 0
-    max_steps: int = 2000
-    batch_size: int = 256
-    lr: float = 1e-3
-    warmup: int = 20
-    hidden_size: int = 128
-    num_layers: int = 4
-    num_heads: int = 4
-    intermediate_size: int = 512
-    max_positions: int = 64
-    eval_every: int = 50
-    target_pass1: float = 0.3
-    val_prompts: int = 200
-    val_samples: int = 16
-    test_prompts: int = 200
-    test_samples: int = 64
-    device: str = "auto"
-    progress: bool = True
 
 
 def _batch(task, tokenizer, problems, rng: random.Random, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

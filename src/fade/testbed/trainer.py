@@ -37,7 +37,6 @@ import random
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +50,7 @@ from fade.mass import batch_diagnostics, carries_signal
 from fade.progress import step_bar
 
 from .checkpoint import JsonlLog, load_checkpoint, save_checkpoint
+from .config import OPTIMIZERS, TrainConfig
 from .evaluation import decode_completions, encode_prompt, evaluate
 from .policy import load_policy, resolve_device, save_policy
 from .runlog import CONFIG_FILE, EVAL_FILE, METRICS_FILE, SCHEDULE, bucket_key
@@ -69,92 +69,12 @@ RUN_FILE, RESUMES_FILE = CONFIG_FILE, "resumes.jsonl"
 #: arguments, task, model, data, optimizer, eval_prompts and eval_samples, which define what
 #: eval.jsonl measures) is refused.
 RESUME_MAY_CHANGE = ("out", "progress", "checkpoint_every", "eval_every", "device", "steps")
-#: The optimizers ``TrainConfig.optimizer`` names: AdamW (with the adam_* settings), or plain SGD
-#: (no momentum, no dampening, weight decay only if asked), the gradient step first-order theory
-#: such as the entropy formula of docs/method.md, section 4, is about.
-OPTIMIZERS = ("adamw", "sgd")
 _EVAL_STREAM = 1_000_003  # keeps evaluation randomness apart from the training steps'
 
 
 def base_model_dir(task: str) -> Path:
     """The base policy shipped for a built-in task (written by ``fade pretrain``)."""
     return Path(__file__).parent / "base" / task
-
-
-@dataclass
-class TrainConfig:
-    """Everything a run depends on; saved as ``run.json`` next to the metrics."""
-
-    out: str
-    task: str = "arithmetic"
-    estimator: str = "fade"
-    estimator_args: dict[str, Any] = field(default_factory=dict)
-    steps: int = 400
-    seed: int = 0
-    model: str | None = None  # None: the task's shipped base policy
-    data: str | None = None  # prompt/answer JSONL in place of a built-in task
-    verifier: str | None = None  # the verifier for --data
-    max_new_tokens: int | None = None  # None: the task's longest answer (+ eos); 4x it, at least 16, for --model
-    device: str = "auto"
-    prompts_per_step: int = 32
-    group_size: int = 8
-    temperature: float = 1.0
-    optimizer: str = "adamw"  # or "sgd": plain gradient steps (OPTIMIZERS)
-    lr: float = 1e-4
-    weight_decay: float = 0.0
-    adam_beta1: float = 0.9
-    adam_beta2: float = 0.99
-    adam_eps: float = 1e-8
-    grad_clip: float = 1.0
-    epochs: int = 1
-    minibatches: int = 1
-    clip_eps: float = 0.2
-    loss_agg: str = "token-mean"  # or "seq-mean"
-    kl_coef: float = 0.0
-    eval_every: int = 100
-    eval_prompts: int = 200
-    eval_samples: int = 64
-    checkpoint_every: int = 50
-    progress: bool = True
-
-    def validate(self) -> None:
-        positive = ("steps", "prompts_per_step", "group_size", "epochs", "minibatches", "eval_samples", "checkpoint_every")
-        for key in positive:
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{key} must be a positive integer, got {value!r}")
-        if self.max_new_tokens is not None and (
-            isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1
-        ):
-            raise ValueError(f"max_new_tokens must be a positive integer (or None for the task's default), got {self.max_new_tokens!r}")
-        for key in ("eval_every", "eval_prompts"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{key} must be an integer >= 0 (0 turns evaluation off), got {value!r}")
-        for key, low in (("lr", 0.0), ("temperature", 0.0), ("clip_eps", 0.0), ("grad_clip", 0.0)):
-            value = getattr(self, key)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > low):
-                raise ValueError(f"{key} must be a finite number > {low}, got {value!r}")
-        for key in ("adam_beta1", "adam_beta2"):
-            value = getattr(self, key)
-            if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value < 1.0):
-                raise ValueError(f"{key} must be a number in [0, 1), got {value!r}")
-        for key in ("weight_decay", "kl_coef", "adam_eps"):
-            value = getattr(self, key)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise ValueError(f"{key} must be a finite number >= 0, got {value!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {', '.join(map(repr, OPTIMIZERS))}, got {self.optimizer!r}")
-        if self.loss_agg not in ("token-mean", "seq-mean"):
-            raise ValueError(f"loss_agg must be 'token-mean' or 'seq-mean', got {self.loss_agg!r}")
-        rows = self.prompts_per_step * self.group_size
-        if self.minibatches > rows:
-            raise ValueError(f"minibatches ({self.minibatches}) cannot exceed the rollouts per step ({rows})")
-        if self.data is not None and self.verifier is None:
-            raise ValueError("--data needs --verifier NAME (how to score a completion against the answer)")
-        if self.data is None and self.verifier is not None:
-            raise ValueError(f"--verifier {self.verifier} scores --data files only; the built-in task {self.task!r} "
-                             "has its own verifier: drop --verifier or give --data")
 
 
 def _as_json(value: Any) -> Any:

@@ -1,0 +1,85 @@
+"""``fade train``: RL-train a policy on a task with any registered estimator (the testbed trainer).
+
+Its flags are the fields of :class:`fade.testbed.config.TrainConfig`, and ``--resume``: a field
+added there is a flag here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from fade import options
+from fade.testbed.config import TrainConfig
+
+from .extras import import_testbed
+from .output import console
+from .parsing import estimator_flags
+
+__all__ = ["TRAIN_RESUME_RULE", "add", "run"]
+
+TRAIN_RESUME_RULE = (
+    "--resume continues the run in --out from its checkpoint. It is refused, naming each changed "
+    "setting with its old and new value, when a setting that changes what the run computes differs "
+    "from the checkpoint's: the task, model, data, verifier, seed, estimator and its arguments, "
+    "prompts per step, group size, temperature, max new tokens, the optimizer (lr, weight decay, "
+    "Adam betas and eps, gradient clip), the PPO settings (epochs, minibatches, clip, loss "
+    "aggregation, KL) and the evaluation set (eval prompts and samples). --steps (to extend a run, "
+    "or end it early but not before the checkpoint), --eval-every, --checkpoint-every, --device and "
+    "--no-progress may change; the changes are recorded in resumes.jsonl. A different --device "
+    "continues the run but not bit for bit. A checkpoint that fails its sha256 check or holds NaN "
+    "or inf weights is refused; temporary files left by a kill are removed when the run restarts."
+)
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train",
+        help="RL-train a policy on a task with any registered estimator (the testbed trainer)",
+        description=(
+            "Sample G completions per prompt, score them with the task's verifier, weigh them with the "
+            "chosen advantage estimator and take PPO-clip steps. Writes metrics.jsonl, eval.jsonl, "
+            "TensorBoard events (tb/), a checkpoint, the final policy (policy/) and PNG plots into --out."
+        ),
+        epilog=TRAIN_RESUME_RULE,
+    )
+    options.add_options(p, TrainConfig, after={"out": lambda p: p.add_argument(
+        "--resume", action="store_true", help="continue the run in --out from its checkpoint (see below)")})
+    p.set_defaults(func=run, needs=lambda args: ("testbed", *(("math",) if args.verifier == "math" else ())),
+                   interrupted=lambda args: f"the last checkpoint in {args.out} is intact: rerun with --resume")
+
+
+def _disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` reports a full disk or quota: an OSError, or a library's own error (safetensors)
+    that carries the OS message."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return True
+    text = str(exc)
+    return "No space left on device" in text or "Disk quota exceeded" in text or "StorageFull" in text
+
+
+def run(args: argparse.Namespace) -> int:
+    _, trainer = import_testbed()
+    from fade.testbed import report
+
+    config = options.from_args(TrainConfig, args)
+    name, params = estimator_flags(config.estimator, config.estimator_args)
+    config = dataclasses.replace(config, estimator=name, estimator_args=params)
+    try:
+        out = trainer.train(config, resume=args.resume)
+    except Exception as exc:
+        if not _disk_full(exc):
+            raise
+        where = getattr(exc, "filename", None) or args.out
+        if (Path(args.out) / trainer.CHECKPOINT).is_file():
+            then = f"the last checkpoint in {args.out} is intact: free some space and rerun with --resume"
+        else:
+            then = f"no checkpoint was written yet: free some space and start again (remove {args.out} first)"
+        raise ValueError(f"no space left on the device while writing {where}; {then}") from None
+    console().print(report.summary_table(report.load_run(out)))
+    for path in report.plot_run(out):
+        print(f"wrote {path}")
+    return 0

@@ -1,0 +1,151 @@
+"""The testbed's configs: the settings of a training run and of a pretraining, each field with its flag.
+
+:class:`TrainConfig` is everything an RL run depends on and :class:`PretrainConfig` everything a
+base policy's pretraining does; each field is declared with :func:`fade.options.option`, so its
+help and default are those of its ``fade train`` / ``fade pretrain`` flag (the fields' order is
+the help's). This module imports the standard library and the core only, so the command line
+can describe the flags without the testbed extra.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from fade.options import option
+from fade.specs import parse_params
+
+from .datasets import VERIFIERS
+from .tasks import TASKS
+
+__all__ = ["DATA_FORMAT", "LOSS_AGGREGATIONS", "OPTIMIZERS", "PretrainConfig", "TrainConfig"]
+
+#: The optimizers ``TrainConfig.optimizer`` names: AdamW (with the adam_* settings), or plain SGD
+#: (no momentum, no dampening, weight decay only if asked), the gradient step first-order theory
+#: such as the entropy formula of docs/method.md, section 4, is about.
+OPTIMIZERS = ("adamw", "sgd")
+#: The loss aggregations ``TrainConfig.loss_agg`` names.
+LOSS_AGGREGATIONS = ("token-mean", "seq-mean")
+
+#: What a ``--data`` file holds (docs/verifiers.md has the code verifier's test formats).
+DATA_FORMAT = (
+    "one JSON object a line: 'prompt' and 'answer' (strings), optionally 'id', 'difficulty' (a positive integer "
+    "bucket, 1 when absent) and 'split' ('train' or 'test'; without it 20% of the prompts go to test, by a hash "
+    "of the prompt); with --verifier code a line may hold its tests in place of 'answer' (docs/verifiers.md)"
+)
+
+
+def _estimator_args(text: str) -> dict[str, Any]:
+    return parse_params(text, where=f"--estimator-args {text}")
+
+
+@dataclass(kw_only=True)
+class TrainConfig:
+    """Everything a run depends on; saved as ``run.json`` next to the metrics."""
+
+    task: str = option("arithmetic", "the built-in task", choices=TASKS)
+    estimator: str = option("fade", "a registered estimator, with parameters if wanted (power:alpha=3)", metavar="SPEC")
+    estimator_args: dict[str, Any] = option(
+        default_factory=dict, help="more estimator parameters, merged with the spec's (default: none)",
+        metavar="K=V[,K=V...]", parse=_estimator_args)
+    steps: int = option(400, "training steps; with --resume, more extends the run", metavar="N")
+    seed: int = option(0, "seeds every random draw of the run")
+    out: str = option(help="the run's folder", metavar="DIR")
+    eval_every: int = option(100, "evaluate every N steps; 0: never", metavar="N")
+    eval_prompts: int = option(200, "held-out prompts per evaluation", metavar="N")
+    eval_samples: int = option(64, "samples per held-out prompt (the n of pass@k)", metavar="N")
+    model: str | None = option(None, "a local transformers causal LM (default: the task's shipped base policy)",
+                               metavar="DIR")
+    data: str | None = option(None, f"your problems in place of --task: {DATA_FORMAT} (default: none, the built-in task)",
+                              metavar="FILE.jsonl")
+    verifier: str | None = option(
+        None, f"how --data answers are checked: {', '.join(VERIFIERS)} (math needs the 'math' extra) "
+              "(default: none; required with --data)", choices=VERIFIERS, metavar="NAME")
+    max_new_tokens: int | None = option(
+        None, "completion length cap (default: the task's longest answer; 4x it, at least 16, with --model)", metavar="N")
+    device: str = option("auto", "auto, cpu, cuda or cuda:N")
+    prompts_per_step: int = option(32, "prompts drawn per step", metavar="N")
+    group_size: int = option(8, "completions sampled per prompt", metavar="G")
+    temperature: float = option(1.0, "sampling temperature of the rollouts", metavar="T")
+    optimizer: str = option("adamw", "adamw, or sgd: plain gradient steps (no momentum), as first-order theory assumes "
+                                     "(--grad-clip still clips; the --adam-* flags apply to adamw only)", choices=OPTIMIZERS)
+    lr: float = option(1e-4, "learning rate")
+    weight_decay: float = option(0.0, "weight decay (AdamW's decoupled decay; an L2 term for sgd)", metavar="WD")
+    adam_beta1: float = option(0.9, "AdamW beta1", metavar="B1")
+    adam_beta2: float = option(0.99, "AdamW beta2", metavar="B2")
+    adam_eps: float = option(1e-8, "AdamW epsilon", metavar="EPS")
+    grad_clip: float = option(1.0, "gradient norm clip", metavar="NORM")
+    epochs: int = option(1, "passes over each batch", metavar="N")
+    minibatches: int = option(1, "optimizer steps per pass", metavar="N")
+    clip_eps: float = option(0.2, "PPO ratio clip", metavar="EPS")
+    loss_agg: str = option("token-mean", "how token losses are averaged", choices=LOSS_AGGREGATIONS)
+    kl_coef: float = option(0.0, "weight of KL to the base policy", metavar="C")
+    checkpoint_every: int = option(50, "checkpoint every N steps (and at the last)", metavar="N")
+    progress: bool = option(True, "no progress bar")
+
+    def validate(self) -> None:
+        positive = ("steps", "prompts_per_step", "group_size", "epochs", "minibatches", "eval_samples", "checkpoint_every")
+        for key in positive:
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{key} must be a positive integer, got {value!r}")
+        if self.max_new_tokens is not None and (
+            isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1
+        ):
+            raise ValueError(f"max_new_tokens must be a positive integer (or None for the task's default), got {self.max_new_tokens!r}")
+        for key in ("eval_every", "eval_prompts"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{key} must be an integer >= 0 (0 turns evaluation off), got {value!r}")
+        for key, low in (("lr", 0.0), ("temperature", 0.0), ("clip_eps", 0.0), ("grad_clip", 0.0)):
+            value = getattr(self, key)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > low):
+                raise ValueError(f"{key} must be a finite number > {low}, got {value!r}")
+        for key in ("adam_beta1", "adam_beta2"):
+            value = getattr(self, key)
+            if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value < 1.0):
+                raise ValueError(f"{key} must be a number in [0, 1), got {value!r}")
+        for key in ("weight_decay", "kl_coef", "adam_eps"):
+            value = getattr(self, key)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"{key} must be a finite number >= 0, got {value!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(map(repr, OPTIMIZERS))}, got {self.optimizer!r}")
+        if self.loss_agg not in LOSS_AGGREGATIONS:
+            raise ValueError(f"loss_agg must be 'token-mean' or 'seq-mean', got {self.loss_agg!r}")
+        rows = self.prompts_per_step * self.group_size
+        if self.minibatches > rows:
+            raise ValueError(f"minibatches ({self.minibatches}) cannot exceed the rollouts per step ({rows})")
+        if self.data is not None and self.verifier is None:
+            raise ValueError("--data needs --verifier NAME (how to score a completion against the answer)")
+        if self.data is None and self.verifier is not None:
+            raise ValueError(f"--verifier {self.verifier} scores --data files only; the built-in task {self.task!r} "
+                             "has its own verifier: drop --verifier or give --data")
+
+
+@dataclass
+class PretrainConfig:
+    """Everything a pretraining depends on. The model's shape, the optimizer's schedule and the
+    validation and test sets are set in code, not on the command line (``cli=False``)."""
+
+    task: str = option(help="the built-in task", choices=TASKS)
+    out: str = option(help="the policy's folder; replaced when done", metavar="DIR")
+    seed: int = option(0, "seeds the initial weights and the training problems")
+    max_steps: int = option(2000, "stop here if the target is never reached", metavar="N")
+    batch_size: int = option(256, cli=False)
+    lr: float = option(1e-3, cli=False)
+    warmup: int = option(20, cli=False)
+    hidden_size: int = option(128, cli=False)
+    num_layers: int = option(4, cli=False)
+    num_heads: int = option(4, cli=False)
+    intermediate_size: int = option(512, cli=False)
+    max_positions: int = option(64, cli=False)
+    eval_every: int = option(50, cli=False)
+    target_pass1: float = option(0.3, "stop once validation pass@1 reaches this", metavar="P")
+    val_prompts: int = option(200, cli=False)
+    val_samples: int = option(16, cli=False)
+    test_prompts: int = option(200, cli=False)
+    test_samples: int = option(64, cli=False)
+    device: str = option("auto", "auto, cpu or cuda")
+    progress: bool = option(True, "no progress bar")

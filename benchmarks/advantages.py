@@ -316,11 +316,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--estimators", default=None, help="comma-separated names (default: all registered)")
     ap.add_argument("--loop-max", type=float, default=1e6, help="largest N for the verl loop (default 1e6)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--smoke", action="store_true", help="N = 10^3 only: checks that the script runs (CI), measures nothing")
     args = ap.parse_args(argv)
 
     t_start = time.perf_counter()
     torch.set_num_threads(args.threads)
-    sizes = args.sizes or ([10**3, 10**4, 10**5] if args.quick else [10**3, 10**4, 10**5, 10**6, 10**7])
+    sizes = args.sizes or ([10**3] if args.smoke else [10**3, 10**4, 10**5] if args.quick else
+                           [10**3, 10**4, 10**5, 10**6, 10**7])
     loop_max = int(args.loop_max)
     names = fade.available()
     if args.estimators:

@@ -7,11 +7,15 @@ setting to docs/engines/parity.json and the tables of docs/engines/parity.md. Th
 cell to the engines' own tolerance (rtol 1e-5, atol 1e-6) except the one documented difference,
 so the tables cannot show a number the tests did not accept. Needs the verl and trl extras.
 
-    python benchmarks/engine_parity.py
+    python benchmarks/engine_parity.py [--smoke]
+
+``--smoke`` runs one side-by-side test per engine and writes the tables to a temporary folder
+instead: it checks that the script runs (CI), and leaves docs/engines as it is.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -46,9 +50,19 @@ VERL_COLUMNS = [
 ]
 
 
-def run_tests(path: Path) -> None:
-    env = {**os.environ, "FADE_PARITY_JSON": str(path)}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", *TESTS]
+#: One quick side-by-side test per engine, for --smoke.
+SMOKE_TESTS = [
+    "tests/test_verl_contract.py::test_outcome_rewards",
+    "tests/test_trl.py::test_fade_grpo_gives_grpotrainers_advantages_for_every_scale_and_aggregation",
+]
+
+
+def run_tests(path: Path, tests: list[str]) -> None:
+    # A fresh pytest, even when this script runs inside one (an xdist worker's variables would make
+    # the records go to a per-worker file).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["FADE_PARITY_JSON"] = str(path)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", *tests]
     done = subprocess.run(cmd, cwd=REPO, env=env)
     if done.returncode != 0:
         sys.exit(f"the side-by-side tests failed (exit {done.returncode}): no table is written")
@@ -146,15 +160,20 @@ def render(cells: list[dict]) -> str:
     ])
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--smoke", action="store_true",
+                    help="one test per engine, tables to a temporary folder: checks that the script runs (CI)")
+    args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "parity.json"
-        run_tests(path)
+        run_tests(path, SMOKE_TESTS if args.smoke else TESTS)
         cells = gather(json.loads(path.read_text()))
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "parity.json").write_text(json.dumps(cells, indent=1) + "\n")
-    (OUT / "parity.md").write_text(render(cells))
-    print(f"wrote {OUT / 'parity.json'} and {OUT / 'parity.md'} ({len(cells)} cells)")
+        out = Path(tmp) / "tables" if args.smoke else OUT
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "parity.json").write_text(json.dumps(cells, indent=1) + "\n")
+        (out / "parity.md").write_text(render(cells))
+        print(f"wrote {out / 'parity.json'} and {out / 'parity.md'} ({len(cells)} cells)")
 
 
 if __name__ == "__main__":

@@ -126,7 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--problems", type=int, default=64)
     parser.add_argument("--workers", default="1,2", help="comma-separated worker counts (default: 1,2)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per row; the best is kept (default: 3)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="4 problems, 1 worker, 1 run: checks that the script runs (CI), measures nothing")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.problems, args.workers, args.repeat = 4, "1", 1
     problems = make_problems(args.problems)
     programs = [humaneval_program(body, p) for p, body in problems]
     print(f"{args.problems} HumanEval-style programs (all passing), {platform.python_version()}, "

@@ -3,7 +3,7 @@ step the advantage computation takes, for grpo and fade on the shipped arithmeti
 and TRL's GRPOTrainer (plain, and as fade's FadeGRPOTrainer) on the same model, task, batch and
 group size in the same run, with the ratio of step times.
 
-    python benchmarks/trainer.py [--steps 30] [--threads 2] [--estimators grpo,fade] [--no-trl]
+    python benchmarks/trainer.py [--steps 30] [--threads 2] [--estimators grpo,fade] [--no-trl] [--smoke]
 
 The target is an advantage cost under 1% of a step (FADE included), and a step no slower than
 TRL's. Each estimator runs the same seeded steps in a fresh output folder; the first two steps
@@ -77,6 +77,9 @@ def run_trl(advantage: str | None, steps: int, prompts: int, group: int, seed: i
             gradient_accumulation_steps=1, max_completion_length=task.max_answer_chars + 1, max_steps=steps,
             learning_rate=1e-4, temperature=1.0, beta=0.0, bf16=False, use_cpu=True, report_to="none",
             save_strategy="no", gradient_checkpointing=False, logging_steps=1, seed=seed, disable_tqdm=True,
+            # TRL's default "group" is GRPO's std scale: fade's grpo reads it, every other estimator
+            # sets its own scale and is refused unless it is "none".
+            scale_rewards="group" if advantage in (None, "grpo", "grpo_passk") else "none",
         )
         common = dict(model=model, reward_funcs=[reward_function(task, problems)], args=config,
                       train_dataset=prompt_dataset(problems, tokenizer.bos_token), processing_class=tokenizer,
@@ -100,7 +103,11 @@ def main() -> None:
     ap.add_argument("--estimators", default="grpo,fade")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-trl", action="store_true", help="skip TRL's GRPOTrainer")
+    ap.add_argument("--smoke", action="store_true",
+                    help="3 steps of 2 prompts x G=2: checks that the script runs (CI), measures nothing")
     args = ap.parse_args()
+    if args.smoke:
+        args.steps, args.prompts, args.group_size = 3, 2, 2
     if not (base_model_dir("arithmetic") / "config.json").is_file():
         raise SystemExit("no shipped arithmetic base policy: run `make base` first")
     torch.set_num_threads(args.threads)

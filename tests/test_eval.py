@@ -297,3 +297,113 @@ def test_a_second_run_on_the_same_folder_is_refused(capsys, tmp_path):
     # Released (as the kernel releases it when a run is killed): the next run goes ahead.
     assert _eval(capsys, samples, "--verifier", "code", "--out", out, *CODE_FLAGS)[0] == 0
     assert len(_scores(out)) == 1
+
+
+# -- files fade eval did not write, and settings it cannot honour ---------------------------------
+
+ONE = [{"id": 1, "completion": "print(1)", "tests": [{"input": "", "output": "1"}]}]
+FOREIGN = "".join(json.dumps({"id": i, "text": f"another tool's line {i}"}) + "\n" for i in range(5))
+
+
+def test_a_foreign_or_damaged_scores_file_is_refused_and_left_as_it_was(capsys, tmp_path):
+    samples = _write(tmp_path / "s.jsonl", ONE)
+    out = tmp_path / "out"
+    assert _eval(capsys, samples, "--verifier", "code", "--out", out, *CODE_FLAGS)[0] == 0
+    good = (out / "scores.jsonl").read_text()
+    for content, needles in [
+        (FOREIGN, ["scores.jsonl:1", "not a fade eval score line"]),
+        (good + FOREIGN, ["scores.jsonl:2", "problem_id None"]),
+        (good.replace('"score": 1.0', '"score": "1"'), ["scores.jsonl:1", "score '1'"]),
+        (good.replace('"score": 1.0', '"score": null'), ["scores.jsonl:1", "score None"]),
+        (good.replace('"reason": "correct", ', ""), ["scores.jsonl:1", "reason None"]),
+        (good + "garbage without a newline", ["scores.jsonl:2", "unterminated"]),
+    ]:
+        (out / "scores.jsonl").write_text(content)
+        _assert_error(capsys, [samples, "--verifier", "code", "--out", out, *CODE_FLAGS], *needles)
+        assert (out / "scores.jsonl").read_text() == content  # not truncated, not appended to
+    # Another tool's file in a folder fade eval never wrote: no run.json, so nothing is assumed.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "scores.jsonl").write_text(FOREIGN)
+    _assert_error(capsys, [samples, "--verifier", "code", "--out", other, *CODE_FLAGS], "scores.jsonl", "no run.json")
+    assert (other / "scores.jsonl").read_text() == FOREIGN and not (other / "run.json").exists()
+
+
+@pytest.mark.parametrize("name", ["scores.jsonl", ".lock", "run.json"])
+def test_links_in_the_output_folder_are_never_followed(capsys, tmp_path, name):
+    samples = _write(tmp_path / "s.jsonl", ONE)
+    out = tmp_path / "out"
+    assert _eval(capsys, samples, "--verifier", "code", "--out", out, "--limit", "0", *CODE_FLAGS)[0] == 0
+    target = tmp_path / "precious.txt"
+    target.write_text((out / name).read_text() if name == "run.json" else "keep me\n")
+    before = target.read_text()
+    (out / name).unlink(missing_ok=True)
+    (out / name).symlink_to(target)
+    _assert_error(capsys, [samples, "--verifier", "code", "--out", out, *CODE_FLAGS], name, "symbolic link")
+    assert target.read_text() == before
+    (out / name).unlink()
+    os.link(target, out / name)  # a hard link: writing through it would change the other name too
+    _assert_error(capsys, [samples, "--verifier", "code", "--out", out, *CODE_FLAGS], name, "hard link")
+    assert target.read_text() == before
+
+
+def test_a_foreign_lock_file_is_refused_and_left_as_it_was(capsys, tmp_path):
+    samples = _write(tmp_path / "s.jsonl", ONE)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".lock").write_text("my notes\n")
+    _assert_error(capsys, [samples, "--verifier", "code", "--out", out, *CODE_FLAGS], ".lock", "not the process id")
+    assert (out / ".lock").read_text() == "my notes\n"
+
+
+def test_a_deleted_run_json_does_not_disable_the_settings_check(capsys, tmp_path):
+    samples = _write(tmp_path / "s.jsonl", [{"id": 1, "completion": "We get \\boxed{3} or so", "answer": "3"}])
+    out = tmp_path / "out"
+    assert _eval(capsys, samples, "--verifier", "math", "--out", out, "--answer-mode", "any")[0] == 0
+    (out / "run.json").unlink()
+    _assert_error(capsys, [samples, "--verifier", "math", "--out", out, "--answer-mode", "final"], "no run.json")
+    (out / "run.json").write_text("{not json")
+    _assert_error(capsys, [samples, "--verifier", "math", "--out", out, "--answer-mode", "final"],
+                  "run.json", "not a fade eval run file")
+
+
+@pytest.mark.parametrize("flags, needles", [
+    (["--verifier", "math", "--timeout", "1e12"], ["timeout must be", "86400", "1000000000000.0"]),
+    (["--verifier", "math", "--timeout", "inf"], ["timeout must be", "inf"]),
+    (["--verifier", "code", "--time-limit", "1e12"], ["time_seconds must be at most 86400", "1000000000000.0"]),
+    (["--verifier", "code", "--memory-mb", str(2 ** 60)], ["memory_mb must be at most"]),
+    (["--verifier", "code", "--float-tolerance", "nan"], ["float_tolerance"]),
+])
+def test_settings_are_refused_before_anything_is_written(capsys, tmp_path, flags, needles):
+    samples = _write(tmp_path / "s.jsonl", [{**ONE[0], "answer": "1"}])
+    out = tmp_path / "out"
+    _assert_error(capsys, [samples, *flags, "--out", out], *needles)
+    assert not out.exists()
+
+
+def test_a_truncated_gzip_samples_file_is_a_one_line_error(capsys, tmp_path):
+    import gzip
+
+    data = gzip.compress("".join(json.dumps({**ONE[0], "id": i}) + "\n" for i in range(200)).encode())
+    cut = tmp_path / "s.jsonl.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    _assert_error(capsys, [cut, "--verifier", "code", "--out", tmp_path / "out", *CODE_FLAGS], "s.jsonl.gz",
+                  "cut off or damaged")
+    cut.write_bytes(b"\x1f\x8b" + b"\x00" * 40)
+    _assert_error(capsys, [cut, "--verifier", "code", "--out", tmp_path / "out", *CODE_FLAGS], "s.jsonl.gz",
+                  "cut off or damaged")
+
+
+def test_a_compare_report_that_cannot_be_drawn_is_refused_before_scoring(capsys, tmp_path):
+    samples = _write(tmp_path / "s.jsonl", ONE)
+    earlier = tmp_path / "earlier"
+    assert _eval(capsys, samples, "--verifier", "code", "--out", earlier, "--k", "1", *CODE_FLAGS)[0] == 0
+    report = _report(earlier)
+    for broken, needle in [({k: v for k, v in report.items() if k != "pass@k"}, "pass@k"),
+                           ({**report, "pass@k": {"pass@one": 1.0}}, "pass@k"),
+                           ({**report, "curve": {"k": [1, 2], "pass@k": [1.0]}}, "curve")]:
+        (earlier / "report.json").write_text(json.dumps(broken))
+        out = tmp_path / "out"
+        _assert_error(capsys, [samples, "--verifier", "code", "--out", out, "--compare", earlier, *CODE_FLAGS],
+                      "not a fade eval report", needle)
+        assert not out.exists()

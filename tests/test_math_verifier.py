@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -143,6 +144,40 @@ def test_verl_reward_signature(monkeypatch, verifier):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.compute_score("aime", "\\boxed{7}", "7")["reason"] == "correct"
+
+
+@pytest.mark.parametrize("source", ["gsm8k_decoded", "unicode_math", "openai/gsm8k", "math", "aime2024", "mycodes"])
+def test_verl_math_sources_whose_names_contain_code_are_scored_as_math(monkeypatch, verifier, source):
+    # Any data_source containing "code" went to the code verifier: bad_reference, 0, for a right answer.
+    monkeypatch.setattr(rewards, "default_math_verifier", lambda: verifier)
+    assert rewards.compute_score(source, "so \\boxed{7}", "7") == {"score": 1.0, "acc": 1.0, "reason": "correct"}
+
+
+def test_verl_data_sources_are_routed_as_verls_own_default_reward_routes_them(monkeypatch):
+    # verl's default_compute_score, with each of its scorers replaced by one that says its kind,
+    # next to fade's rule on the same data_source values (verl's own and common hub names).
+    pytest.importorskip("verl")
+    import types
+
+    import verl.utils.reward_score as verl_scores
+
+    kinds = {"prime_code": "code", "sandbox_fusion": "code", "gsm8k": "math", "math_reward": "math",
+             "math_dapo": "math", "prime_math": "math", "geo3k": "math", "search_r1_like_qa_em": "other"}
+    for name, kind in kinds.items():
+        stub = types.SimpleNamespace(compute_score=lambda *args, kind=kind, **kwargs: {"kind": kind})
+        monkeypatch.setattr(verl_scores, name, stub, raising=False)
+    theirs_sources = ["openai/gsm8k", "lighteval/MATH", "DigitalLearningGmbH/MATH-lighteval", "HuggingFaceH4/MATH-500",
+                      "math_dapo", "math", "math_dapo_reasoning", "aime2024", "aime", "numina_aops_forum",
+                      "numina_synthetic_math", "numina_amc_aime", "numina_cn_k12", "numina_olympiads", "hiyouga/geometry3k",
+                      "codecontests", "apps", "codeforces", "taco"]
+    for source in theirs_sources:
+        theirs = verl_scores.default_compute_score(source, "x", "1")["kind"]
+        assert ("code" if rewards.names_code_dataset(source) else "math") == theirs, source
+    for source in ["likaixin/TACO-verified", "deepmind/code_contests", "codeparrot/apps", "openai_humaneval",
+                   "livecodebench/code_generation_lite", "evalplus/mbppplus", "open-r1/codeforces", "leetcode-hard"]:
+        assert rewards.names_code_dataset(source), source
+    for source in ["gsm8k_decoded", "unicode_math", "barcode_math", "encoded_aime", "numina_olympiads"]:
+        assert not rewards.names_code_dataset(source), source
 
 
 def test_testbed_file_task_scores_with_math_verify(tmp_path):
@@ -349,3 +384,90 @@ def test_fade_eval_takes_the_math_settings(capsys, tmp_path):
     code = main(["eval", str(samples), "--verifier", "math", "--out", str(tmp_path / "x"), "--no-progress",
                  "--final-answer-pattern", "ANSWER:"])
     assert code == 2 and "--answer-mode final only" in capsys.readouterr().err
+
+
+# -- the answer's span: linear, under the timeout, the documented rule ----------------------------
+
+
+def _line_events(call) -> int:
+    """How many Python lines ``call()`` runs (deterministic, unlike its time)."""
+    import sys
+
+    count = 0
+
+    def tracer(frame, event, arg):
+        nonlocal count
+        if event == "line":
+            count += 1
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        call()
+    finally:
+        sys.settrace(None)
+    return count
+
+
+@pytest.fixture(scope="module")
+def final_verifiers():
+    with MathVerifier(timeout=5.0, workers=1, answer_mode="final") as final, \
+            MathVerifier(timeout=5.0, workers=1, answer_mode="boxed") as boxed:
+        yield {"final": final, "boxed": boxed}
+
+
+@pytest.mark.parametrize("unit", ["\\boxed{", "\\fbox{", "\\boxed{x} and ", "{\\boxed{", "\\boxed{}}"])
+def test_the_box_span_search_is_linear(unit):
+    # The issue's inputs ("\\boxed{" x 2857, "\\fbox{" x 3333) took seconds, quadratic in the
+    # length; the work per character must not grow with the length.
+    from fade.verifiers.math_answer import final_answer_span
+
+    small, large = (_line_events(lambda n=n: final_answer_span(unit * n, "final")) for n in (500, 4000))
+    assert large <= 8 * small * 1.5, (small, large)  # 8x the text: linear is about 8x, quadratic 64x
+
+
+def test_the_span_search_runs_in_the_worker_under_the_timeout(monkeypatch):
+    # The caller only hands the completion over: nothing about the answer is searched before the
+    # worker's timer runs, so the timeout bounds the whole check.
+    from fade.verifiers import math_answer
+
+    def not_here(*args, **kwargs):
+        raise AssertionError("the answer span was searched in the caller")
+
+    monkeypatch.setattr(math_answer, "final_answer_span", not_here)
+    with MathVerifier(timeout=1.0, workers=1, answer_mode="final") as v:
+        assert v.score("\\boxed{" * 2857, "7").reason == "no_answer"
+        assert v.score("\\fbox{" * 3333, "7").reason == "no_answer"
+        assert v.score("so \\boxed{7}", "7").reason == "correct"
+
+
+@pytest.mark.parametrize("completion, gold, reason", [
+    # A box in an earlier math environment is an answer of its own: the last closed box counts.
+    ("We get $x = \\boxed{5}$ for the first part. Then, adding 7, the final answer is $\\boxed{12}$.", "12", "correct"),
+    ("$\\boxed{3}$, and after a second look: $\\boxed{7}$", "7", "correct"),
+    # \fbox is a box.
+    ("$\\fbox{9}$", "9", "correct"),
+    ("\\fbox{9}", "9", "correct"),
+    # Hedges stay one answer, in one environment or joined across them.
+    ("$\\boxed{3}$ or $\\boxed{7}$", "7", "wrong"),
+    ("$\\boxed{3}$ $\\boxed{7}$", "7", "wrong"),
+    ("\\[\\boxed{3}\\] or \\[\\boxed{7}\\]", "3, 7", "correct"),
+    ("\\fbox{3} or \\boxed{7}", "7", "wrong"),
+    ("We get x = \\boxed{5} for the first part. Then, adding 7, the final answer is \\boxed{12}.", "12", "wrong"),
+])
+def test_the_final_modes_take_the_last_closed_box_as_documented(final_verifiers, completion, gold, reason):
+    for mode, v in final_verifiers.items():
+        assert v.score(completion, gold).reason == reason, mode
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"timeout": math.inf}, r"timeout must be .* at most 86400, got inf"),
+    ({"timeout": 1e12}, r"timeout must be .* at most 86400, got 1000000000000.0"),
+    ({"memory_mb": 2 ** 60}, r"memory_mb must be an integer >= 64 and at most \d+, got 1152921504606846976"),
+])
+def test_settings_no_worker_can_honour_are_refused_at_construction(bad, match):
+    with pytest.raises(ValueError, match=match):
+        MathVerifier(**bad)
+    if "timeout" in bad:  # verl's reward_kwargs.timeout reaches the same check, before anything is scored
+        with pytest.raises(ValueError, match=match):
+            rewards.compute_score("math", "\\boxed{7}", "7", timeout=bad["timeout"])

@@ -385,6 +385,58 @@ def test_verl_compute_score_runs_code(monkeypatch):
     assert rewards.compute_code_score("x", "print(3)", truth, extra_info={})["score"] == 1.0
 
 
+# -- limits the sandbox can set --------------------------------------------------------------------
+
+
+def _hard(name: str) -> int | None:
+    import resource
+
+    hard = resource.getrlimit(getattr(resource, name))[1]
+    return None if hard == resource.RLIM_INFINITY else hard
+
+
+@pytest.mark.parametrize("fields, match", [
+    ({"time_seconds": 1e12}, r"limit time_seconds must be at most 86400, .* got 1000000000000.0"),
+    ({"memory_mb": 2 ** 60}, r"limit memory_mb must be at most \d+, .* got 1152921504606846976"),
+    ({"disk_mb": 2 ** 60}, r"limit disk_mb must be at most \d+, .* got 1152921504606846976"),
+    pytest.param({"processes": 10 ** 9}, r"limit processes must be at most \d+: this process's hard RLIMIT_NPROC",
+                 marks=pytest.mark.skipif(_hard("RLIMIT_NPROC") is None or _hard("RLIMIT_NPROC") >= 10 ** 9,
+                                          reason="no hard process limit below 10**9 here")),
+])
+def test_limits_the_sandbox_cannot_set_are_refused_at_construction(fields, match):
+    # Accepted before, then a crash inside the sandbox (leaving its folder) or "the code sandbox did
+    # not start twice", blaming the machine.
+    with pytest.raises(ValueError, match=match):
+        Limits(**fields)
+    with pytest.raises(ValueError, match=match):
+        CodeVerifier(limits=fields)
+
+
+def test_the_largest_limits_accepted_are_honoured():
+    hard = _hard("RLIMIT_NPROC")
+    limits = Limits(time_seconds=86_400, memory_mb=1 << 20, processes=min(hard or 4096, 4096), disk_mb=1 << 20)
+    with SandboxRun("print(1)", [{"stdin": ""}], limits=limits) as run:
+        records = list(run)
+    assert run.failure is None and records[0]["stdout"] == "1\n" and "setup_error" not in records[0]
+
+
+def test_a_run_that_fails_to_start_leaves_no_folder(monkeypatch):
+    from fade.verifiers import sandbox
+
+    roots = []
+
+    def broken(root):
+        roots.append(root)
+        raise RuntimeError("no supervisor today")
+
+    monkeypatch.setattr(sandbox, "_USE_ZYGOTE", True)
+    monkeypatch.setattr(sandbox, "_spawn_supervisor", broken)
+    with pytest.raises(RuntimeError, match="no supervisor today"):
+        with SandboxRun("print(1)", [{"stdin": ""}], limits=LIMITS):
+            pass
+    assert len(roots) == 1 and Path(roots[0]).name.startswith("fade-sandbox-") and not os.path.exists(roots[0])
+
+
 # -- the supervisor's options and files ----------------------------------------------------------
 
 

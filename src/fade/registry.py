@@ -43,7 +43,8 @@ RewardKind = str  # "any" | "unit" (each in [0, 1]) | "binary" (each 0 or 1)
 #: "binary": FADE, maxrl, power, passk, ...): how a real-valued reward (a reward model's score,
 #: partial credit) becomes one, chosen at construction. ``success_threshold=t``: a reward >= t is a
 #: success (1), anything else a failure (0). ``reward_min=lo, reward_max=hi``: rewards are clipped to
-#: [lo, hi] and mapped linearly onto [0, 1] (binary estimators refuse it: it does not make 0 or 1).
+#: [lo, hi] and mapped linearly onto [0, 1], in float64 so that hi maps to exactly 1 in every dtype
+#: (binary estimators refuse it: it does not make 0 or 1; hi - lo must be a finite float64).
 #: With none set, the rewards must already be in [0, 1] (0 or 1 for binary estimators).
 SUCCESS_OPTIONS: dict[str, None] = {"success_threshold": None, "reward_min": None, "reward_max": None}
 
@@ -271,7 +272,12 @@ class Estimator:
         if t is not None:
             return (rewards >= t).to(rewards.dtype)
         if lo is not None:
-            return (rewards.clamp(lo, hi) - lo) / (hi - lo)
+            # In float64, whatever the rewards' dtype: there x <= hi gives x - lo <= hi - lo (rounding
+            # is monotone), so a reward at the top of the range maps to 1 exactly and none above it,
+            # where float32 arithmetic can round (hi - lo) / (hi - lo) to 1.0000001. Values in [0, 1]
+            # stay in [0, 1] when cast back.
+            x = rewards.to(torch.float64).clamp(lo, hi)
+            return ((x - lo) / (hi - lo)).to(rewards.dtype)
         return rewards
 
     @property
@@ -339,13 +345,21 @@ def _check_output(name: str, adv: torch.Tensor, r: torch.Tensor) -> None:
         )
 
 
+def _finite(value: int | float) -> bool:
+    """Whether ``value`` is a finite float64 (an int too large for one is not)."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
 def _check_success_options(s: EstimatorSpec, params: dict[str, Any]) -> None:
     """The success options of ``params`` make sense together and for the estimator."""
     for key in SUCCESS_OPTIONS:
         value = params[key]
         if isinstance(value, np.generic) and value.dtype.kind in "iuf":
             value = params[key] = value.item()
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value)):
             raise ValueError(f"{key} must be a finite number or None, got {value!r}")
     t, lo, hi = (params[k] for k in SUCCESS_OPTIONS)
     if (lo is None) != (hi is None):
@@ -353,6 +367,9 @@ def _check_success_options(s: EstimatorSpec, params: dict[str, Any]) -> None:
                          f"reward_min={lo!r}, reward_max={hi!r}")
     if lo is not None and not lo < hi:
         raise ValueError(f"reward_min must be below reward_max, got reward_min={lo!r}, reward_max={hi!r}")
+    if lo is not None and not math.isfinite(float(hi) - float(lo)):
+        raise ValueError(f"reward_max - reward_min must be a finite float64 (the width of the range mapped onto "
+                         f"[0, 1]), got reward_min={lo!r}, reward_max={hi!r}, whose difference overflows")
     if t is not None and lo is not None:
         raise ValueError(f"estimator {s.name!r}: give success_threshold or reward_min/reward_max, not both")
     if lo is not None and s.rewards == "binary":

@@ -15,14 +15,20 @@ Output, in the output folder:
 
 - ``scores.jsonl``: one line per scored sample (problem_id, sample, completion_sha,
   reference_sha, score, reason, canonical, details), appended and flushed as each finishes. A
-  rerun reads it and scores only what is missing; a line torn by a kill is dropped and scored
-  again. A score is reused only for the same completion against the same reference: a line
+  rerun reads it and scores only what is missing; a last line torn by a kill is dropped and
+  scored again, and any other line that is not a score line (another tool's file, a damaged one)
+  is an error naming it, with the file left as it was. A score is reused only for the same completion against the same reference: a line
   whose completion_sha or reference_sha (the hash of the problem's gold answer or tests, from
   the samples file and ``--problems`` together) differs from the sample's is an error naming
   what changed, as is a line for a sample the file no longer has.
 - ``.lock``: held while a run writes the folder; a second run on the same folder is refused.
 - ``run.json``: the settings results depend on (verifier, timeout or limits, tolerance); a rerun
-  with other settings is refused rather than mixing scores.
+  with other settings is refused rather than mixing scores, and so is a folder with scores or a
+  report but no run.json (deleted: the settings are unknown) or a damaged one.
+
+fade eval writes only to files it made: a scores.jsonl, run.json or .lock that is a symbolic
+link, a hard link or not a regular file is refused, never truncated, appended to or followed.
+Every setting is checked before anything is read or written.
 - ``report.json``, ``problems.jsonl`` and ``passk.png``, written once every sample is scored.
 
 pass@k is the unbiased estimator (:func:`fade.pass_at_k`) averaged over problems. A problem with
@@ -39,6 +45,8 @@ import hashlib
 import json
 import math
 import os
+import stat
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -54,7 +62,7 @@ from fade.progress import step_bar
 
 from .code_exec import CodeVerifier
 from .judges import JUDGES, judge_for
-from .math_answer import MathVerifier
+from .math_answer import MathVerifier, math_backend
 from .result import VerifierResult
 from .sandbox import Limits
 from .testcases import CHECK_FIELDS, TEST_FIELDS, parse_tests
@@ -140,7 +148,7 @@ def _read_jsonl(path: str | Path, what: str) -> Iterator[tuple[int, dict]]:
     # bytes, so that a bad byte is reported with its line, not by the reader; a .gz file (HumanEval
     # ships HumanEval.jsonl.gz) is read as it ships.
     with (gzip.open(p, "rb") if p.suffix == ".gz" else p.open("rb")) as f:
-        for lineno, raw in enumerate(f, start=1):
+        for lineno, raw in _numbered_lines(f, path):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -159,6 +167,21 @@ def _read_jsonl(path: str | Path, what: str) -> Iterator[tuple[int, dict]]:
             if not isinstance(obj, dict):
                 raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
             yield lineno, obj
+
+
+def _numbered_lines(f: Any, path: str | Path) -> Iterator[tuple[int, bytes]]:
+    """The lines of ``f`` numbered from 1; a .gz stream cut off or damaged is an error naming the file."""
+    lineno = 0
+    while True:
+        try:
+            raw = f.readline()
+        except (EOFError, OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+            raise ValueError(f"{path}: the compressed file is cut off or damaged after line {lineno} ({exc}); "
+                             "expected a complete .gz file") from None
+        if not raw:
+            return
+        lineno += 1
+        yield lineno, raw
 
 
 def _problem_id(obj: dict, where: str) -> Any:
@@ -263,25 +286,76 @@ def read_samples(path: str | Path, verifier: str, problems: str | Path | None = 
 # -- scores.jsonl --------------------------------------------------------------------------------
 
 
+# Every line fade eval writes to scores.jsonl starts so; a torn last line is dropped only if it does.
+_SCORE_LINE_START = b'{"problem_id": '
+
+
+def _own_file(path: Path, what: str) -> bool:
+    """Whether ``path`` exists; refuses anything but a regular file with one name (a symbolic link,
+    a hard link to a file elsewhere, a folder, a pipe): fade eval writes only to files it made."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else (
+            "not a regular file" if not stat.S_ISREG(info.st_mode) else "a hard link to a file elsewhere")
+        raise ValueError(f"{path} is {kind}, not the {what} fade eval writes: it is left alone; "
+                         "choose another --out (or remove it)")
+    return True
+
+
+def _score_record_problem(rec: Any) -> str | None:
+    """What is wrong with ``rec`` as a line of fade eval's scores.jsonl, or None."""
+    if not isinstance(rec, dict):
+        return f"a JSON {type(rec).__name__}, not an object"
+    pid, sample, score = rec.get("problem_id"), rec.get("sample"), rec.get("score")
+    if isinstance(pid, bool) or not isinstance(pid, (str, int)):
+        return f"problem_id {pid!r} is not a string or an integer"
+    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
+        return f"sample {sample!r} is not an integer >= 0"
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
+        return f"score {score!r} is not a number in [0, 1]"
+    if not isinstance(rec.get("reason"), str):
+        return f"reason {rec.get('reason')!r} is not text"
+    if not isinstance(rec.get("canonical"), (str, type(None))):
+        return f"canonical {rec.get('canonical')!r} is not text or null"
+    if not isinstance(rec.get("details", {}), dict):
+        return f"details {rec.get('details')!r} is not an object"
+    return None
+
+
 def _load_scores(path: Path) -> dict[tuple[str, int], dict]:
-    """The scores already written, keyed by (problem, sample); a torn or damaged tail is cut off."""
-    if not path.exists():
+    """The scores already written, keyed by (problem, sample). A last line torn by a kill (no
+    newline, the start of a score line) is cut off; any other line that is not a score line is an
+    error naming it, and nothing is changed: the file is not fade eval's, or it was damaged."""
+    if not _own_file(path, "scores file"):
         return {}
-    data = path.read_bytes()
-    scores: dict[tuple[str, int], dict] = {}
-    good = 0
-    for line in data.splitlines(keepends=True):
-        if not line.endswith(b"\n"):
-            break  # torn by a kill mid-write
-        try:
-            rec = json.loads(line)
-            key = (json.dumps(rec["problem_id"]), int(rec["sample"]))
-        except (ValueError, KeyError, TypeError):
-            break
-        scores[key] = rec
-        good += len(line)
-    if good < len(data):
-        with path.open("r+b") as f:
+    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    with os.fdopen(fd, "r+b") as f:
+        data = f.read()
+        scores: dict[tuple[str, int], dict] = {}
+        good = 0
+        for lineno, line in enumerate(data.splitlines(keepends=True), start=1):
+            if not line.endswith(b"\n"):
+                if not line.startswith(_SCORE_LINE_START):
+                    raise ValueError(f"{path}:{lineno}: not a fade eval score line (unterminated, and not the start of "
+                                     "one a kill tore); this is not fade eval's scores file or it is damaged: "
+                                     "choose another --out")
+                break  # torn by a kill mid-write
+            try:
+                rec = json.loads(line)
+            except (ValueError, RecursionError):
+                rec = None
+                problem = "not valid JSON"
+            else:
+                problem = _score_record_problem(rec)
+            if problem is not None:
+                raise ValueError(f"{path}:{lineno}: not a fade eval score line ({problem}); this is not fade eval's "
+                                 "scores file or it is damaged: choose another --out")
+            scores[(json.dumps(rec["problem_id"]), rec["sample"])] = rec
+            good += len(line)
+        if good < len(data):
             f.truncate(good)
     return scores
 
@@ -292,15 +366,21 @@ def _atomic_write_text(path: Path, text: str) -> None:
 
 
 def _check_settings(out: Path, settings: dict[str, Any]) -> None:
-    """Refuse to add scores made with other settings to a folder's scores."""
+    """Refuse to add scores made with other settings to a folder's scores, and to write into a
+    folder whose run.json (the settings its scores were made with) is damaged or missing."""
     run = out / RUN
-    if not run.exists():
+    if not _own_file(run, "run file"):
+        made = [name for name in (SCORES, REPORT, PROBLEMS) if os.path.lexists(out / name)]
+        if made:  # fade eval writes run.json before anything else
+            raise ValueError(f"{out} holds {', '.join(made)} but no {RUN}, which says what settings they were made "
+                             "with: not a fade eval folder, or its run.json was deleted; choose another --out")
         return
     try:
-        before = json.loads(run.read_text(encoding="utf-8")).get("settings")
-    except (ValueError, AttributeError):
-        before = None
-    if before is not None and before != settings:
+        before = json.loads(run.read_text(encoding="utf-8"))["settings"]
+    except (ValueError, KeyError, TypeError, RecursionError):
+        raise ValueError(f"{run} is not a fade eval run file (expected JSON with its settings); it is left alone: "
+                         "choose another --out") from None
+    if before != settings:
         raise ValueError(
             f"{out} holds scores made with other settings ({json.dumps(before)}); rerun with those, "
             f"or choose another --out (now: {json.dumps(settings)})"
@@ -329,7 +409,9 @@ def _score_missing(todo: list[Sample], refs: dict[str, Any], config: EvalConfig,
     finished = len(done)
     scored = 0
     try:
-        with open(scores_path, "a", encoding="utf-8") as log, step_bar("scoring", total, finished, config.progress, unit="samples") as advance, \
+        # Never through a link: _load_scores has checked the file (or its absence) under the lock.
+        fd = os.open(scores_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "a", encoding="utf-8") as log, step_bar("scoring", total, finished, config.progress, unit="samples") as advance, \
                 ThreadPoolExecutor(max_workers=workers) as pool:
             pending = iter(todo)
             running: dict[Any, Sample] = {}
@@ -428,6 +510,9 @@ def summarize(samples: list[Sample], done: dict[tuple[str, int], dict], order: l
         "reasons": dict(sorted(reasons.items())),
         "curve": {"k": [k for k, _ in curve], "pass@k": [v for _, v in curve]},
     }
+    if config.verifier == "math":
+        # What read the answers (the verdicts are the same under every supported ANTLR runtime).
+        report["math_backend"] = math_backend()
     if config.verifier == "code":
         modes = Counter(r["details"].get("sandbox") for recs in per_problem.values() for r in recs
                         if isinstance(r.get("details"), dict) and r["details"].get("sandbox"))
@@ -447,12 +532,32 @@ def load_report(directory: str | Path) -> dict[str, Any]:
         raise ValueError(f"--compare {directory}: no {REPORT} there (expected the --out folder of a finished fade eval)")
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
-        ok = isinstance(report["curve"]["k"], list) and isinstance(report["curve"]["pass@k"], list)
-    except (ValueError, KeyError, TypeError):
-        ok = False
-    if not ok:
-        raise ValueError(f"{path} is not a fade eval report (expected the keys curve.k and curve.pass@k)")
+        problem = _report_problem(report)
+    except (ValueError, RecursionError) as exc:
+        problem = f"not JSON: {exc}"
+    if problem is not None:
+        raise ValueError(f"{path} is not a fade eval report ({problem}): --compare takes finished fade eval folders")
     return report
+
+
+def _report_problem(report: Any) -> str | None:
+    """What is missing or malformed in ``report`` for drawing it (:func:`draw_passk`), or None."""
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    curve = report.get("curve") if isinstance(report, dict) else None
+    if not isinstance(curve, dict) or not isinstance(curve.get("k"), list) or not isinstance(curve.get("pass@k"), list):
+        return "expected the keys curve.k and curve.pass@k, lists"
+    if len(curve["k"]) != len(curve["pass@k"]) or not all(number(k) and k >= 1 for k in curve["k"]) \
+            or not all(v is None or number(v) for v in curve["pass@k"]):
+        return "curve.k must be numbers >= 1 and curve.pass@k as many numbers or nulls"
+    passk = report.get("pass@k")
+    if not isinstance(passk, dict) or not all(isinstance(k, str) and k.startswith("pass@") and k[5:].isascii() and k[5:].isdigit()
+                                             and (v is None or number(v)) for k, v in passk.items()):
+        return "expected pass@k, an object of pass@K keys and numbers or nulls"
+    if not isinstance(report.get("label", ""), str):
+        return "its label is not text"
+    return None
 
 
 def draw_passk(reports: Sequence[dict[str, Any]], path: str | Path) -> Path:
@@ -508,20 +613,10 @@ def draw_passk(reports: Sequence[dict[str, Any]], path: str | Path) -> Path:
 
 def evaluate(config: EvalConfig) -> EvalOutcome:
     """Score what is missing in ``config.out`` and, once every sample is scored, write the report."""
-    if config.verifier not in VERIFIERS:
-        raise ValueError(f"unknown verifier {config.verifier!r}: expected one of {', '.join(VERIFIERS)}")
-    ks = tuple(config.ks)
-    if not ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in ks):
-        raise ValueError(f"k values must be positive integers, got {list(ks)}")
-    if config.limit is not None and (isinstance(config.limit, bool) or not isinstance(config.limit, int) or config.limit < 0):
-        raise ValueError(f"limit must be a non-negative integer, got {config.limit!r}")
+    ks = _check_config(config)
     compared = [load_report(d) for d in config.compare]
     out = Path(config.out)
     _check_settings(out, config.settings())
-    if isinstance(config.limits, dict):
-        Limits(**config.limits)  # bad limits are refused before anything is read or scored
-    if config.verifier == "code" and config.judge != "auto" and config.judge not in JUDGES:
-        raise ValueError(f"unknown judge {config.judge!r}: expected auto or one of {', '.join(JUDGES)}")
     samples, refs, order = read_samples(config.samples, config.verifier, config.problems, config.judge)
     out.mkdir(parents=True, exist_ok=True)
     with _folder_lock(out):
@@ -529,13 +624,46 @@ def evaluate(config: EvalConfig) -> EvalOutcome:
         return _evaluate_locked(config, out, samples, refs, order, ks, compared)
 
 
+def _check_config(config: EvalConfig) -> tuple[int, ...]:
+    """Refuse every bad setting of ``config`` with one line, before anything is read or written;
+    returns the k values."""
+    if config.verifier not in VERIFIERS:
+        raise ValueError(f"unknown verifier {config.verifier!r}: expected one of {', '.join(VERIFIERS)}")
+    ks = tuple(config.ks)
+    if not ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in ks):
+        raise ValueError(f"k values must be positive integers, got {list(ks)}")
+    if config.limit is not None and (isinstance(config.limit, bool) or not isinstance(config.limit, int) or config.limit < 0):
+        raise ValueError(f"limit must be a non-negative integer, got {config.limit!r}")
+    workers = config.workers
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    if config.verifier == "math":
+        config.math_verifier()  # its timeout and math-verify settings (no worker starts here)
+        return ks
+    if isinstance(config.limits, dict):
+        Limits(**config.limits)
+    if config.judge != "auto" and config.judge not in JUDGES:
+        raise ValueError(f"unknown judge {config.judge!r}: expected auto or one of {', '.join(JUDGES)}")
+    CodeVerifier(limits=config.limits, workers=workers, float_tolerance=config.float_tolerance, judge=config.judge)
+    return ks
+
+
 @contextlib.contextmanager
 def _folder_lock(out: Path) -> Iterator[None]:
     """Hold ``out/.lock`` (an advisory lock the kernel drops when the process dies, so a killed
     run never leaves the folder locked); refuse when another run holds it."""
     path = out / LOCK
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    _own_file(path, "lock file")
     try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as exc:  # a link made since the check above (ELOOP), or no permission
+        raise ValueError(f"{path} cannot be opened as fade eval's lock file ({exc.strerror}); choose another --out") from None
+    try:
+        _own_file(path, "lock file")
+        held = os.pread(fd, 64, 0)
+        if held.strip() and not held.strip().isdigit():
+            raise ValueError(f"{path} holds {held[:32]!r}, not the process id fade eval writes there: it is not fade "
+                             "eval's lock file; choose another --out (or remove it)")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -6,12 +6,17 @@ Extraction (``answer_mode``):
 - "any" (the default, math-verify's own): ``\\boxed{...}`` (the last one) first, then "final
   answer is ..." phrases, then any LaTeX or plain expression anywhere, as math-verify does with
   its boxed priority raised to the top. A truncated completion still yields its last expression.
-- "final": only an answer in its final form: the last closed ``\\boxed{...}`` (with the boxes
-  right before it that math-verify reads as one answer), else the rest of the last line that
-  matches ``final_answer_pattern`` ("the final answer is", "Final answer:", ...). A completion
-  with neither has no answer, so an output cut off mid-derivation scores 0: the mode for RL
-  rewards.
-- "boxed": the last closed box only.
+- "final": only an answer in its final form: the last closed ``\\boxed{...}`` or ``\\fbox{...}``
+  (with the boxes right before it that math-verify reads as one answer: fewer than 10 characters
+  apart, or joined by and, or, a comma or a semicolon within 70; across two math environments,
+  ``$...$`` and the like, only when nothing but spaces, delimiters and one such separator lies
+  between), else the rest of the last line that matches ``final_answer_pattern`` ("the final
+  answer is", "Final answer:", ...). A completion with neither has no answer, so an output cut
+  off mid-derivation scores 0: the mode for RL rewards.
+- "boxed": the last closed box only (with the boxes read as one answer with it).
+
+In "final" and "boxed" the answer's span is searched in the worker, under the timeout, in time
+linear in the completion.
 
 Comparison is math-verify's ``verify``, with its settings exposed: ``float_rounding`` (decimal
 places floats are rounded to, 6), ``numeric_precision`` (significant digits of numeric
@@ -38,6 +43,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import os
 import re
 import select
@@ -50,9 +56,12 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from .result import VerifierResult
+from .sandbox import MAX_LIMIT_MB, MAX_TIME_SECONDS
 
-__all__ = ["ANSWER_MODES", "FINAL_ANSWER_PATTERN", "MathVerifier", "default_math_verifier", "final_answer_span",
-           "score_math"]
+_log = logging.getLogger(__name__)
+
+__all__ = ["ANSWER_MODES", "BACKEND_PACKAGES", "FINAL_ANSWER_PATTERN", "MathVerifier", "align_latex_parser",
+           "default_math_verifier", "final_answer_span", "math_backend", "score_math"]
 
 # A worker's first answer waits for its imports (sympy, the LaTeX grammar): seconds, not a timeout.
 _STARTUP_SECONDS = 120.0
@@ -61,6 +70,8 @@ _GRACE_SECONDS = 1.0
 # Completions longer than this are cut to their last part before extraction: the final answer
 # is at the end, and regexes over megabytes of text cost more than any answer is worth.
 MAX_COMPLETION_CHARS = 20_000
+#: The packages whose versions decide how a LaTeX answer is read (see :func:`align_latex_parser`).
+BACKEND_PACKAGES = ("math-verify", "latex2sympy2_extended", "antlr4-python3-runtime")
 #: Where a completion's answer may come from (see the module docstring).
 ANSWER_MODES = ("any", "final", "boxed")
 #: A line that states the final answer, for ``answer_mode="final"``; the answer is the rest of the line.
@@ -70,39 +81,60 @@ FINAL_ANSWER_PATTERN = r"(?i)\bfinal\s+answer\b[^\n]*?(?:\bis\b|:)"
 _BOX_GAP, _BOX_GAP_SEPARATED = 10, 70
 _BOX_SEPARATOR = re.compile(r"\b(?:and|or)\b|,|;")
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_BRACE = re.compile(r"[{}]")
+# Boxes in two math environments ($...$, \(...\), \[...\]) are one answer only when nothing but
+# spaces, the delimiters and at most one separator joins them (within 70 characters), as
+# math-verify joins environments; a box in an earlier environment is otherwise an answer of its own.
+_DELIMITER = r"\$|\\[()\[\]]"
+_MATH_DELIMITER = re.compile(_DELIMITER)
+_JOINED_ENVIRONMENTS = re.compile(rf"(?:\s|{_DELIMITER})*(?:(?:,\s*)?(?:and|or)\b|[,;])?(?:\s|{_DELIMITER})*")
+_FBOX = re.compile(r"\\fbox(?=\s*\{)")
 
 
 def _closed_boxes(text: str) -> list[tuple[int, int]]:
-    """(start, end) of every ``\\boxed{...}`` / ``\\fbox{...}`` whose braces close, in order."""
-    spans = []
-    for match in _BOX.finditer(text):
-        depth, i = 1, match.end()
-        while i < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
-        if depth == 0:
-            spans.append((match.start(), i))
-    return spans
+    """(start, end) of every ``\\boxed{...}`` / ``\\fbox{...}`` whose braces close, in order of start.
+
+    One pass over the braces with a stack (a box's brace closes at the first "}" that balances
+    it, as counting would find), so the cost is linear in the text, nested boxes included."""
+    commands = list(_BOX.finditer(text))
+    boxes = [[m.start(), -1] for m in commands]
+    box_at = {m.end() - 1: i for i, m in enumerate(commands)}
+    open_braces: list[int | None] = []
+    for brace in _BRACE.finditer(text):
+        if brace.group() == "{":
+            open_braces.append(box_at.get(brace.start()))
+        elif open_braces:
+            box = open_braces.pop()
+            if box is not None:
+                boxes[box][1] = brace.end()
+    return [(start, end) for start, end in boxes if end >= 0]
+
+
+def _read_together(between: str) -> bool:
+    """Whether two boxes with ``between`` between them are one answer (module docstring)."""
+    if len(between) >= _BOX_GAP_SEPARATED:
+        return False
+    if _MATH_DELIMITER.search(between):
+        return _JOINED_ENVIRONMENTS.fullmatch(between) is not None
+    return len(between) < _BOX_GAP or _BOX_SEPARATOR.search(between) is not None
 
 
 def final_answer_span(completion: str, mode: str = "final", pattern: str = FINAL_ANSWER_PATTERN) -> str | None:
     """The part of ``completion`` that states its final answer, or None when there is none:
-    for "boxed", the last closed box together with the boxes math-verify reads as one answer
-    with it; for "final", that, else the rest of the last line matching ``pattern``."""
+    for "boxed", the last closed box together with the boxes read as one answer with it (each
+    ``\\fbox`` written as ``\\boxed``, which math-verify reads); for "final", that, else the rest
+    of the last line matching ``pattern``. Linear in the length of ``completion`` (``pattern``'s
+    own matching aside)."""
     if mode not in ("final", "boxed"):
         raise ValueError(f"answer mode must be 'final' or 'boxed' here, got {mode!r}")
     boxes = _closed_boxes(completion)
     if boxes:
         start, end = boxes[-1]
         for prev_start, prev_end in reversed(boxes[:-1]):
-            between = completion[prev_end:start]
-            if prev_end > start:
-                break
-            if len(between) < _BOX_GAP or (len(between) < _BOX_GAP_SEPARATED and _BOX_SEPARATOR.search(between)):
-                start = prev_start
-            else:
-                break
-        return completion[start:end]
+            if prev_end > start or not _read_together(completion[prev_end:start]):
+                break  # nested in the last box, or an answer of its own
+            start = prev_start
+        return _FBOX.sub(r"\\boxed", completion[start:end])
     if mode == "boxed":
         return None
     matches = list(re.finditer(pattern, completion))
@@ -128,6 +160,7 @@ class _Worker:
         self._buffer = bytearray()
         hello = self.receive(_STARTUP_SECONDS)
         self.memory_bytes = hello.get("memory_bytes") if isinstance(hello, dict) else None
+        self.backend = hello.get("backend") if isinstance(hello, dict) else None
         if hello is None or hello.get("ready") is not True:
             self.kill()
             raise RuntimeError(
@@ -181,11 +214,12 @@ class MathVerifier:
     """Scores completions against gold answers with math-verify, in worker processes.
 
     Args:
-        timeout: seconds one completion may take to extract, parse and compare (> 0).
+        timeout: seconds one completion may take to extract, parse and compare (> 0, at most
+            :data:`~fade.verifiers.sandbox.MAX_TIME_SECONDS`, a day).
         workers: most worker processes running at once (default: the CPU count); they start
             on first use, about a second each, and stay until :meth:`close`.
-        memory_mb: address-space limit of each worker (lowered to the limits this process already
-            has, where those are lower).
+        memory_mb: address-space limit of each worker, >= 64 (lowered to the limits this process
+            already has, where those are lower).
         answer_mode: where the answer may come from: "any", "final" or "boxed" (module docstring).
         final_answer_pattern: the regular expression of a final-answer line ("final" mode).
         float_rounding, numeric_precision, strict, allow_set_relation_comp: math-verify's
@@ -195,13 +229,13 @@ class MathVerifier:
     def __init__(self, timeout: float = 5.0, workers: int | None = None, memory_mb: int = 4096, *,
                  answer_mode: str = "any", final_answer_pattern: str = FINAL_ANSWER_PATTERN, float_rounding: int = 6,
                  numeric_precision: int = 15, strict: bool = True, allow_set_relation_comp: bool = False) -> None:
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-            raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIME_SECONDS:
+            raise ValueError(f"timeout must be a number of seconds > 0 and at most {MAX_TIME_SECONDS}, got {timeout!r}")
         workers = (os.cpu_count() or 1) if workers is None else workers
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be a positive integer, got {workers!r}")
-        if isinstance(memory_mb, bool) or not isinstance(memory_mb, int) or memory_mb < 64:
-            raise ValueError(f"memory_mb must be an integer >= 64, got {memory_mb!r}")
+        if isinstance(memory_mb, bool) or not isinstance(memory_mb, int) or not 64 <= memory_mb <= MAX_LIMIT_MB:
+            raise ValueError(f"memory_mb must be an integer >= 64 and at most {MAX_LIMIT_MB}, got {memory_mb!r}")
         if answer_mode not in ANSWER_MODES:
             raise ValueError(f"answer_mode must be one of {', '.join(ANSWER_MODES)}, got {answer_mode!r}")
         try:
@@ -255,12 +289,14 @@ class MathVerifier:
                 return self._idle.pop()
             self._started += 1
         try:
-            return _Worker(self.memory_mb)
+            worker = _Worker(self.memory_mb)
         except BaseException:
             with self._cond:
                 self._started -= 1
                 self._cond.notify()
             raise
+        _say_backend(worker.backend)
+        return worker
 
     def _release(self, worker: _Worker | None) -> None:
         with self._cond:
@@ -282,14 +318,9 @@ class MathVerifier:
             gold = str(gold)
         if not isinstance(gold, str):
             return VerifierResult.of("bad_reference", error=f"the gold answer is a {type(gold).__name__}, expected text")
-        text = completion[-MAX_COMPLETION_CHARS:]
-        if self.answer_mode != "any":
-            span = final_answer_span(text, self.answer_mode, self.final_answer_pattern)
-            if span is None:
-                what = "a closed \\boxed{...}" + (" or a final-answer line" if self.answer_mode == "final" else "")
-                return VerifierResult.of("no_answer", answer_mode=self.answer_mode, note=f"no answer in its final form ({what})")
-            text = span
-        request = {"completion": text, "gold": gold, "timeout": self.timeout, "compare": self.compare}
+        # The answer's span is found in the worker, under the timeout, like everything else.
+        request = {"completion": completion[-MAX_COMPLETION_CHARS:], "gold": gold, "timeout": self.timeout,
+                   "compare": self.compare, "answer_mode": self.answer_mode, "pattern": self.final_answer_pattern}
         worker = self._acquire()
         answer = worker.receive(self.timeout + _GRACE_SECONDS) if worker.send(request) else None
         if answer is None:
@@ -308,6 +339,19 @@ class MathVerifier:
             return [self.score(c, g) for c, g in zip(completions, golds)]
         with ThreadPoolExecutor(max_workers=min(self.workers, len(completions))) as pool:
             return list(pool.map(self.score, completions, golds))
+
+
+_backend_said = False
+
+
+def _say_backend(backend: dict | None) -> None:
+    """Log once per process which math-verify, LaTeX parser and ANTLR runtime the workers found."""
+    global _backend_said
+    if _backend_said or not backend:
+        return
+    _backend_said = True
+    versions = ", ".join(f"{name} {backend.get(name)}" for name in BACKEND_PACKAGES)
+    _log.info("math answers checked with %s%s", versions, f"; {backend['aligned']}" if backend.get("aligned") else "")
 
 
 _default: MathVerifier | None = None
@@ -346,8 +390,46 @@ def _gold_text(gold: str) -> str:
 _VERIFY_DEFAULTS = {"float_rounding": 6, "numeric_precision": 15, "strict": True, "allow_set_relation_comp": False}
 
 
+def align_latex_parser() -> str | None:
+    """Make math-verify's LaTeX parser read answers the same under every ANTLR runtime it supports;
+    returns what was changed here, or None.
+
+    latex2sympy2_extended ships one generated parser per ANTLR runtime (4.9.3, 4.11, 4.13.2) and
+    picks the one matching the installed runtime. In 1.11.0 the 4.9.3 parser, the one every verl
+    environment gets (hydra-core and omegaconf pin antlr4-python3-runtime 4.9.*), lacks the
+    ``FUNC_GAMMA`` accessor of ``AtomContext`` that the converter calls just before it reads a
+    percentage, so every ``25\\%`` raises there and math-verify falls back to the raw text
+    ("malformed"), where under 4.13.2 it is 25/100 and math-verify's own percentage rule applies
+    (``\\boxed{25\\%}`` is correct against 25 and 0.25). That accessor is the only one the generated
+    parsers differ in (tests/test_math_conformance.py checks it), and in the 4.9.3 grammar an atom
+    never holds that token, so adding it, as the 4.13.2 parser defines it, makes the converter go
+    on to the percentage as it does under 4.13.2."""
+    from latex2sympy2_extended.antlr_parser import PSParser
+
+    atom = PSParser.AtomContext
+    if hasattr(atom, "FUNC_GAMMA"):
+        return None
+    atom.FUNC_GAMMA = lambda self: self.getToken(PSParser.FUNC_GAMMA, 0)
+    return "the ANTLR 4.9.3 parser's AtomContext.FUNC_GAMMA, missing in latex2sympy2_extended, added (percentages)"
+
+
+def math_backend() -> dict[str, str | None]:
+    """The installed versions of the packages a math verdict depends on (None: not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found: dict[str, str | None] = {}
+    for name in BACKEND_PACKAGES:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
+
+
 def _compare(completion: str, gold: str, compare: dict) -> dict:
     from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
+    align_latex_parser()
 
     golds = parse(_gold_text(gold), extraction_config=[LatexExtractionConfig(), ExprExtractionConfig()],
                   parsing_timeout=None)
@@ -394,7 +476,8 @@ def _ran_out_of_memory(call) -> bool:
     return bool(seen)
 
 
-def _judge(completion: str, gold: str, timeout: float, compare: dict | None = None) -> dict:
+def _judge(completion: str, gold: str, timeout: float, compare: dict | None = None, answer_mode: str = "any",
+           pattern: str = FINAL_ANSWER_PATTERN) -> dict:
     compare = {**_VERIFY_DEFAULTS, **(compare or {})}
 
     def _on_alarm(signum, frame):
@@ -403,6 +486,13 @@ def _judge(completion: str, gold: str, timeout: float, compare: dict | None = No
     previous = signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
+        if answer_mode != "any":
+            span = final_answer_span(completion, answer_mode, pattern)
+            if span is None:
+                what = "a closed \\boxed{...}" + (" or a final-answer line" if answer_mode == "final" else "")
+                return {"reason": "no_answer", "details": {"answer_mode": answer_mode,
+                                                           "note": f"no answer in its final form ({what})"}}
+            completion = span
         answer = _compare(completion, gold, compare)
         if answer["reason"] in ("wrong", "malformed", "no_answer"):
             try:
@@ -440,7 +530,6 @@ def _address_space_limit(wanted: int) -> int:
 
 def serve(memory_mb: int = 4096) -> None:
     """The worker's loop: one JSON request per stdin line, one JSON answer per stdout line."""
-    import logging
     import resource
 
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
@@ -448,6 +537,7 @@ def serve(memory_mb: int = 4096) -> None:
     try:
         import math_verify  # noqa: F401
 
+        backend = {**math_backend(), "aligned": align_latex_parser()}
         logging.getLogger("math_verify").setLevel(logging.CRITICAL)
         logging.getLogger("latex2sympy2_extended").setLevel(logging.CRITICAL)
         limit = _address_space_limit(int(memory_mb) << 20)
@@ -457,11 +547,12 @@ def serve(memory_mb: int = 4096) -> None:
         out.write((json.dumps({"ready": False, "error": f"{type(exc).__name__}: {exc}"}) + "\n").encode())
         out.flush()
         return
-    out.write((json.dumps({"ready": True, "memory_bytes": limit}) + "\n").encode())
+    out.write((json.dumps({"ready": True, "memory_bytes": limit, "backend": backend}) + "\n").encode())
     out.flush()
     for line in sys.stdin.buffer:
         request = json.loads(line)
-        answer = _judge(request["completion"], request["gold"], float(request["timeout"]), request.get("compare"))
+        answer = _judge(request["completion"], request["gold"], float(request["timeout"]), request.get("compare"),
+                        request.get("answer_mode", "any"), request.get("pattern", FINAL_ANSWER_PATTERN))
         out.write((json.dumps(answer) + "\n").encode())
         out.flush()
 

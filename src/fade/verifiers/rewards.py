@@ -14,8 +14,9 @@ verl (``custom_reward_function.path=pkg://fade.verifiers.rewards custom_reward_f
 or the path of this file): ``compute_score(data_source, solution_str, ground_truth, extra_info)``
 returns ``{"score", "acc", "reason"}``; verl takes ``score`` as the reward and logs the other keys.
 It scores code when ``extra_info["verifier"] == "code"``, when ``data_source`` names a code
-dataset, or when ``ground_truth`` reads as tests (verl's own ``{"inputs", "outputs", "fn_name"}``
-JSON included); math otherwise. ``compute_math_score`` and ``compute_code_score`` fix the choice.
+dataset (one of its words, split at every character that is not an ASCII letter or digit, is
+one of :data:`CODE_SOURCES`), or when ``ground_truth`` reads as tests (verl's own ``{"inputs",
+"outputs", "fn_name"}`` JSON included); math otherwise. ``compute_math_score`` and ``compute_code_score`` fix the choice.
 
 Imports are absolute because verl may load this file by its path, outside its package.
 """
@@ -23,6 +24,7 @@ Imports are absolute because verl may load this file by its path, outside its pa
 from __future__ import annotations
 
 import atexit
+import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -45,8 +47,14 @@ __all__ = [
 
 #: Dataset columns that hold a math problem's gold answer, in the order they are looked for.
 GOLD_COLUMNS = ("answer", "gold", "ground_truth", "solution")
-#: data_source values (or parts of them) that verl datasets of programming problems use.
-CODE_SOURCES = ("code", "taco", "apps", "livecodebench", "codecontests", "codeforces", "leetcode", "primeintellect")
+#: Words that make a verl ``data_source`` name a code dataset: one of the source's words (its runs
+#: of ASCII letters and digits, case ignored) must be one of these. So "taco", "likaixin/TACO-verified",
+#: "deepmind/code_contests" and "openai_humaneval" are code, and "gsm8k_decoded" or "unicode_math",
+#: which only contain the letters "code", are not. verl's own code sources (codecontests, apps,
+#: codeforces, taco) are among them.
+CODE_SOURCES = ("code", "taco", "apps", "codecontests", "codeforces", "livecodebench", "leetcode", "primeintellect",
+                "humaneval", "humanevalplus", "mbpp", "mbppplus", "evalplus")
+_SOURCE_WORD = re.compile(r"[a-z0-9]+")
 
 
 def completion_text(completion: Any) -> str:
@@ -190,12 +198,16 @@ def compute_code_score(data_source: Any, solution_str: str, ground_truth: Any, e
     return _verl_dict(default_code_verifier().score_many([solution_str], [ground_truth], errors="result")[0])
 
 
+def names_code_dataset(data_source: Any) -> bool:
+    """Whether a verl ``data_source`` names a code dataset: one of its words is in :data:`CODE_SOURCES`."""
+    return any(word in CODE_SOURCES for word in _SOURCE_WORD.findall(str(data_source or "").lower()))
+
+
 def _is_code(data_source: Any, ground_truth: Any, extra_info: dict | None) -> bool:
     choice = (extra_info or {}).get("verifier") if isinstance(extra_info, dict) else None
     if choice in ("math", "code"):
         return choice == "code"
-    source = str(data_source or "").lower()
-    if any(name in source for name in CODE_SOURCES):
+    if names_code_dataset(data_source):
         return True
     if isinstance(ground_truth, (int, float)):
         return False

@@ -56,7 +56,8 @@ from typing import Any
 
 from .benchmark_io import RunOptions
 
-__all__ = ["HARNESS", "UID_BASE", "Limits", "SandboxRun", "isolation_report", "worst_case_seconds"]
+__all__ = ["HARNESS", "MAX_LIMIT_MB", "MAX_TIME_SECONDS", "UID_BASE", "Limits", "SandboxRun", "isolation_report",
+           "worst_case_seconds"]
 
 #: The supervisor script run inside the sandbox.
 HARNESS = Path(__file__).with_name("harness.py")
@@ -76,6 +77,8 @@ _ZYGOTE_BOOTSTRAP = (
 #: sample can hold a worker: START_SLACK + tests x (time_seconds + PER_TEST_SLACK).
 START_SLACK = 10.0
 PER_TEST_SLACK = 0.25
+# The longest single wait for the supervisor (a run's deadline can be further than select takes).
+_LONGEST_WAIT = 3600.0
 # How many bytes of supervisor output one byte of the program's output can become: a control
 # character or an undecodable byte is escaped as \uXXXX in the JSON line.
 _ESCAPE_FACTOR = 6
@@ -102,10 +105,34 @@ CLEAN_ENV = {
 _log = logging.getLogger(__name__)
 
 
+#: The longest time limit a verifier takes, in seconds (a day): per test for a program, per
+#: sample for a math answer. Longer waits overflow the timers a run is bounded by.
+MAX_TIME_SECONDS = 86_400
+#: The largest memory or disk limit, in MB: setrlimit takes at most 2**63 - 1 bytes.
+MAX_LIMIT_MB = ((1 << 63) - 1) >> 20
+# What a test's process is given through setrlimit, which no process may raise above its hard
+# limit: (field, resource name, bytes per unit).
+_RLIMITED = (("time_seconds", "RLIMIT_CPU", 1), ("memory_mb", "RLIMIT_AS", 1 << 20),
+             ("disk_mb", "RLIMIT_FSIZE", 1 << 20), ("processes", "RLIMIT_NPROC", 1))
+
+
+def _hard_limit(name: str) -> int | None:
+    """This process's hard limit ``resource.<name>``, which a sandbox it starts cannot exceed; None
+    when unlimited."""
+    import resource
+
+    hard = resource.getrlimit(getattr(resource, name))[1]
+    return None if hard == resource.RLIM_INFINITY else hard
+
+
 @dataclass(frozen=True)
 class Limits:
     """What one program may use. ``time_seconds`` is per test, wall clock and CPU (the CPU limit
-    is rounded up to whole seconds, the kernel's unit); the others hold for every process."""
+    is rounded up to whole seconds, the kernel's unit); the others hold for every process.
+
+    Each is refused at construction unless the sandbox can set it: at most
+    :data:`MAX_TIME_SECONDS` and :data:`MAX_LIMIT_MB`, and at most this process's own hard limits
+    (CPU time, address space, file size, processes), which no sandbox it starts may raise."""
 
     time_seconds: float = 6.0  # LiveCodeBench's per-test timeout
     memory_mb: int = 1024
@@ -120,6 +147,17 @@ class Limits:
                 raise ValueError(f"limit {key} must be a number >= {low}, got {value!r}")
         if self.time_seconds <= 0:
             raise ValueError(f"limit time_seconds must be > 0, got {self.time_seconds!r}")
+        for key, top in (("time_seconds", MAX_TIME_SECONDS), ("memory_mb", MAX_LIMIT_MB), ("disk_mb", MAX_LIMIT_MB)):
+            if getattr(self, key) > top:
+                raise ValueError(f"limit {key} must be at most {top}, the most a sandbox can set, got {getattr(self, key)!r}")
+        for key, name, unit in _RLIMITED:
+            hard = _hard_limit(name)
+            # The CPU limit is set to ceil(time_seconds) soft and one second more hard.
+            need = math.ceil(self.time_seconds) + 1 if key == "time_seconds" else getattr(self, key) * unit
+            if hard is not None and need > hard:
+                raise ValueError(f"limit {key} must be at most {(hard - 1 if key == 'time_seconds' else hard // unit)}: "
+                                 f"this process's hard {name} is {hard}, which a sandbox cannot raise; "
+                                 f"got {getattr(self, key)!r}")
 
     def for_harness(self) -> dict[str, Any]:
         return {
@@ -310,7 +348,11 @@ class SandboxRun:
     # -- lifecycle -------------------------------------------------------------------------------
 
     def __enter__(self) -> SandboxRun:
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            self.close()  # its folder and slot too: a failed start leaves nothing behind
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
@@ -435,7 +477,7 @@ class SandboxRun:
             if remaining <= 0:
                 self._fail("deadline", "the sandbox ran past its overall deadline")
                 return None
-            ready, _, _ = select.select(list(open_fds), [], [], remaining)
+            ready, _, _ = select.select(list(open_fds), [], [], min(remaining, _LONGEST_WAIT))
             for fd in ready:
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:

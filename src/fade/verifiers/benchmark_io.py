@@ -157,7 +157,7 @@ def run_program(job, test, status, sealed):
         if job["call"] is not None and not test.get("source"):
             closing.update(_result_fields(result, options.typed))
         sys.stdout.flush()
-        os.write(status, (json.dumps(closing) + "\n").encode())
+        os.write(status, (json.dumps(closing, separators=(",", ":")) + "\n").encode())
         code = 0
     except MemoryError:
         os.write(status, _MEMORY_ERROR)
@@ -413,7 +413,9 @@ def _result_fields(result, typed):
 #: Integers up to this many bits travel as JSON numbers (at most 603 digits, under the lowest digit
 #: limit ``sys.set_int_max_str_digits`` accepts); larger ones in hexadecimal.
 JSON_INT_BITS = 2000
-_CONTAINERS = ("list", "tuple", "set", "frozenset", "dict")
+# A marker is a one-key object: the key says what it is. Containers: its count of items.
+_CONTAINERS = {"L": "list", "T": "tuple", "S": "set", "F": "frozenset", "D": "dict"}
+_KIND = {kind: key for key, kind in _CONTAINERS.items()}
 _HEX = re.compile(r"-?0x[0-9a-f]+", re.ASCII)
 _END = object()
 
@@ -421,10 +423,10 @@ _END = object()
 def encode_value(value, typed, *, opaque=True):
     """``value`` as a flat list of JSON tokens in prefix order, which :func:`decode_value` turns
     back into the value: a scalar (None, a bool, a str, an int of at most :data:`JSON_INT_BITS`
-    bits, a finite float) is its own token; anything else is a marker object, ``{"$": "int", "v":
-    hex}``, ``{"$": "float", "v": "inf" | "-inf" | "nan"}``, ``{"$": "object", "type": name, "v":
-    repr}``, or a container's ``{"$": "list" | "tuple" | "set" | "frozenset" | "dict", "n":
-    count}`` followed by its items (a dict's keys and values in turn).
+    bits, a finite float) is its own token; anything else is a one-key marker object: ``{"I":
+    hex}`` (a larger int), ``{"R": "inf" | "-inf" | "nan"}``, ``{"O": [type name, repr]}`` (an
+    opaque object), or a container's ``{"L" | "T" | "S" | "F" | "D": count}`` (list, tuple, set,
+    frozenset, dict) followed by its items (a dict's keys and values in turn).
 
     ``typed``: tuples, sets, a dict's keys and numpy scalars are kept as Python has them (the
     harnesses that compare return values with ``==``), and any other object becomes an opaque
@@ -458,25 +460,25 @@ def _token(item, typed, opaque, tokens):
         tokens.append(str.__str__(item))
     elif isinstance(item, int):
         number = int.__index__(item)
-        tokens.append(number if number.bit_length() <= JSON_INT_BITS else {"$": "int", "v": hex(number)})
+        tokens.append(number if number.bit_length() <= JSON_INT_BITS else {"I": hex(number)})
     elif isinstance(item, float):
         number = float.__float__(item)
-        tokens.append(number if math.isfinite(number) else {"$": "float", "v": repr(number)})
+        tokens.append(number if math.isfinite(number) else {"R": repr(number)})
     elif isinstance(item, list) or (isinstance(item, tuple) and not typed):
         children = list(item)
-        tokens.append({"$": "list", "n": len(children)})
+        tokens.append({"L": len(children)})
         if _own_tokens(children):
             tokens.extend(children)
             return None
         return children
     elif isinstance(item, dict):
         pairs = list(item.items())
-        tokens.append({"$": "dict", "n": len(pairs)})
+        tokens.append({"D": len(pairs)})
         return [x for k, v in pairs for x in (k if typed else _json_key(k), v)]
     elif typed and isinstance(item, (tuple, set, frozenset)):
         children = list(item)
         kind = "tuple" if isinstance(item, tuple) else "frozenset" if isinstance(item, frozenset) else "set"
-        tokens.append({"$": kind, "n": len(children)})
+        tokens.append({_KIND[kind]: len(children)})
         return children
     elif typed and type(item).__module__ == "numpy" and getattr(item, "ndim", None) == 0 and hasattr(item, "item"):
         return _token(item.item(), typed, opaque, tokens)  # a numpy scalar compares with == as its Python value
@@ -485,7 +487,7 @@ def _token(item, typed, opaque, tokens):
             text = repr(item)[:1000]
         except BaseException:
             text = f"<a {type(item).__name__} whose repr fails>"
-        tokens.append({"$": "object", "type": type(item).__name__, "v": text})
+        tokens.append({"O": [type(item).__name__, text]})
     else:
         raise TypeError(f"a {type(item).__name__} is not JSON")
     return None
@@ -547,9 +549,9 @@ def decode_value(tokens):
     for position, token in enumerate(tokens):
         if not stack:
             raise ValueError(f"{len(tokens) - position} tokens after the value's end")
-        kind = token.get("$") if isinstance(token, dict) else None
-        if kind in _CONTAINERS:
-            count = _marker(token, "n")
+        key, count = _marker(token)
+        kind = _CONTAINERS.get(key)
+        if kind is not None:
             if type(count) is not int or count < 0:
                 raise ValueError(f"a {kind}'s count must be a non-negative integer, got {count!r}")
             count *= 2 if kind == "dict" else 1
@@ -576,10 +578,13 @@ def decode_value(tokens):
     return root[0]
 
 
-def _marker(token, *fields):
-    if token.keys() != {"$", *fields}:
-        raise ValueError(f"a {token.get('$')} marker holds {sorted(token)}, expected {sorted({'$', *fields})}")
-    return token[fields[0]]
+def _marker(token):
+    """A marker's key and value; (None, None) for a scalar."""
+    if not isinstance(token, dict):
+        return None, None
+    if len(token) != 1:
+        raise ValueError(f"a marker holds {len(token)} keys, expected one")
+    return next(iter(token.items()))
 
 
 def _scalar(token):
@@ -591,22 +596,19 @@ def _scalar(token):
         if not math.isfinite(token):
             raise ValueError(f"a non-finite float as a bare token ({token!r}): the harness marks those")
         return token
-    kind = token.get("$") if isinstance(token, dict) else None
-    if kind == "int":
-        text = _marker(token, "v")
-        if not isinstance(text, str) or not _HEX.fullmatch(text):
-            raise ValueError(f"an int marker's value must be hexadecimal, got {str(text)[:40]!r}")
-        return int(text, 16)
-    if kind == "float":
-        text = _marker(token, "v")
-        if text not in ("inf", "-inf", "nan"):
-            raise ValueError(f"a float marker's value must be inf, -inf or nan, got {str(text)[:40]!r}")
-        return float(text)
-    if kind == "object":
-        name, text = _marker(token, "type", "v"), token["v"]
-        if not isinstance(name, str) or not isinstance(text, str):
-            raise ValueError("an object marker's type and value must be text")
-        return Opaque(name, text)
+    key, value = _marker(token)
+    if key == "I":
+        if not isinstance(value, str) or not _HEX.fullmatch(value):
+            raise ValueError(f"an int marker's value must be hexadecimal, got {str(value)[:40]!r}")
+        return int(value, 16)
+    if key == "R":
+        if value not in ("inf", "-inf", "nan"):
+            raise ValueError(f"a float marker's value must be inf, -inf or nan, got {str(value)[:40]!r}")
+        return float(value)
+    if key == "O":
+        if not (isinstance(value, list) and len(value) == 2 and all(isinstance(x, str) for x in value)):
+            raise ValueError("an object marker's value must be its type's name and its repr")
+        return Opaque(*value)
     raise ValueError(f"a token that is no value: {str(token)[:80]}")
 
 

@@ -163,6 +163,16 @@ class CodeVerifier:
         defaults = {k: v for k, v in (("time_seconds", judge.time_seconds), ("memory_mb", judge.memory_mb)) if v}
         return Limits(**{**defaults, **(self.user_limits or {})})
 
+    def worst_case_seconds(self, tests: Any) -> float:
+        """How long judging one completion against ``tests`` can hold a worker, whatever the
+        program does: the profile's sandbox runs, each bounded by its deadline
+        (:meth:`fade.verifiers.judges.Judge.worst_case_seconds`). Twice that only when the machine
+        fails to set a sandbox up, which no program can cause, and the judging is tried again.
+        Raises ValueError for tests that cannot be read."""
+        suite = parse_tests(tests)
+        judge = judge_for(suite, self.judge)
+        return judge.worst_case_seconds(self.limits_for(judge), suite)
+
     def score(self, completion: str, tests: Any) -> VerifierResult:
         """Judge one completion against ``tests`` (a :class:`TestSuite`, or a problem's fields in
         any format :func:`parse_tests` reads). Malformed tests, or tests the chosen judge cannot

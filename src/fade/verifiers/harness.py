@@ -428,6 +428,8 @@ def main() -> None:
     # sys.path; drop it so that the program imports the standard library only.
     if sys.path and (not sys.path[0] or os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__))):
         del sys.path[0]
+        # Its finder, made by the imports above, holds the working directory (the host folder).
+        sys.path_importer_cache.clear()
     # The work directory, known before the job in case the job never comes; from the environment
     # (not the command line, which a program can read in /proc), and not passed on to the program.
     root = os.environ.pop("FADE_SANDBOX_ROOT")

@@ -154,8 +154,8 @@ def _functional_args(text: str, what: str) -> tuple:
         if line.strip():
             try:
                 args.append(lcb_json(line))
-            except ValueError:
-                raise ValueError(f"{what}: argument line {line[:80]!r} is not JSON") from None
+            except ValueError as exc:
+                raise ValueError(f"{what}: argument line {line[:80]!r} is not JSON ({exc})") from None
     return tuple(args)
 
 
@@ -174,8 +174,8 @@ def _lcb_cases(value: Any, what: str, func_name: str | None) -> tuple[list[TestC
             functional = True
             try:
                 expected = lcb_json(item["output"]) if isinstance(item["output"], str) else item["output"]
-            except ValueError:
-                raise ValueError(f"{where}: functional output {str(item['output'])[:80]!r} is not JSON") from None
+            except ValueError as exc:
+                raise ValueError(f"{where}: functional output {str(item['output'])[:80]!r} is not JSON ({exc})") from None
             cases.append(TestCase(args=_functional_args(_text(item["input"], where), where), expected=expected,
                                   raw_input=item["input"], raw_output=item["output"]))
         elif kind == "stdin":

@@ -202,9 +202,9 @@ def test_forged_report_lines_never_decide_a_benchmark_judges_verdict(judge, forg
 HE_ADD = {"task_id": "x", "prompt": "def add(a, b):\n", "entry_point": "add",
           "test": "def check(candidate):\n    assert candidate(2, 3) == 5\n"}
 MBPP_ADD = {"task_id": 1, "text": "Add two numbers.", "test_list": ["assert add(2, 3) == 5"]}
-# Search everything a program can reach from Python for a 32-hex-digit string (the nonce's form),
-# and forge the closing report with the first one found.
-HUNT_NONCE = """import gc, os, re, sys, types
+# Everything a program reaches from Python: gc.get_objects(), every module, every frame with its
+# locals, globals and code, and all they refer to, in ``found``.
+WALK = """import gc, json, os, re, sys, types
 seen, todo, found = set(), list(gc.get_objects()) + list(sys.modules.values()), []
 frame = sys._getframe()
 while frame is not None:
@@ -212,12 +212,19 @@ while frame is not None:
     frame = frame.f_back
 while todo:
     obj = todo.pop()
+    if id(obj) in seen:
+        continue
     seen.add(id(obj))
-    more = list(gc.get_referents(obj))
-    more += list(obj.f_locals.values()) + [obj.f_globals] if isinstance(obj, types.FrameType) else []
-    found += [obj] if isinstance(obj, str) and re.fullmatch('[0-9a-f]{32}', obj) else []
-    todo += [x for x in more if id(x) not in seen]
-os.write(3, ('{"done": "%s"}\\n' % (found + ['0' * 32])[0]).encode())
+    found.append(obj)
+    if isinstance(obj, types.FrameType):
+        todo += list(obj.f_locals.values()) + [obj.f_globals, obj.f_code]
+    if isinstance(obj, types.CodeType):
+        todo += [obj.co_filename, *obj.co_consts]
+    todo += gc.get_referents(obj)
+nonces = [o for o in found if isinstance(o, str) and re.fullmatch("[0-9a-f]{32}", o)]
+"""
+# Forge the closing report with the first string of the nonce's form the program reaches.
+HUNT_NONCE = WALK + """os.write(3, ('{"done": "%s"}\\n' % (nonces + ['0' * 32])[0]).encode())
 os._exit(0)
 """
 # Ways to end the process with status 0 before the check runs (each after a wrong function).
@@ -325,30 +332,12 @@ def test_any_return_value_report_is_judged_without_raising(payload):
 
 # -- nothing of the host reachable from the program's frames and objects ------------------------------
 
-# Everything a program reaches from Python (gc.get_objects(), every module, every frame with its
-# locals, globals and code), printed as the strings that look like paths, the integers a process id
-# could be, the 32-hex-digit strings (a nonce's form) and the dicts shaped like the supervisor's job.
-REACHABLE = """import gc, json, re, sys, types
-seen, todo, found = set(), list(gc.get_objects()) + list(sys.modules.values()), []
-frame = sys._getframe()
-while frame is not None:
-    todo.append(frame)
-    frame = frame.f_back
-while todo:
-    obj = todo.pop()
-    if id(obj) in seen:
-        continue
-    seen.add(id(obj))
-    found.append(obj)
-    if isinstance(obj, types.FrameType):
-        todo += list(obj.f_locals.values()) + [obj.f_globals, obj.f_code]
-    if isinstance(obj, types.CodeType):
-        todo += [obj.co_filename, *obj.co_consts]
-    todo += gc.get_referents(obj)
-print(json.dumps({
+# What a program reaches (WALK), printed as the strings that look like paths, the integers a
+# process id could be, the strings of the nonce's form and the dicts shaped like the supervisor's job.
+REACHABLE = WALK + """print(json.dumps({
     "paths": sorted({o for o in found if isinstance(o, str) and "/" in o and len(o) < 500}),
     "ints": sorted({o for o in found if type(o) is int and 1 < o < 1 << 22}),
-    "nonces": [o for o in found if isinstance(o, str) and re.fullmatch("[0-9a-f]{32}", o)],
+    "nonces": nonces,
     "jobs": sum(1 for o in found if isinstance(o, dict) and {"limits", "tests"} & o.keys()),
 }))
 """

@@ -120,6 +120,8 @@ RULES = [
          lcb_stdin("3\n", "6\n"), False, "what goes around sys.stdout is not captured"),
     Rule("lcb", "L9 SystemExit", fenced("import sys\nprint(2 * int(input()))\nsys.exit(1)"),
          lcb_stdin("3\n", "6\n"), True, "SystemExit ends the program and its output so far is judged"),
+    Rule("lcb", "L9 SystemExit", fenced("import os\nos._exit(0)"), lcb_stdin("3\n", ""), False,
+         "os._exit ends the grader's own process: no result comes back, whatever the output"),
     Rule("lcb", "L10 lines and decimals", fenced("print(0.3000001)"), lcb_stdin("", "0.3\n"), False,
          "decimals compare exactly: no tolerance"),
     Rule("lcb", "L10 lines and decimals", fenced("print(1, 2)"), lcb_stdin("", "1\n2\n"), False,
@@ -168,6 +170,10 @@ RULES = [
          "4 s per test"),
     # -- CodeContests --------------------------------------------------------------------------------
     Rule("codecontests", "C1 lowercase tokens", "print('yes', 3)", cc("", "YES 3\n"), True, "case is ignored"),
+    Rule("codecontests", "C1 lowercase tokens", "import sys\nsys.stdout.write('1\\x0c2')", cc("", "1 2\n"), False,
+         "tokens are split on space, \\n, \\t, \\r and \\v only: a form feed is part of a token"),
+    Rule("codecontests", "C1 lowercase tokens", "print('1\\xa02')", cc("", "1 2\n"), False,
+         "a no-break space is part of a token"),
     Rule("codecontests", "C2 ValuesMatch", "print(0.500009)", cc("", "0.5\n"), True, "doubles within an absolute 1e-5"),
     Rule("codecontests", "C2 ValuesMatch", "print(1000000.5)", cc("", "1000000.0\n"), False,
          "absolute only: no relative tolerance"),
@@ -180,6 +186,10 @@ RULES = [
          "SystemExit fails a check, even with status 0"),
     Rule("humaneval", "H2 any exception fails", "    return a + b\n\nexit()\n", HE, False,
          "exit is switched off: calling it raises"),
+    Rule("humaneval", "H2 the check must return", "    return a - b\nimport os\nos._exit(0)\n", HE, False,
+         "a process that ends before the check returns leaves no result: status 0 is not a pass"),
+    Rule("humaneval", "H2 the check must return", "    return a - b\nimport os\nos.execvp('true', ['true'])\n", HE,
+         False, "exec replaces the process before the check runs"),
     Rule("humaneval", "H1 program", "    return a + b\n\nif __name__ == '__main__':\n    raise ValueError\n", HE, True,
          "the program runs in an empty globals dict: __name__ is not '__main__'"),
     Rule("humaneval", "H3 time limit", "    import time\n    time.sleep(1.6)\n    return a + b\n", HE, False,
@@ -193,6 +203,8 @@ RULES = [
          "the generation is cut at its first stop word (\\nprint)"),
     Rule("mbpp", "M1 stop words", "```python\ndef add(a, b):\n    return a + b\n```", MBPP, False,
          "no code extraction: a fenced answer is not Python"),
+    Rule("mbpp", "M1 then as H2", "def add(a, b):\n    return a - b\nimport ctypes\nctypes.CDLL(None)._exit(0)", MBPP,
+         False, "a process that ends before the asserts run leaves no result"),
     Rule("mbpp", "M1 setup code not used", "def add(a, b):\n    return a + b",
          {**MBPP, "test_list": ["assert add(1, 2) == 3", "assert math.isqrt(add(2, 2)) == 2"], "test_setup_code": "import math"},
          False, "test_setup_code is not run"),
@@ -240,6 +252,8 @@ def test_each_rule_gives_the_official_verdict_where_a_naive_judge_differs(offici
     ("lcb", fenced("class Solution:\n    def f(self, x):\n        return 3.0"), lcb_call("f", "1", "3")),  # 3.0 == 3
     ("lcb", fenced("class Solution:\n    def f(self, x):\n        return True"), lcb_call("f", "1", "1")),  # True == 1
     ("codecontests", "print(3.000001)", cc("", "3\n")),  # as doubles, within 1e-5
+    ("codecontests", "print(10 ** 18)", cc("", f"{10 ** 18 + 1}\n")),  # the same double
+    ("codecontests", "n = 1414213562\nprint(int(n * (n + 1) / 2))", cc("", f"{1414213562 * 1414213563 // 2}\n")),  # 17 off
     ("taco", "def f(x):\n    return 5.0", taco_call("f", [[1]], [5])),
 ])
 def test_an_integer_answer_needs_an_integer_in_every_profile(official, judge, completion, problem):
@@ -257,6 +271,12 @@ def test_the_comparisons_as_functions():
     assert codecontests_match("YES", "yes") and codecontests_match("0.5000099", "0.5")
     assert not codecontests_match("0.500011", "0.5") and not codecontests_match("1.5", "1.49999")
     assert not codecontests_match("2147483648", "2147483647")  # past 32 bits, as doubles: 1 apart
+    assert not codecontests_match("1000000000000000000", "1000000000000000001")  # as doubles, equal
+    assert codecontests_match("+007", "7") and codecontests_match("1" + "0" * 5000, "1" + "0" * 5000 + " ")
+    assert not codecontests_match("1" + "0" * 5000, "1" + "0" * 4999 + "1")  # past int()'s 4,300 digits
+    # AsciiStrToLower: the Kelvin sign (which Python lowercases to k) and other letters stay as they are.
+    assert not codecontests_match("\u212a", "k") and not codecontests_match("\u0130", "i\u0307")
+    assert codecontests_match("YES\r\n", "yes") and not codecontests_match("a\x1cb", "a b")
 
 
 # -- choosing the profile -------------------------------------------------------------------------------

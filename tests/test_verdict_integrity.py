@@ -7,11 +7,17 @@ for the reference they were made against."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from fade.verifiers import code_exec, sandbox
+from fade.verifiers.benchmark_io import decode_value, encode_value
 from fade.verifiers.code_exec import CodeVerifier
+from fade.verifiers.judges import JUDGES
 from fade.verifiers.sandbox import (
     CLEAN_ENV,
     PER_TEST_SLACK,
@@ -20,6 +26,8 @@ from fade.verifiers.sandbox import (
     SandboxRun,
     worst_case_seconds,
 )
+from fade.verifiers.testcases import TestCase as Case
+from fade.verifiers.testcases import TestSuite as Suite
 from fade.verifiers.testcases import outputs_match, parse_tests, values_match
 
 LIMITS = Limits(time_seconds=1.0, memory_mb=256, processes=16, output_bytes=64 << 10, disk_mb=16)
@@ -87,6 +95,104 @@ def test_a_float_answer_to_an_integer_test_is_wrong_end_to_end(verifier):
     assert verifier.score("def f(n):\n    return n", call).reason == "correct"
 
 
+# -- 1b. values of any depth and integers of any length --------------------------------------------
+
+NEST = "def f(x):\n    v = {leaf}\n    for _ in range({depth}):\n        v = [v]\n    return v\n"
+
+
+def _nested(depth: int, leaf: int = 7):
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("depth", [350, 3000])
+@pytest.mark.parametrize("judge", ["fade", "lcb", "taco"])
+def test_a_return_value_nested_deeply_is_compared_to_any_depth(judge, depth):
+    # Python's recursion limit (1,000) is no limit on a value: 350 levels raised RecursionError in
+    # fade's rules and were a wrong answer in LiveCodeBench's and TACO's.
+    suite = Suite((Case(args=(1,), expected=_nested(depth)),), "f", frozenset({"tests"}))
+    verifier = CodeVerifier(limits=LIMITS, workers=1, judge=judge)
+    fence = "```" if judge == "lcb" else ""  # LiveCodeBench takes fenced code only
+    assert verifier.score(f"{fence}\n{NEST.format(leaf=7, depth=depth)}{fence}", suite).reason == "correct"
+    wrong = verifier.score(f"{fence}\n{NEST.format(leaf=8, depth=depth)}{fence}", suite)
+    assert wrong.reason == "wrong_answer"
+    assert ("nested too deeply" in wrong.details["got"]) == (depth > 1000)  # the details say so, not raise
+
+
+def test_integers_past_pythons_digit_limit_are_read_and_compared():
+    # 4,300 digits is Python's limit on int <-> str: LiveCodeBench's grader raises it to 50,000 for
+    # its tests, and a returned integer has no limit in any profile.
+    big = "1" * 5001
+    lcb = {"public_test_cases": json.dumps([{"input": big, "output": big, "testtype": "functional"}]),
+           "metadata": json.dumps({"func_name": "f"})}
+    lcb_verifier = CodeVerifier(limits=LIMITS, workers=1)
+    assert lcb_verifier.score("```python\ndef f(x):\n    return x\n```", lcb).reason == "correct"
+    wrong = lcb_verifier.score("```python\ndef f(x):\n    return x + 1\n```", lcb)
+    assert wrong.reason == "wrong_answer" and wrong.details["got"] == "<an integer of about 5001 digits>"
+    too_long = {**lcb, "public_test_cases": json.dumps([{"input": "1", "output": "1" * 50_001, "testtype": "functional"}])}
+    assert "50,000" in lcb_verifier.score("```python\ndef f(x):\n    return x\n```", too_long).details["error"]
+    suite = Suite((Case(args=(1,), expected=10 ** 5000 + 7),), "f", frozenset({"tests"}))
+    assert verifier_for("fade").score("def f(x):\n    return 10 ** 5000 + 7", suite).reason == "correct"
+    assert verifier_for("fade").score("def f(x):\n    return 10 ** 5000 + 8", suite).reason == "wrong_answer"
+    assert verifier_for("taco").score("def f(x):\n    return -(10 ** 5000) + 7", suite).reason == "wrong_answer"
+
+
+def verifier_for(judge: str) -> CodeVerifier:
+    return CodeVerifier(limits=LIMITS, workers=1, judge=judge)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.integers(min_value=10 ** 700) | st.floats() | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner) | st.dictionaries(
+        st.text(max_size=3) | st.integers() | st.floats() | st.booleans() | st.none(), inner, max_size=3),
+    max_leaves=15)
+TYPED_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.integers(min_value=10 ** 700) | st.floats(allow_nan=False) | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner) | st.frozensets(st.integers() | st.text(max_size=2), max_size=3)
+    | st.sets(st.integers(), max_size=3) | st.dictionaries(st.integers() | st.text(max_size=2) | st.tuples(st.integers()), inner, max_size=3),
+    max_leaves=15)
+
+
+def _same(a, b) -> bool:
+    # Equality with nan equal to itself (json's round trip keeps nan; nan != nan).
+    return json.dumps(a, default=repr) == json.dumps(b, default=repr) and type(a) is type(b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=JSON_VALUES)
+def test_values_in_fades_rules_come_back_as_json_would_bring_them(value):
+    # The json module, side by side: fade's rules read a returned value as json.dumps then
+    # json.loads would (tuples become lists, a dict's keys strings, the last of equal keys kept),
+    # with no digit limit on integers.
+    sys.set_int_max_str_digits(0)
+    try:
+        through_json = json.loads(json.dumps(value))
+    finally:
+        sys.set_int_max_str_digits(4300)
+    assert _same(decode_value(json.loads(json.dumps(encode_value(value, False)))), through_json)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=TYPED_VALUES)
+def test_typed_values_come_back_as_they_were(value):
+    back = decode_value(json.loads(json.dumps(encode_value(value, True))))
+    assert back == value and type(back) is type(value)
+
+
+def test_what_json_cannot_hold_is_refused_in_fades_rules_and_opaque_in_the_typed_reading():
+    loop: list = []
+    loop.append(loop)
+    for bad in ({1, 2}, b"x", object(), {(1, 2): 3}, loop):
+        with pytest.raises((TypeError, ValueError)):
+            encode_value(bad, False)
+    (opaque,) = [decode_value(encode_value(complex(1, 2), True))]
+    assert repr(opaque) == "(1+2j)" and opaque != opaque
+    with pytest.raises(ValueError, match="circular"):
+        encode_value(loop, True)
+
+
 # -- 2. one sample's hold on a worker is bounded -------------------------------------------------
 
 # The test's process moves into a process group its child made: the group the supervisor kills on
@@ -139,6 +245,81 @@ def test_the_worst_case_bound_is_the_run_deadline():
     with run:
         list(run)
         assert run._deadline - before <= worst_case_seconds(limits, 3) + 0.5
+
+
+# Each profile and kind of test, with a program that makes every run the profile can make: it
+# passes every test (a failing test ends the run), or, for TACO's standard input, it exits with
+# status 1 on every test, which retries each with files and then reruns them all wrapped.
+TWO = {"lcb-stdin": ("lcb", "```python\nprint(2 * int(input()))\n```",
+                     {"public_test_cases": json.dumps([{"input": f"{i}\n", "output": f"{2 * i}\n", "testtype": "stdin"}
+                                                       for i in (1, 2)])}),
+       "lcb-call": ("lcb", "```python\ndef f(x):\n    return 2 * x\n```",
+                    {"public_test_cases": json.dumps([{"input": f"{i}", "output": f"{2 * i}", "testtype": "functional"}
+                                                      for i in (1, 2)]), "metadata": json.dumps({"func_name": "f"})}),
+       "taco-stdin": ("taco", "import sys\nsys.exit(1)", {"input_output": json.dumps({"inputs": ["1\n", "2\n"],
+                                                                                        "outputs": ["2\n", "4\n"]})}),
+       "taco-call": ("taco", "def f(x):\n    return 2 * x",
+                     {"input_output": json.dumps({"fn_name": "f", "inputs": [[1], [2]], "outputs": [2, 4]})}),
+       "codecontests": ("codecontests", "print(2 * int(input()))", {"public_tests": {"input": ["1\n", "2\n"],
+                                                                                    "output": ["2\n", "4\n"]}}),
+       "humaneval": ("humaneval", "    return 2 * x\n", {"task_id": "t", "prompt": "def f(x):\n", "entry_point": "f",
+                                                          "test": "def check(c):\n    assert c(1) == 2\n"}),
+       "mbpp": ("mbpp", "def f(x):\n    return 2 * x\n", {"task_id": 1, "text": "twice", "test_list": ["assert f(1) == 2"]}),
+       "fade-stdin": ("fade", "print(2 * int(input()))", _stdin_tests(("1\n", "2"), ("2\n", "4"))),
+       "fade-call": ("fade", "def f(x):\n    return 2 * x", {"tests": {"fn_name": "f", "inputs": [[1], [2]],
+                                                                         "outputs": [2, 4]}})}
+
+
+@pytest.mark.parametrize("case", sorted(TWO))
+def test_every_profile_runs_a_program_no_more_often_than_its_bound_counts(monkeypatch, case):
+    # No timing here: the bound counts the runs a profile can make, each sandbox run's deadline
+    # covers exactly the runs it can make, and the program here makes them all.
+    judge, program, problem = TWO[case]
+    made = []
+
+    class Counted(SandboxRun):
+        def start(self):
+            before = time.monotonic()
+            super().start()
+            can = sum(self.options.runs_of(test) for test in self._job["tests"])
+            assert worst_case_seconds(self.limits, can) <= self._deadline - before <= worst_case_seconds(self.limits, can) + 0.5
+            made.append((self, can))
+
+    monkeypatch.setattr(code_exec, "SandboxRun", Counted)
+    verifier = CodeVerifier(limits=LIMITS, workers=1, judge=judge)
+    verifier.score(program, problem)
+    suite = parse_tests(problem)
+    bound = JUDGES[judge].runs(suite)
+    assert [can for _, can in made] == list(bound)  # the deadlines cover what the profile counts
+    assert [sum(2 if "retried_from" in r else 1 for r in run.records) for run, _ in made] == list(bound)
+    assert verifier.worst_case_seconds(problem) == sum(worst_case_seconds(LIMITS, n) for n in bound)
+
+
+def test_taco_s_four_runs_of_a_test_are_within_its_stated_worst_case():
+    # The report of the bound: time.sleep(1.6); sys.exit(1) on 4 tests at 2 s held a worker 26.8 s
+    # where the stated bound was 10 s + 4 x 2.25 s = 19 s. Each test runs four times there.
+    problem = {"input_output": json.dumps({"inputs": ["1\n"] * 4, "outputs": ["2\n"] * 4})}
+    verifier = CodeVerifier(limits=Limits(time_seconds=2.0), workers=1)
+    assert JUDGES["taco"].runs(parse_tests(problem)) == (9, 8)
+    assert verifier.worst_case_seconds(problem) == 2 * START_SLACK + 17 * (2.0 + PER_TEST_SLACK) > 26.8
+
+
+def test_a_sandbox_run_is_stopped_at_the_deadline_it_computed(monkeypatch):
+    # What enforces the bound: past its deadline a run is stopped, whatever its tests' limits.
+    monkeypatch.setattr(sandbox, "worst_case_seconds", lambda limits, runs: 1.0)
+    with SandboxRun("import time\ntime.sleep(30)", [{"stdin": ""}], limits=Limits(time_seconds=30.0)) as run:
+        assert list(run) == []
+    assert run.failure_kind == "deadline"
+
+
+def test_taco_an_early_failure_decides_though_later_tests_pass():
+    # Test 0 exits with status 1 (and again when retried with files), the others pass: the wrapped
+    # rerun does not apply, and the first failing test's runtime error is the verdict.
+    program = "x = int(input())\nif x == 1:\n    raise SystemExit(1)\nprint(2 * x)"
+    problem = {"input_output": json.dumps({"inputs": ["1\n", "2\n", "3\n"], "outputs": ["2\n", "4\n", "6\n"]})}
+    result = CodeVerifier(limits=LIMITS, workers=1).score(program, problem)
+    assert (result.reason, result.details["failed_test"], result.details["exit"]) == ("runtime_error", 0, 1)
+    assert "all_exit_1" not in result.details
 
 
 # -- 4. nothing carries from one test to the next --------------------------------------------------

@@ -16,6 +16,17 @@ Each test's process then runs the program with :func:`run_program`, in one of th
 - ``check``: one assembled program of checks (HumanEval, MBPP) in an empty globals dict, with a
   standard input that raises when read and its output discarded.
 
+When the program's code has returned to the harness (the script ran to its end, the call
+returned, the check returned), the harness writes its closing report: the nonce the supervisor
+gave the test, and a call's return value. The nonce is held where nothing the program does can
+read it (:func:`_sealed`), so a program that ends its process early (``os._exit``, ``exec``, a
+signal handler) cannot write that report in the harness's place.
+
+Values cross the sandbox's boundary (a call's arguments in, its return value out) as flat JSON
+token lists (:func:`encode_value`, :func:`decode_value`): no nesting, so a value nested thousands
+of levels deep travels as well as a flat one, and large integers in hexadecimal, which converts
+in linear time and under no digit limit.
+
 Standard library only: fade imports this module (for :class:`RunOptions`), and the supervisor
 loads it from this file's path inside the sandbox, where nothing but the standard library is on
 ``sys.path``.
@@ -26,6 +37,7 @@ import io
 import json
 import math
 import os
+import re
 import sys
 import traceback
 import types
@@ -68,12 +80,28 @@ class RunOptions:
     def to_json(self):
         return {**asdict(self), "paths": list(self.paths)}
 
+    def runs_of(self, test):
+        """How many times the supervisor may run the program on a harness input: twice where a
+        failed run is retried with files (a test on standard input, not a compile step), else once."""
+        return 2 if self.file_retry and "stdin" in test and not test.get("source") and test.get("files") is None else 1
+
     @classmethod
     def from_json(cls, obj):
         unknown = sorted(set(obj) - {f.name for f in fields(cls)})
         if unknown:
             raise ValueError(f"unknown run options {unknown}: expected some of {[f.name for f in fields(cls)]}")
         return cls(**{**obj, "paths": tuple(obj.get("paths", ()))})
+
+
+def harness_input(test, options):
+    """A test's harness input as the job carries it: a call's arguments as tokens
+    (:func:`encode_value`, typed as ``options`` say). ValueError when they cannot be carried."""
+    if "args" not in test:
+        return test
+    try:
+        return {**test, "args": encode_value(test["args"], options.typed, opaque=False)}
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise ValueError(f"a call's arguments cannot be sent to the sandbox: {exc}") from None
 
 
 def write_all(fd, data):
@@ -85,9 +113,10 @@ def write_all(fd, data):
 _MEMORY_ERROR = b'{"exc": "MemoryError", "phase": "run"}\n'
 
 
-def run_program(job, test, status):
+def run_program(job, test, status, sealed):
     """Run the program on one test in this (the test's) process, report how it ended on
-    ``status``, and exit with the program's status; never returns."""
+    ``status``, and exit with the program's status; never returns. ``sealed`` is a list holding
+    the test's nonce, which goes into the closing report once the program's code has returned."""
     sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8", errors="replace")
     sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="replace")
     sys.stderr = sys.__stderr__ = io.TextIOWrapper(
@@ -113,19 +142,22 @@ def run_program(job, test, status):
     phase = "compile"
     code = 1
     try:
+        args = decode_value(test["args"]) if "args" in test else None
         program = compile(source, "<solution>", "exec")
         phase = "run"
         if options.io == CAPTURED:
-            result = _run_captured(job, test, program, source, options)
+            result, nonce = _sealed(sealed, lambda: _run_captured(job, test, args, program, source, options))
         elif options.io == CHECK:
-            result = _run_check(program)
+            result, nonce = _sealed(sealed, lambda: _run_check(program))
         elif test.get("files") is not None:
-            result = _run_with_files(job, test, program, source, options)
+            result, nonce = _sealed(sealed, lambda: _run_with_files(job, test, args, program, source, options))
         else:
-            result = _run_module(job, test, program, source, options)
+            result, nonce = _sealed(sealed, lambda: _run_module(job, test, args, program, source, options))
+        closing = {"done": nonce}
         if job["call"] is not None and not test.get("source"):
-            os.write(status, (_result_line(result, options.typed) + "\n").encode())
+            closing.update(_result_fields(result, options.typed))
         sys.stdout.flush()
+        os.write(status, (json.dumps(closing, separators=(",", ":")) + "\n").encode())
         code = 0
     except MemoryError:
         os.write(status, _MEMORY_ERROR)
@@ -155,7 +187,31 @@ def run_program(job, test, status):
     os._exit(code)
 
 
-def _run_module(job, test, program, source, options):
+class _Program:
+    """The item in :func:`_sealed`'s list whose key runs the program."""
+
+
+def _sealed(sealed, run):
+    """``run()`` (the program), and the nonce in ``sealed``, read only once ``run`` has returned.
+
+    The nonce is in a list that is being sorted while the program runs: CPython empties a list for
+    the duration of its sort (documented for ``list.sort``) and holds its items in C, where no
+    frame, ``gc.get_objects()``, ``gc.get_referents()`` or module reaches them. The key of the
+    program's item runs it; an exception from it leaves through ``sort`` with no nonce read, and a
+    program that changes the list makes ``sort`` raise."""
+    outcome = []
+
+    def key(item):
+        if isinstance(item, _Program):
+            outcome.append(run())
+        return 0
+
+    sealed.append(_Program())
+    sealed.sort(key=key)
+    return outcome[0], (sealed[0] if len(sealed) == 2 and isinstance(sealed[0], str) else None)
+
+
+def _run_module(job, test, args, program, source, options):
     """Run the program as a module (``__main__`` of a fresh process, or the module name a
     harness gives it) and, for call-based tests, call the function; returns its result."""
     module = types.ModuleType(options.module_name)
@@ -173,7 +229,7 @@ def _run_module(job, test, program, source, options):
     if options.guard and options.guard_after_compile:
         _reliability_guard(options)
     fn = _function(namespace, source, job["call"], options)
-    return fn(*test["args"])
+    return fn(*args)
 
 
 def _function(namespace, source, name, options):
@@ -192,7 +248,7 @@ def _function(namespace, source, name, options):
     return fn
 
 
-def _run_with_files(job, test, program, source, options):
+def _run_with_files(job, test, args, program, source, options):
     """TACO's last try for a program that failed on standard input: the input in input.txt,
     nothing on standard input, the standard output discarded, and output.txt as the output."""
     with open("input.txt", "w", encoding="utf-8") as f:
@@ -201,7 +257,7 @@ def _run_with_files(job, test, program, source, options):
     null = os.open("/dev/null", os.O_WRONLY)
     os.dup2(null, 1)
     os.close(null)
-    result = _run_module(job, test, program, source, options)
+    result = _run_module(job, test, args, program, source, options)
     sys.stdout.flush()
     with open("output.txt", encoding="utf-8", errors="replace") as f:
         text = f.read()
@@ -243,7 +299,7 @@ class _BufferStandIn:
         return self.inputs.split(b"\n")[0] + b"\n"
 
 
-def _run_captured(job, test, program, source, options):
+def _run_captured(job, test, args, program, source, options):
     """A test the way LiveCodeBench's grader runs it: the module (named tmp_sol there) is executed,
     then either the call-based function is called, or the stdin program's body, wrapped into
     ``wrapped_function`` by the evaluator, is called with the input reachable only through
@@ -258,7 +314,7 @@ def _run_captured(job, test, program, source, options):
     exec(program, module.__dict__)
     if job["call"] is not None:
         fn = _function(module.__dict__, source, job["call"], options)
-        return fn(*test["args"])
+        return fn(*args)
     if "class Solution" in source:
         module.Solution()  # as LiveCodeBench's compile step does: here inside the wrapper, so it raises
     method = module.wrapped_function
@@ -339,40 +395,234 @@ def _reliability_guard(options):
         sys.modules[name] = None
 
 
-def _result_line(result, typed):
-    if typed:
-        try:
-            return json.dumps({"result_typed": _typed(result, 0)})
-        except (TypeError, ValueError, RecursionError):
-            return json.dumps({"result_repr": repr(result)[:1000]})
+def _result_fields(result, typed):
+    """A call's return value for the closing report: its tokens, or, for a value the profile's
+    encoding cannot carry (not JSON in fade's rules, a circular structure), its repr."""
     try:
-        return json.dumps({"result": result})
-    except (TypeError, ValueError):
-        return json.dumps({"result_repr": repr(result)[:1000]})
+        return {"result": encode_value(result, typed)}
+    except (TypeError, ValueError, RuntimeError):
+        try:
+            text = repr(result)[:1000]
+        except BaseException:
+            text = f"<a {type(result).__name__} whose repr fails>"
+        return {"result_repr": text}
 
 
-def _typed(value, depth):
-    """A JSON form of a returned value that keeps what JSON loses (tuples, sets, non-string dict
-    keys, non-finite floats), so that a harness comparing Python values with == can be followed."""
-    if depth > 200:
-        raise RecursionError("nested too deeply")
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return value if math.isfinite(value) else {"$": "float", "v": repr(value)}
-    if isinstance(value, list):
-        return [_typed(v, depth + 1) for v in value]
-    if isinstance(value, tuple):
-        return {"$": "tuple", "v": [_typed(v, depth + 1) for v in value]}
-    if isinstance(value, (set, frozenset)):
-        return {"$": "frozenset" if isinstance(value, frozenset) else "set", "v": [_typed(v, depth + 1) for v in value]}
-    if isinstance(value, dict):
-        return {"$": "dict", "v": [[_typed(k, depth + 1), _typed(v, depth + 1)] for k, v in value.items()]}
-    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
-        return _typed(value.item(), depth + 1)  # a numpy scalar compares with == as its Python value
-    return {"$": "object", "type": type(value).__name__, "v": repr(value)[:1000]}
+# -- values across the sandbox's boundary ------------------------------------------------------------
+
+#: Integers up to this many bits travel as JSON numbers (at most 603 digits, under the lowest digit
+#: limit ``sys.set_int_max_str_digits`` accepts); larger ones in hexadecimal.
+JSON_INT_BITS = 2000
+# A marker is a one-key object: the key says what it is. Containers: its count of items.
+_CONTAINERS = {"L": "list", "T": "tuple", "S": "set", "F": "frozenset", "D": "dict"}
+_KIND = {kind: key for key, kind in _CONTAINERS.items()}
+_HEX = re.compile(r"-?0x[0-9a-f]+", re.ASCII)
+_END = object()
+
+
+def encode_value(value, typed, *, opaque=True):
+    """``value`` as a flat list of JSON tokens in prefix order, which :func:`decode_value` turns
+    back into the value: a scalar (None, a bool, a str, an int of at most :data:`JSON_INT_BITS`
+    bits, a finite float) is its own token; anything else is a one-key marker object: ``{"I":
+    hex}`` (a larger int), ``{"R": "inf" | "-inf" | "nan"}``, ``{"O": [type name, repr]}`` (an
+    opaque object), or a container's ``{"L" | "T" | "S" | "F" | "D": count}`` (list, tuple, set,
+    frozenset, dict) followed by its items (a dict's keys and values in turn).
+
+    ``typed``: tuples, sets, a dict's keys and numpy scalars are kept as Python has them (the
+    harnesses that compare return values with ``==``), and any other object becomes an opaque
+    ``object`` (``opaque``; else TypeError). Otherwise the value is read as ``json.dumps`` then
+    ``json.loads`` would read it (fade's rules): tuples become lists, a dict's keys strings, and
+    anything JSON does not hold raises TypeError. A circular structure raises ValueError."""
+    tokens = []
+    open_ids = set()
+    stack = [(iter((value,)), None)]
+    while stack:
+        items, owner = stack[-1]
+        item = next(items, _END)
+        if item is _END:
+            stack.pop()
+            open_ids.discard(owner)
+            continue
+        children = _token(item, typed, opaque, tokens)
+        if children is not None:
+            if id(item) in open_ids:
+                raise ValueError("a circular reference")
+            open_ids.add(id(item))
+            stack.append((iter(children), id(item)))
+    return tokens
+
+
+def _token(item, typed, opaque, tokens):
+    """Append ``item``'s token; return the items that follow it (a container's), else None."""
+    if item is None or item is True or item is False:
+        tokens.append(item)
+    elif isinstance(item, str):
+        tokens.append(str.__str__(item))
+    elif isinstance(item, int):
+        number = int.__index__(item)
+        tokens.append(number if number.bit_length() <= JSON_INT_BITS else {"I": hex(number)})
+    elif isinstance(item, float):
+        number = float.__float__(item)
+        tokens.append(number if math.isfinite(number) else {"R": repr(number)})
+    elif isinstance(item, list) or (isinstance(item, tuple) and not typed):
+        children = list(item)
+        tokens.append({"L": len(children)})
+        if _own_tokens(children):
+            tokens.extend(children)
+            return None
+        return children
+    elif isinstance(item, dict):
+        pairs = list(item.items())
+        tokens.append({"D": len(pairs)})
+        return [x for k, v in pairs for x in (k if typed else _json_key(k), v)]
+    elif typed and isinstance(item, (tuple, set, frozenset)):
+        children = list(item)
+        kind = "tuple" if isinstance(item, tuple) else "frozenset" if isinstance(item, frozenset) else "set"
+        tokens.append({_KIND[kind]: len(children)})
+        return children
+    elif typed and type(item).__module__ == "numpy" and getattr(item, "ndim", None) == 0 and hasattr(item, "item"):
+        return _token(item.item(), typed, opaque, tokens)  # a numpy scalar compares with == as its Python value
+    elif typed and opaque:
+        try:
+            text = repr(item)[:1000]
+        except BaseException:
+            text = f"<a {type(item).__name__} whose repr fails>"
+        tokens.append({"O": [type(item).__name__, text]})
+    else:
+        raise TypeError(f"a {type(item).__name__} is not JSON")
+    return None
+
+
+def _own_tokens(items):
+    """Whether every item is a scalar of one kind that is its own token (a fast path for the
+    common flat lists: C-speed checks instead of a step per item)."""
+    kinds = set(map(type, items))
+    if len(kinds) != 1:
+        return not kinds
+    (kind,) = kinds
+    if kind is int:
+        return max(max(items).bit_length(), min(items).bit_length()) <= JSON_INT_BITS
+    if kind is float:
+        return all(map(math.isfinite, items))
+    return kind is str or kind is bool or kind is type(None)
+
+
+def _json_key(key):
+    # json.dumps's conversion of a dict key, in its order of checks.
+    if isinstance(key, str):
+        return str.__str__(key)
+    if isinstance(key, float):
+        number = float.__float__(key)
+        return float.__repr__(number) if math.isfinite(number) else {"inf": "Infinity", "-inf": "-Infinity"}.get(
+            repr(number), "NaN")
+    if key is True or key is False or key is None:
+        return {True: "true", False: "false", None: "null"}[key]
+    if isinstance(key, int):
+        return int.__repr__(key)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+
+
+class Opaque:
+    """A value that came back as an ``object`` token: equal to nothing (not even itself), shown
+    by its repr."""
+
+    def __init__(self, type_name, text):
+        self.type_name, self.text = type_name, text
+
+    def __eq__(self, other):
+        return False
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        return self.text
+
+
+def decode_value(tokens):
+    """The value :func:`encode_value` made ``tokens`` from; ValueError, naming what is wrong, for
+    anything it does not make. A set or dict whose items cannot be hashed again (an item nested
+    past the recursion limit) comes back :class:`Opaque`."""
+    if not isinstance(tokens, list) or not tokens:
+        raise ValueError(f"a value's tokens must be a non-empty list, got {type(tokens).__name__}")
+    root = []
+    stack = [[None, 1, root]]  # [kind, items still to come, items so far]
+    for position, token in enumerate(tokens):
+        if not stack:
+            raise ValueError(f"{len(tokens) - position} tokens after the value's end")
+        key, count = _marker(token)
+        kind = _CONTAINERS.get(key)
+        if kind is not None:
+            if type(count) is not int or count < 0:
+                raise ValueError(f"a {kind}'s count must be a non-negative integer, got {count!r}")
+            count *= 2 if kind == "dict" else 1
+            if count > len(tokens) - position - 1:
+                raise ValueError(f"a {kind} of {count} items where {len(tokens) - position - 1} tokens are left")
+            if count:
+                stack.append([kind, count, []])
+                continue
+            value = _container(kind, [])
+        else:
+            value = _scalar(token)
+        while True:  # place the value; close every container it completes
+            frame = stack[-1]
+            frame[2].append(value)
+            frame[1] -= 1
+            if frame[1]:
+                break
+            stack.pop()
+            if frame[0] is None:
+                break
+            value = _container(frame[0], frame[2])
+    if stack:
+        raise ValueError("the tokens end inside a container")
+    return root[0]
+
+
+def _marker(token):
+    """A marker's key and value; (None, None) for a scalar."""
+    if not isinstance(token, dict):
+        return None, None
+    if len(token) != 1:
+        raise ValueError(f"a marker holds {len(token)} keys, expected one")
+    return next(iter(token.items()))
+
+
+def _scalar(token):
+    if token is None or isinstance(token, (bool, str)):
+        return token
+    if type(token) is int:
+        return token
+    if type(token) is float:
+        if not math.isfinite(token):
+            raise ValueError(f"a non-finite float as a bare token ({token!r}): the harness marks those")
+        return token
+    key, value = _marker(token)
+    if key == "I":
+        if not isinstance(value, str) or not _HEX.fullmatch(value):
+            raise ValueError(f"an int marker's value must be hexadecimal, got {str(value)[:40]!r}")
+        return int(value, 16)
+    if key == "R":
+        if value not in ("inf", "-inf", "nan"):
+            raise ValueError(f"a float marker's value must be inf, -inf or nan, got {str(value)[:40]!r}")
+        return float(value)
+    if key == "O":
+        if not (isinstance(value, list) and len(value) == 2 and all(isinstance(x, str) for x in value)):
+            raise ValueError("an object marker's value must be its type's name and its repr")
+        return Opaque(*value)
+    raise ValueError(f"a token that is no value: {str(token)[:80]}")
+
+
+def _container(kind, items):
+    if kind == "list":
+        return items
+    if kind == "tuple":
+        return tuple(items)
+    try:
+        if kind == "dict":
+            return dict(zip(items[::2], items[1::2]))
+        return set(items) if kind == "set" else frozenset(items)
+    except (TypeError, RecursionError):
+        return Opaque(kind, f"<a {kind} whose items cannot be hashed here>")
 
 
 def _exit_status(code):
@@ -385,10 +635,15 @@ def _exit_status(code):
     return 1 if not isinstance(code, bool) else int(code)
 
 
+def _folder(filename):
+    # The supervisor's files are named "<sandbox>/NAME.py" inside the sandbox (no host path).
+    return os.path.dirname(filename if filename.startswith("<") else os.path.abspath(filename))
+
+
 def _program_frames(tb):
     """The traceback without the supervisor's frames (this folder's files): they say nothing
     about the program."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    while tb is not None and os.path.dirname(os.path.abspath(tb.tb_frame.f_code.co_filename)) == here:
+    here = _folder(__file__)
+    while tb is not None and _folder(tb.tb_frame.f_code.co_filename) == here:
         tb = tb.tb_next
     return tb

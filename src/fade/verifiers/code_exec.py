@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import replace
 from typing import Any
 
-from .benchmark_io import RunOptions
+from .benchmark_io import RunOptions, harness_input
 from .judges import JUDGES, Judge, extract_program, judge_for
 from .judges.base import Run, excerpt
 from .result import VerifierResult
@@ -163,6 +163,16 @@ class CodeVerifier:
         defaults = {k: v for k, v in (("time_seconds", judge.time_seconds), ("memory_mb", judge.memory_mb)) if v}
         return Limits(**{**defaults, **(self.user_limits or {})})
 
+    def worst_case_seconds(self, tests: Any) -> float:
+        """How long judging one completion against ``tests`` can hold a worker, whatever the
+        program does: the profile's sandbox runs, each bounded by its deadline
+        (:meth:`fade.verifiers.judges.Judge.worst_case_seconds`). Twice that only when the machine
+        fails to set a sandbox up, which no program can cause, and the judging is tried again.
+        Raises ValueError for tests that cannot be read."""
+        suite = parse_tests(tests)
+        judge = judge_for(suite, self.judge)
+        return judge.worst_case_seconds(self.limits_for(judge), suite)
+
     def score(self, completion: str, tests: Any) -> VerifierResult:
         """Judge one completion against ``tests`` (a :class:`TestSuite`, or a problem's fields in
         any format :func:`parse_tests` reads). Malformed tests, or tests the chosen judge cannot
@@ -184,23 +194,25 @@ class CodeVerifier:
         # A sandbox that does not start or set up a test says something about the machine (out of
         # processes, a broken interpreter), not the program (which never reaches either channel):
         # try once more, then stop with the reason.
+        options = judge.run_options(suite)
         try:
             inputs, expected = judge.prepare_tests(suite)
+            for test in inputs:
+                harness_input(test, options)  # arguments the sandbox cannot be sent are the data's fault
         except ValueError as exc:
             return VerifierResult.of("bad_reference", error=str(exc), judge=judge.name)
+        if judge.needs_numpy:
+            options = replace(options, paths=tuple(numpy_paths()))
         failure = None
         for _ in range(2):
-            result, failure = self._run_judged(code, suite, judge, inputs, expected)
+            result, failure = self._run_judged(code, suite, judge, inputs, expected, options)
             if result is not None:
                 return result
         raise RuntimeError(f"the code sandbox did not start twice in a row: {failure}")
 
-    def _run_judged(self, code: str, suite: TestSuite, judge: Judge, inputs: list,
-                    expected: list) -> tuple[VerifierResult | None, str | None]:
+    def _run_judged(self, code: str, suite: TestSuite, judge: Judge, inputs: list, expected: list,
+                    options: RunOptions) -> tuple[VerifierResult | None, str | None]:
         limits = self.limits_for(judge)
-        options = judge.run_options(suite)
-        if judge.needs_numpy:
-            options = replace(options, paths=tuple(numpy_paths()))
         result, failure = self._sandbox(judge.first_run(code, suite, inputs), code, suite, judge, limits, options,
                                         expected)
         again = judge.rerun(code, suite, inputs, result) if result is not None else None
@@ -226,6 +238,9 @@ class CodeVerifier:
                 "network_isolated": run.isolation.get("network", False), "memory_bound": run.isolation.get("memory")}
         tolerance = self.float_tolerance
         passed, seconds, exits = 0, 0.0, []
+        # The first failing test decides. A profile may read on past one (TACO, whose wrapped rerun
+        # depends on how every test ended): it is kept here, and a later failure does not replace it.
+        deferred: tuple[str, dict[str, Any]] | None = None
         for record in run:
             seconds += record.get("seconds", 0.0)
             index = record["test"] - (1 if plan.compile_step is not None else 0)
@@ -243,15 +258,20 @@ class CodeVerifier:
             if ended is not None and judge.passes_after(ended[0], record, expected[index], suite, tolerance):
                 passed += 1
                 continue
-            if ended is not None:
-                verdict = judge.failure(*ended, record, suite, exits)
-                if verdict is None:
-                    continue
-                return VerifierResult.of(verdict[0], **where, **verdict[1])
-            mismatch = judge.compare(record, expected[index], suite, tolerance)
-            if mismatch is not None:
-                return VerifierResult.of("wrong_answer", **where, **mismatch)
+            verdict = judge.failure(*ended, record, suite, exits) if ended is not None else \
+                judge.compare(record, expected[index], suite, tolerance)
+            if verdict is None and ended is not None:
+                deferred = deferred or (ended[0], {**where, **ended[1]})
+                continue
+            if verdict is not None:
+                reason, info = deferred or (verdict[0], {**where, **verdict[1]})
+                return VerifierResult.of(reason, **info)
             passed += 1
+        if deferred is not None:
+            reason, info = deferred
+            if len(exits) == len(suite) and all(code == 1 for code in exits):
+                info = {**info, "all_exit_1": True}  # every test ended with status 1 (TACO's rerun reads it)
+            return VerifierResult.of(reason, **info)
         where = {**base, "passed": passed, "seconds": round(seconds, 4)}
         if run.failure_kind == "deadline":
             return VerifierResult.of("time_limit", **where, failure=run.failure)

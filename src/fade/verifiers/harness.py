@@ -31,10 +31,20 @@ Channels from a test child to P1, and whom each may be believed about:
 - fd 3, the program's report (how it ended, a call's return value): written from inside the
   program's own process, so the program can write it too. P1 accepts exactly one well-formed
   line of the keys the test's kind allows; anything else is reported as ``report_error`` (a
-  sandbox violation), so a forged line next to the real one can never choose the verdict.
+  sandbox violation), so a forged line next to the real one can never choose the verdict. The
+  harness's closing report (the program's code returned; a call's value) carries the test's
+  nonce, which the child sends P1 on fd 4 before the program runs and holds out of the
+  program's reach while it runs (``benchmark_io._sealed``); a closing report or a return value
+  without it is not believed.
+
+Nothing of the host stays reachable from the program's frames or objects: the supervisor's files
+are compiled under the names ``<sandbox>/NAME.py``, and before the program runs the test
+child empties the job and isolation records that every supervisor frame shares (the host work
+folder, the evaluator's and the zygote's pids).
 """
 
 import ctypes
+import dataclasses
 import fcntl
 import json
 import math
@@ -51,8 +61,12 @@ STATUS_FD = 3
 # The fd on which a test child reports a failed setup; closed before the program runs.
 SETUP_FD = 4
 # The keys a report may hold; the result keys only for call-based tests.
-REPORT_KEYS = frozenset({"exc", "phase", "errno", "module", "exit_code"})
-RESULT_KEYS = frozenset({"result", "result_repr", "result_typed"})
+REPORT_KEYS = frozenset({"exc", "phase", "errno", "module", "exit_code", "done"})
+RESULT_KEYS = frozenset({"result", "result_repr"})
+# What the program's run needs of the job; the rest (the host folder, pids, every test) is cleared.
+TASK_KEYS = ("source", "call", "options", "sys_path")
+# The name the supervisor's files are compiled under inside the sandbox (no host path).
+SANDBOX_FILES = "<sandbox>"
 # Imported before the program runs when it runs as another uid on the host filesystem, where
 # the interpreter's standard library may not be readable by that uid (a pyenv under /root).
 COMMON_MODULES = (
@@ -62,18 +76,21 @@ COMMON_MODULES = (
 )
 
 
-def _sibling(name):
-    """The module ``name`` beside this file, run from its path."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
-    module = types.ModuleType(f"fade_sandbox_{name}")
-    module.__file__ = path
-    with open(path, "rb") as f:
-        exec(compile(f.read(), path, "exec"), module.__dict__)
-    return module
+def _siblings(*names):
+    """The modules ``names`` beside this file, run from their paths and named by neutral names.
+    The sandbox passes this file's path in the environment (read here, once, and removed)."""
+    folder = os.path.dirname(os.environ.pop("FADE_SANDBOX_HARNESS", "") or os.path.abspath(__file__))
+    modules = []
+    for name in names:
+        module = types.ModuleType(f"fade_sandbox_{name}")
+        module.__file__ = f"{SANDBOX_FILES}/{name}.py"
+        with open(os.path.join(folder, name + ".py"), "rb") as f:
+            exec(compile(f.read(), module.__file__, "exec"), module.__dict__)
+        modules.append(module)
+    return modules
 
 
-confinement = _sibling("confinement")
-benchmark_io = _sibling("benchmark_io")
+confinement, benchmark_io = _siblings("confinement", "benchmark_io")
 
 
 def _emit(obj):
@@ -112,13 +129,29 @@ def _child(job, test, fds, iso, sandbox_uid):
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        task = {key: job[key] for key in TASK_KEYS if key in job}
+        # The options as the program may see them: the folders of its packages as it sees them.
+        task["options"] = dataclasses.replace(task["options"], paths=tuple(task.get("sys_path", ())))
     except BaseException as exc:  # the sandbox could not be set up: say so, run nothing
         os.write(setup, (json.dumps({"setup_error": f"{type(exc).__name__}: {exc}"}) + "\n").encode())
         os._exit(70)
+    # Every supervisor frame below this one shares these two records: emptied, nothing of the host
+    # (its folder, the evaluator's and the zygote's pids, the other tests) is left in them.
+    job.clear()
+    iso.clear()
+    # threading keeps its main thread's native id from the process that imported it (the zygote
+    # or P0, outside the sandbox's pid namespace): made this process's own.
+    main_thread = getattr(sys.modules.get("threading"), "main_thread", None)
+    if main_thread is not None and hasattr(main_thread(), "_set_native_id"):
+        main_thread()._set_native_id()
+    # The test's nonce: told to P1 on the setup pipe, then held only in this list, which the
+    # program cannot read while it runs (benchmark_io._sealed).
+    sealed = [os.urandom(16).hex()]
+    os.write(SETUP_FD, (json.dumps({"nonce": sealed[0]}) + "\n").encode())
     # The last act before the program: from here on nothing in this process can report a setup error.
     os.close(SETUP_FD)
     try:
-        benchmark_io.run_program(job, test, STATUS_FD)
+        benchmark_io.run_program(task, test, STATUS_FD, sealed)
     finally:
         os._exit(70)  # never unwind into the supervisor's code in this forked copy
 
@@ -254,16 +287,20 @@ def _run_test(job, index, test, iso, sandbox_uid):
     record["stdout"] = bytes(out[:shown]).decode("utf-8", errors="replace")
     record["stdout_bytes"] = len(out)
     record["stderr_tail"] = bytes(err[-2048:]).decode("utf-8", errors="replace")
-    if setup:
-        record["setup_error"] = _setup_error(bytes(setup[:4096]))
+    nonce, setup_error = _setup_report(bytes(setup[:4096]))
+    if setup_error is not None:
+        record["setup_error"] = setup_error
     elif stat and ended is None:
-        status, problem = _read_report(bytes(stat), job["call"] is not None and not test.get("source"))
-        if problem is None:
-            record["status"] = status
-        else:
+        status, problem = _read_report(bytes(stat), job["call"] is not None and not test.get("source"), nonce)
+        if problem is not None:
             record["report_error"] = problem
+        else:
+            if status.pop("done", None) is not None:
+                record["done"] = True  # the program's code returned to the harness
+            if status:
+                record["status"] = status
     failed = record.get("signal") or record.get("exit")
-    if job["options"].file_retry and test.get("files") is None and "stdin" in test and failed and ended is None \
+    if job["options"].runs_of(test) > 1 and failed and ended is None \
             and not record.get("setup_error") and not record.get("report_error"):
         retry = _run_test(job, index, {**test, "stdin": "", "files": test["stdin"]}, iso, sandbox_uid)
         retry["retried_from"] = {k: record.get(k) for k in ("exit", "signal", "status") if k in record}
@@ -271,15 +308,27 @@ def _run_test(job, index, test, iso, sandbox_uid):
     return record
 
 
-def _setup_error(raw):
-    try:
-        return str(json.loads(raw)["setup_error"])
-    except (ValueError, KeyError, TypeError):
-        return raw.decode("utf-8", errors="replace").strip()
+def _setup_report(raw):
+    """What the test child said on the setup pipe, which only the harness holds: (the test's
+    nonce, a setup error), each None when not said. Anything else there is a setup error."""
+    nonce, error = None, None
+    for line in raw.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict) and obj.keys() == {"nonce"} and isinstance(obj["nonce"], str) and nonce is None:
+            nonce = obj["nonce"]
+        elif isinstance(obj, dict) and "setup_error" in obj:
+            error = str(obj["setup_error"])
+        else:
+            error = raw.decode("utf-8", errors="replace").strip()
+    return nonce, error
 
 
-def _read_report(raw, call):
-    """The program's report, or why it is not believed: (report, None) or (None, problem)."""
+def _read_report(raw, call, nonce):
+    """The program's report, or why it is not believed: (report, None) or (None, problem). A
+    closing report (``done``) must hold the test's nonce, and a return value must come in one."""
     lines = raw.count(b"\n")
     if lines != 1 or not raw.endswith(b"\n"):
         return None, f"{lines} lines on the report channel where the harness writes one: the program wrote to it"
@@ -291,7 +340,11 @@ def _read_report(raw, call):
     if not isinstance(obj, dict) or not obj.keys() <= allowed:
         keys = sorted(obj) if isinstance(obj, dict) else type(obj).__name__
         return None, f"a report with keys {keys}, expected some of {sorted(allowed)}: the program wrote it"
-    return obj, None
+    if "done" in obj and (nonce is None or obj["done"] != nonce):
+        return None, "a closing report without the test's nonce: the program wrote it"
+    if obj.keys() & RESULT_KEYS and "done" not in obj:
+        return None, "a return value outside the harness's closing report: the program wrote it"
+    return obj, None  # the value's tokens are read, and a malformed one refused, by the judge
 
 
 def _run_tests(job, iso, sandbox_uid):
@@ -327,18 +380,18 @@ def _supervise(job, iso, sandbox_uid, alive_r):
         if sandbox_uid is not None:
             for name in COMMON_MODULES:
                 __import__(name)
-    options = job["options"]
-    if options.guard:
+    # No local of this frame holds the options: a test's program can read its callers' frames,
+    # and the options name the host's package folders.
+    if job["options"].guard:
         import shutil  # noqa: F401 - for the guard in every test child, imported once
         import subprocess  # noqa: F401
-    if options.paths and "sys_path" not in job:
+    if job["options"].paths and "sys_path" not in job:
         # No private root to bind them into: their own folders, with whatever else is beside them,
         # imported here too where the program's uid may not read the interpreter's files.
-        job["sys_path"] = sorted({os.path.dirname(os.path.realpath(p)) for p in options.paths})
+        job["sys_path"] = sorted({os.path.dirname(os.path.realpath(p)) for p in job["options"].paths})
         if sandbox_uid is not None:
             sys.path.extend(job["sys_path"])
-            for path in options.paths:
-                name = os.path.basename(path.rstrip("/"))
+            for name in [os.path.basename(path.rstrip("/")) for path in job["options"].paths]:
                 if name.isidentifier():
                     __import__(name)
     os.environ["HOME"] = os.environ["TMPDIR"] = os.getcwd()
@@ -370,6 +423,8 @@ def main() -> None:
     # sys.path; drop it so that the program imports the standard library only.
     if sys.path and (not sys.path[0] or os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__))):
         del sys.path[0]
+        # Its finder, made by the imports above, holds the working directory (the host folder).
+        sys.path_importer_cache.clear()
     # The work directory, known before the job in case the job never comes; from the environment
     # (not the command line, which a program can read in /proc), and not passed on to the program.
     root = os.environ.pop("FADE_SANDBOX_ROOT")
@@ -379,10 +434,11 @@ def main() -> None:
         _remove_root(root)  # the evaluator died while sending it
         os._exit(70)
     job["root"] = root
+    del root  # the job holds it, and a test child empties the job before its program runs
     try:
         job["options"] = benchmark_io.RunOptions.from_json(job["options"])
     except (KeyError, TypeError, ValueError) as exc:  # fade sends them checked: a mismatch of versions
-        _remove_root(root)
+        _remove_root(job["root"])
         _emit({"harness_error": f"the job's run options: {exc}"})
         os._exit(70)
     # SIGTERM, not SIGKILL: if the evaluator dies, this process still removes the work directory.
@@ -390,7 +446,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _evaluator_gone)
     confinement.prctl(confinement.PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != job["parent"]:
-        _remove_root(root)  # the evaluator died before the death signal was armed
+        _remove_root(job["root"])  # the evaluator died before the death signal was armed
         os._exit(0)
     try:
         iso = confinement.isolate(job)  # while still dumpable: a non-dumpable process cannot write its uid_map
@@ -477,6 +533,7 @@ def serve_forks(control_fd):
                         os.close(fd)
                 sock.close()
                 os.environ["FADE_SANDBOX_ROOT"] = message.decode()
+                del message  # main() takes the folder from the environment; no frame keeps it
                 main()
             finally:
                 os._exit(70)

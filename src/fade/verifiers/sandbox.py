@@ -54,7 +54,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .benchmark_io import RunOptions
+from .benchmark_io import RunOptions, harness_input
 
 __all__ = ["HARNESS", "MAX_LIMIT_MB", "MAX_TIME_SECONDS", "UID_BASE", "Limits", "SandboxRun", "isolation_report",
            "worst_case_seconds"]
@@ -63,14 +63,14 @@ __all__ = ["HARNESS", "MAX_LIMIT_MB", "MAX_TIME_SECONDS", "UID_BASE", "Limits", 
 HARNESS = Path(__file__).with_name("harness.py")
 # The supervisor is started from this line rather than by its path, and learns its work folder
 # from the environment, so that its command line (/proc/1/cmdline, where a program can read it)
-# names no host path.
-_BOOTSTRAP = (
-    "import os;p=os.environ.pop('FADE_SANDBOX_HARNESS');"
-    "exec(compile(open(p,'rb').read(),p,'exec'),{'__name__':'__main__','__file__':p})"
-)
+# names no host path; its code is compiled under a neutral name and no variable keeps the path
+# (the harness reads it from the environment once, to load its siblings), so that neither do its
+# frames and functions, which a program can reach.
+_HARNESS_CODE = "compile(open(os.environ['FADE_SANDBOX_HARNESS'],'rb').read(),'<sandbox>/supervisor.py','exec')"
+_BOOTSTRAP = f"import os;exec({_HARNESS_CODE},{{'__name__':'__main__','__file__':'<sandbox>/supervisor.py'}})"
 _ZYGOTE_BOOTSTRAP = (
-    "import os;p=os.environ.pop('FADE_SANDBOX_HARNESS');g={'__name__':'fade_sandbox','__file__':p};"
-    "exec(compile(open(p,'rb').read(),p,'exec'),g);g['serve_forks'](int(os.environ.pop('FADE_SANDBOX_CONTROL')))"
+    f"import os;g={{'__name__':'fade_sandbox','__file__':'<sandbox>/supervisor.py'}};exec({_HARNESS_CODE},g);"
+    "g['serve_forks'](int(os.environ.pop('FADE_SANDBOX_CONTROL')))"
 )
 #: Seconds a run may take beyond its tests' time limits (starting the supervisor, building the
 #: private root) before it is stopped; with :data:`PER_TEST_SLACK` this bounds how long one
@@ -299,13 +299,16 @@ class SandboxRun:
 
     Each input is ``{"stdin": text}`` (the program reads it on fd 0 and its fd 1 is captured) or
     ``{"args": [...]}`` with ``call`` naming a function (top-level, or a method of a class
-    ``Solution``) whose JSON-encoded return value is captured; ``options`` (a judging profile's
+    ``Solution``) whose return value is captured; ``options`` (a judging profile's
     :class:`~fade.verifiers.benchmark_io.RunOptions`) say how the program meets them (default: run
-    as a script). Iterating yields one record per test, in order, as the supervisor reports it:
-    ``test``, ``seconds``, ``cpu_seconds``,
+    as a script). The arguments travel as ``benchmark_io.encode_value`` makes them (ValueError
+    here for arguments it cannot carry). Iterating yields one record per test, in order, as the
+    supervisor reports it: ``test``, ``seconds``, ``cpu_seconds``,
     ``exit`` or ``signal``, ``ended`` ("wall_time", "output_limit") when the supervisor stopped
-    it, ``stdout``, ``stdout_bytes``, ``stderr_tail``, and ``status`` (how the program ended as it
-    reported it: an exception's type, errno and phase, or the call's ``result``), or instead
+    it, ``stdout``, ``stdout_bytes``, ``stderr_tail``, ``done`` when the program's code returned to
+    the harness (its closing report held the test's nonce), and ``status`` (how the program ended
+    as it reported it: an exception's type, errno and phase, or the call's ``result`` as
+    ``benchmark_io.encode_value`` tokens), or instead
     ``report_error`` when that report is not to be believed (the program wrote to its channel),
     or ``setup_error`` when the test could not be set up (before the program ran). The supervisor
     stops after a test that did not exit with status 0; the caller may stop earlier by leaving
@@ -326,7 +329,7 @@ class SandboxRun:
         self.records: list[dict[str, Any]] = []
         self._job = {
             "source": source,
-            "tests": inputs,
+            "tests": [harness_input(test, self.options) for test in inputs],
             "call": call,
             "limits": self.limits.for_harness(),
             "namespaces": bool(namespaces),
@@ -367,7 +370,7 @@ class SandboxRun:
         if os.geteuid() == 0:
             self._slot = _SLOTS.acquire()
             self._job["uid"] = _sandbox_uid(self._slot)
-        runs = self._expected * (2 if self.options.file_retry else 1)  # a retry runs a test twice
+        runs = sum(self.options.runs_of(test) for test in self._job["tests"])  # a retry runs a test twice
         self._deadline = time.monotonic() + worst_case_seconds(self.limits, runs)
         spawned = _spawn_supervisor(self._root) if _USE_ZYGOTE else None
         if spawned is not None:
@@ -467,7 +470,7 @@ class SandboxRun:
                 del self._buffer[: newline + 1]
                 try:
                     obj = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):
                     self._fail("protocol", "the sandbox's supervisor sent a malformed line")
                     return None
                 return obj if isinstance(obj, dict) else None
@@ -521,10 +524,11 @@ class SandboxRun:
                     )
 
 
-def worst_case_seconds(limits: Limits, tests: int) -> float:
-    """The longest one program run against ``tests`` tests can take, start to verdict: each test
-    is stopped at its time limit, and the whole run at this deadline whatever the program does."""
-    return START_SLACK + tests * (limits.time_seconds + PER_TEST_SLACK)
+def worst_case_seconds(limits: Limits, runs: int) -> float:
+    """The longest one sandbox run that runs the program ``runs`` times can take, start to
+    verdict: each run is stopped at its time limit, and the whole sandbox run at this deadline
+    whatever the program does. A judging profile counts its runs (``Judge.worst_case_seconds``)."""
+    return START_SLACK + runs * (limits.time_seconds + PER_TEST_SLACK)
 
 
 _report: dict[str, Any] | None = None

@@ -33,6 +33,7 @@ the tolerance); where the expected value is a one-element list, its element is a
 from __future__ import annotations
 
 import base64
+import decimal
 import io
 import json
 import math
@@ -42,7 +43,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TestCase", "TestSuite", "integer_guard_ok", "outputs_match", "parse_tests", "values_match"]
+__all__ = ["TestCase", "TestSuite", "integer_guard_ok", "integer_text", "is_ascii_int", "lcb_json", "outputs_match",
+           "parse_tests", "values_match"]
 
 TEST_FIELDS = ("tests", "public_test_cases", "private_test_cases", "public_tests", "private_tests", "generated_tests",
                "input_output", "test", "test_list")
@@ -51,6 +53,9 @@ CHECK_FIELDS = ("prompt", "entry_point", "text", "test_setup_code", "challenge_t
 #: The most bytes LiveCodeBench's compressed tests may inflate to: well above the largest real
 #: problem's tests, and a bound on what a zlib bomb (1000:1 and more) can make the evaluator hold.
 MAX_DECOMPRESSED_BYTES = 256 << 20
+#: The longest integer LiveCodeBench's grader reads in its tests (it runs under
+#: ``sys.set_int_max_str_digits(50000)``; Python's own limit is 4,300 digits).
+LCB_INT_DIGITS = 50_000
 
 
 @dataclass(frozen=True)
@@ -126,14 +131,31 @@ def _text(value: Any, what: str) -> str:
     raise ValueError(f"{what} must be text, got {type(value).__name__}")
 
 
+def _long_int(digits: str) -> int:
+    count = len(digits.lstrip("-"))
+    if count > LCB_INT_DIGITS:
+        raise ValueError(f"an integer of {count} digits, past the {LCB_INT_DIGITS:,} LiveCodeBench reads")
+    # Decimal's conversion to int is not bound by the interpreter's digit limit (int(str) is).
+    return int(digits) if count <= 4000 else int(decimal.Decimal(digits))
+
+
+def lcb_json(text: str) -> Any:
+    """JSON text as LiveCodeBench's grader reads its tests: integers of up to
+    :data:`LCB_INT_DIGITS` digits (past Python's 4,300-digit limit). ValueError as json.loads."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return json.loads(text, parse_int=_long_int)  # the slower reading, only where it is needed
+
+
 def _functional_args(text: str, what: str) -> tuple:
     args = []
     for line in text.split("\n"):
         if line.strip():
             try:
-                args.append(json.loads(line))
-            except ValueError:
-                raise ValueError(f"{what}: argument line {line[:80]!r} is not JSON") from None
+                args.append(lcb_json(line))
+            except ValueError as exc:
+                raise ValueError(f"{what}: argument line {line[:80]!r} is not JSON ({exc})") from None
     return tuple(args)
 
 
@@ -151,9 +173,9 @@ def _lcb_cases(value: Any, what: str, func_name: str | None) -> tuple[list[TestC
         if kind == "functional":
             functional = True
             try:
-                expected = json.loads(item["output"]) if isinstance(item["output"], str) else item["output"]
-            except ValueError:
-                raise ValueError(f"{where}: functional output {str(item['output'])[:80]!r} is not JSON") from None
+                expected = lcb_json(item["output"]) if isinstance(item["output"], str) else item["output"]
+            except ValueError as exc:
+                raise ValueError(f"{where}: functional output {str(item['output'])[:80]!r} is not JSON ({exc})") from None
             cases.append(TestCase(args=_functional_args(_text(item["input"], where), where), expected=expected,
                                   raw_input=item["input"], raw_output=item["output"]))
         elif kind == "stdin":
@@ -270,7 +292,7 @@ _INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 
 
-def _int_text(token: str) -> str:
+def integer_text(token: str) -> str:
     """An ASCII integer token in a normal form ("+007" -> "7", "-0" -> "0"), compared as text:
     int() refuses more than 4,300 digits, and answers can be longer."""
     digits = token.lstrip("+-").lstrip("0") or "0"
@@ -305,7 +327,7 @@ def _tokens_match(got: str, expected: str, tol: float) -> bool:
     if got == expected:
         return True
     if _INT.fullmatch(expected):
-        return integer_guard_ok(got, expected) and _int_text(got) == _int_text(expected)
+        return integer_guard_ok(got, expected) and integer_text(got) == integer_text(expected)
     want = _finite_decimal(expected)
     have = _finite_decimal(got)
     if want is None or have is None:
@@ -320,24 +342,40 @@ def outputs_match(got: str, expected: str, float_tolerance: float = 1e-6) -> boo
 
 
 def values_match(got: Any, expected: Any, float_tolerance: float = 1e-6, *, unwrap: bool = True) -> bool:
-    """Whether a returned value (JSON-decoded) equals the expected one, recursively."""
+    """Whether a returned value (JSON-decoded) equals the expected one, to any depth."""
     if _equal(got, expected, float_tolerance):
         return True
     return unwrap and isinstance(expected, list) and len(expected) == 1 and _equal(got, expected[0], float_tolerance)
 
 
 def _equal(got: Any, expected: Any, tol: float) -> bool:
+    pairs = [(got, expected)]  # a stack, not recursion: values can be nested past the recursion limit
+    while pairs:
+        got, expected = pairs.pop()
+        if isinstance(got, list) and isinstance(expected, list):
+            if len(got) != len(expected):
+                return False
+            pairs.extend(zip(got, expected))
+        elif isinstance(got, dict) and isinstance(expected, dict):
+            if got.keys() != expected.keys():
+                return False
+            pairs.extend((got[k], expected[k]) for k in got)
+        elif not _scalar_equal(got, expected, tol):
+            return False
+    return True
+
+
+def _scalar_equal(got: Any, expected: Any, tol: float) -> bool:
     if isinstance(got, bool) or isinstance(expected, bool):
         return got is expected
     if isinstance(expected, int):
         # An integer is matched by an integer only: float(n) can round a large n to a neighbour.
         return isinstance(got, int) and got == expected
-    if isinstance(expected, float) and isinstance(got, (int, float)):
-        if not (math.isfinite(got) and math.isfinite(expected)):
-            return got == expected
-        return math.isclose(got, expected, rel_tol=tol, abs_tol=tol)
-    if isinstance(got, list) and isinstance(expected, list):
-        return len(got) == len(expected) and all(_equal(x, y, tol) for x, y in zip(got, expected))
-    if isinstance(got, dict) and isinstance(expected, dict):
-        return got.keys() == expected.keys() and all(_equal(got[k], expected[k], tol) for k in got)
-    return type(got) is type(expected) and got == expected
+    try:
+        if isinstance(expected, float) and isinstance(got, (int, float)):
+            if not (math.isfinite(got) and math.isfinite(expected)):
+                return got == expected
+            return math.isclose(got, expected, rel_tol=tol, abs_tol=tol)
+        return type(got) is type(expected) and bool(got == expected)
+    except (OverflowError, ValueError, TypeError, RecursionError):  # an int past a float's range, an odd ==
+        return False

@@ -33,7 +33,7 @@ from itertools import groupby
 
 from ..sandbox import Limits
 from ..testcases import TestSuite, integer_guard_ok
-from .base import Judge, decode_typed, extract_program
+from .base import Judge, extract_program
 from .codecontests import codecontests_match
 from .humaneval import humaneval_program
 from .lcb import LCB_PRELUDE, lcb_extract, lcb_stdout_match, lcb_value_match, lcb_wrap
@@ -49,7 +49,6 @@ __all__ = [
     "MBPP_STOP_WORDS",
     "TACO_PRELUDE",
     "codecontests_match",
-    "decode_typed",
     "extract_program",
     "humaneval_program",
     "integer_guard_ok",

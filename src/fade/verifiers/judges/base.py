@@ -6,9 +6,11 @@ A judging run goes: :meth:`Judge.extract` the code from the completion; :meth:`J
 with its preludes or wrapping, and its inputs) under :meth:`Judge.run_options` in the sandbox;
 then, record by record, :func:`fade.verifiers.code_exec.classify` says how the test ended and the
 profile's record rules decide: :meth:`Judge.passes_after` (a failed run that passes on its output),
-:meth:`Judge.failure` (the verdict of a failed test, or read on), :meth:`Judge.compare` (the
-output or return value against the expected one); last, :meth:`Judge.rerun` (a second run
-decided by the first one's result).
+:meth:`Judge.failure` (the verdict of a failed test, or read on), :meth:`Judge.compare` (a test
+whose process ended cleanly: did the program's code return to the harness, and the output or
+return value against the expected one); last, :meth:`Judge.rerun` (a second run decided by the
+first one's result). :meth:`Judge.runs` counts the program runs all this can make, which bounds
+how long one sample holds a worker.
 
 One rule holds in every profile, where an official harness is looser: an expected integer is
 matched only by an integer written in ASCII digits (never ``7.0``, ``1e9``, ``٣`` or ``1_000``,
@@ -21,10 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..benchmark_io import RunOptions
+from ..benchmark_io import SCRIPT, RunOptions, decode_value
+from ..sandbox import Limits, worst_case_seconds
 from ..testcases import TestCase, TestSuite
 
-__all__ = ["Judge", "Run", "decode_typed", "excerpt", "extract_program", "guarded_equal"]
+__all__ = ["ENDED_EARLY", "Judge", "Run", "excerpt", "extract_program", "guarded_equal"]
+
+#: Why a test fails whose process ended before the program's code returned to the harness.
+ENDED_EARLY = ("the process ended before the program's code returned to the harness (os._exit, exec, a thread "
+               "or signal handler ending it, its report channel closed)")
 
 _EXCERPT = 200
 _PYTHON_TAGS = ("python", "py", "python3")
@@ -120,21 +127,50 @@ class Judge:
         raise NotImplementedError(f"the {self.name} judge compares no return values")
 
     def returned(self, status: dict[str, Any]) -> Any:
-        """The value a call returned, from the program's report (which holds ``result`` or
-        ``result_typed``)."""
-        return decode_typed(status["result_typed"]) if "result_typed" in status else status["result"]
+        """The value a call returned, from the harness's report (its ``result`` tokens, read by
+        ``benchmark_io.decode_value``); ValueError when the report is malformed."""
+        return decode_value(status["result"])
 
-    def compare(self, record: dict[str, Any], expected: Any, suite: TestSuite, tolerance: float) -> dict[str, Any] | None:
-        """None when a test that ran to a clean exit passes, else the details of its wrong answer."""
+    def compare(self, record: dict[str, Any], expected: Any, suite: TestSuite,
+                tolerance: float) -> tuple[str, dict[str, Any]] | None:
+        """The verdict of a test whose process ended cleanly, as (reason, details); None when it passes."""
+        unfinished = self.unfinished(record, suite)
+        if unfinished is not None:
+            return unfinished
         if suite.call is None:
             got = record.get("stdout", "")
-            return None if self.stdout_match(got, expected, tolerance) else {"expected": excerpt(expected), "got": excerpt(got)}
+            return None if self.stdout_match(got, expected, tolerance) else \
+                ("wrong_answer", {"expected": excerpt(expected), "got": excerpt(got)})
         status = record.get("status") or {}
-        if "result_typed" not in status and "result" not in status:
+        if "result" not in status:
             got = status.get("result_repr", "no return value")
-            return {"expected": excerpt(expected), "got": excerpt(got), "note": "the return value is not JSON"}
-        got = self.returned(status)
-        return None if self.value_match(got, expected, tolerance) else {"expected": excerpt(expected), "got": excerpt(got)}
+            return "wrong_answer", {"expected": excerpt(expected), "got": excerpt(got),
+                                    "note": "the return value cannot be sent back (not JSON in fade's rules, or circular)"}
+        try:
+            got = self.returned(status)
+        except ValueError as exc:  # the supervisor refuses these first: only a report it did not check
+            return "sandbox_violation", {"report": f"a malformed return value: {exc}"}
+        return None if self.value_match(got, expected, tolerance) else \
+            ("wrong_answer", {"expected": excerpt(expected), "got": excerpt(got)})
+
+    def unfinished(self, record: dict[str, Any], suite: TestSuite) -> tuple[str, dict[str, Any]] | None:
+        """A runtime error when the harness calls the program (call-based tests, and profiles whose
+        harness runs programs in its own process) and the process ended before the program's code
+        returned to it, as the official harnesses fail it (its result never comes); else None. A
+        script (the test's own process, judged by its output) may end itself."""
+        if (suite.call is not None or self.run_options(suite).io != SCRIPT) and not record.get("done"):
+            return "runtime_error", {"exit": record.get("exit"), "note": ENDED_EARLY}
+        return None
+
+    def runs(self, suite: TestSuite) -> tuple[int, ...]:
+        """The most times the program can run in each sandbox run of a judging (one entry per
+        sandbox run): a run per test by default."""
+        return (len(suite),)
+
+    def worst_case_seconds(self, limits: Limits, suite: TestSuite) -> float:
+        """How long one sample can hold a worker, whatever its program does: each sandbox run's
+        deadline (:func:`fade.verifiers.sandbox.worst_case_seconds`) for the runs it can make."""
+        return sum(worst_case_seconds(limits, runs) for runs in self.runs(suite))
 
     # -- the records ---------------------------------------------------------------------------
 
@@ -153,8 +189,15 @@ class Judge:
 
 
 def excerpt(value: Any) -> str:
-    """A value as a result's details show it: its text, cut at 200 characters."""
-    text = value if isinstance(value, str) else repr(value)
+    """A value as a result's details show it: its text, cut at 200 characters (an integer past
+    Python's digit limit, or a value nested past its recursion limit, described instead)."""
+    try:
+        text = value if isinstance(value, str) else repr(value)
+    except ValueError:  # int -> str past the digit limit
+        text = f"<an integer of about {int(abs(value).bit_length() * 0.30103) + 1} digits>" \
+            if isinstance(value, int) else f"<a {type(value).__name__} holding an integer too long to show>"
+    except RecursionError:
+        text = f"<a {type(value).__name__} nested too deeply to show>"
     return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
 
 
@@ -181,63 +224,26 @@ def extract_program(completion: str) -> str:
 
 
 def guarded_equal(got: Any, expected: Any) -> bool:
-    """Python's ``got == expected``, recursively through lists, tuples and dicts, except that an
-    expected int (not bool) is matched only by an int (not bool)."""
-    if isinstance(expected, int) and not isinstance(expected, bool):
-        return isinstance(got, int) and not isinstance(got, bool) and got == expected
-    if isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple)):
-        return type(got) is type(expected) and len(got) == len(expected) and all(
-            guarded_equal(g, e) for g, e in zip(got, expected))
-    if isinstance(expected, dict) and isinstance(got, dict):
-        return got.keys() == expected.keys() and all(guarded_equal(got[k], expected[k]) for k in expected)
-    try:
-        return bool(got == expected)
-    except Exception:
-        return False
-
-
-class _Opaque:
-    """A returned value that is none of the types JSON or a container can carry: equal to nothing."""
-
-    def __init__(self, type_name: str, text: str) -> None:
-        self.type_name, self.text = type_name, text
-
-    def __eq__(self, other: object) -> bool:
-        return False
-
-    __hash__ = object.__hash__
-
-    def __repr__(self) -> str:
-        return self.text
-
-
-def decode_typed(value: Any) -> Any:
-    """The Python value the sandbox's typed encoding (``RunOptions.typed``, which the lcb and taco
-    profiles ask for) stands for: tuples, sets, dicts with any keys and non-finite floats
-    restored; other objects equal to nothing."""
-    if isinstance(value, list):
-        return [decode_typed(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    kind = value.get("$")
-    items = value.get("v")
-    if kind == "tuple":
-        return tuple(decode_typed(v) for v in items)
-    if kind in ("set", "frozenset"):
-        made = [decode_typed(v) for v in items]
-        try:
-            return set(made) if kind == "set" else frozenset(made)
-        except TypeError:
-            return _Opaque(kind, repr(made))
-    if kind == "dict":
-        out = {}
-        for k, v in items:
-            key = decode_typed(k)
+    """Python's ``got == expected``, through lists, tuples and dicts to any depth (no recursion),
+    except that an expected int (not bool) is matched only by an int (not bool)."""
+    pairs = [(got, expected)]
+    while pairs:
+        got, expected = pairs.pop()
+        if isinstance(expected, int) and not isinstance(expected, bool):
+            if not (isinstance(got, int) and not isinstance(got, bool) and got == expected):
+                return False
+        elif isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple)):
+            if type(got) is not type(expected) or len(got) != len(expected):
+                return False
+            pairs.extend(zip(got, expected))
+        elif isinstance(expected, dict) and isinstance(got, dict):
+            if got.keys() != expected.keys():
+                return False
+            pairs.extend((got[k], expected[k]) for k in expected)
+        else:
             try:
-                out[key] = decode_typed(v)
-            except TypeError:
-                return _Opaque("dict", repr(items))
-        return out
-    if kind == "float":
-        return float(items)
-    return _Opaque(str(value.get("type")), str(items))
+                if not bool(got == expected):
+                    return False
+            except Exception:
+                return False
+    return True

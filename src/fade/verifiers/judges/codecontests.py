@@ -1,9 +1,10 @@
 """The ``codecontests`` profile: DeepMind's CodeContests tester (``execution/tester_sandboxer.cc``),
 for problems with ``public_tests`` / ``private_tests`` / ``generated_tests``.
 
-Rules C1-C5 of docs/verifiers.md: the program as it is, one process per test; outputs split into
-lowercased tokens and compared as text, 32-bit integers or doubles within 1e-5; a test passes on
-its output however the program ended; 10 s and 288 MB.
+Rules C1-C5 of docs/verifiers.md: the program as it is, one process per test; outputs split on
+the tester's five whitespace characters into ASCII-lowercased tokens and compared as text, or as
+doubles within 1e-5 (an expected integer by fade's integer rule: exactly); a test passes on its
+output however the program ended; 10 s and 288 MB.
 """
 
 from __future__ import annotations
@@ -12,21 +13,19 @@ import re
 from typing import Any
 
 from ..benchmark_io import RunOptions
-from ..testcases import TestCase, TestSuite, integer_guard_ok, is_ascii_int
+from ..testcases import TestCase, TestSuite, integer_guard_ok, integer_text, is_ascii_int
 from .base import Judge
 
 __all__ = ["JUDGE", "codecontests_match"]
 
-_INT32 = (-(2 ** 31), 2 ** 31 - 1)
 _DOUBLE = re.compile(r"\s*[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|inf(?:inity)?|nan)\s*", re.ASCII)
+# SplitAndLowercase: absl::ByAnyChar(" \n\t\r\v") with empty pieces skipped, absl::AsciiStrToLower.
+_SEPARATORS = re.compile("[ \n\t\r\v]+")
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
-def _int32(token: str) -> int | None:
-    if is_ascii_int(token) and len(token.lstrip("+-").lstrip("0")) <= 10:
-        value = int(token)
-        if _INT32[0] <= value <= _INT32[1]:
-            return value
-    return None
+def _tokens(output: str) -> list[str]:
+    return [t.translate(_ASCII_LOWER) for t in _SEPARATORS.split(output) if t]
 
 
 def _double(token: str) -> float | None:
@@ -37,11 +36,12 @@ def _double(token: str) -> float | None:
 
 
 def codecontests_match(got: str, expected: str) -> bool:
-    """OutputsMatch: both outputs split on whitespace and lowercased; equal token lists, or as
-    many tokens with each pair equal by ValuesMatch (a non-numeric token as text, two tokens
-    that are 32-bit ints exactly, else as doubles within an absolute 1e-5, strictly)."""
-    a = [t.lower() for t in got.split()]
-    b = [t.lower() for t in expected.split()]
+    """OutputsMatch: both outputs split on the tester's whitespace (space, \\n, \\t, \\r, \\v
+    only) and lowercased in ASCII only; equal token lists, or as many tokens with each pair equal
+    by ValuesMatch: a non-numeric token as text, numbers as doubles within an absolute 1e-5,
+    strictly. An expected integer (any size) is matched only by an integer of the same value,
+    compared exactly (fade's integer rule; the tester's doubles would take 10**18 + 1 for 10**18)."""
+    a, b = _tokens(got), _tokens(expected)
     if a == b:
         return True
     if len(a) != len(b):
@@ -51,14 +51,12 @@ def codecontests_match(got: str, expected: str) -> bool:
             continue
         if not integer_guard_ok(x, y):
             return False
-        dx, dy = _double(x), _double(y)
-        if dx is None or dy is None:
-            return False
-        ix, iy = _int32(x), _int32(y)
-        if ix is not None and iy is not None:
-            if ix != iy:
+        if is_ascii_int(y):
+            if integer_text(x) != integer_text(y):
                 return False
-        elif not abs(dx - dy) < 1e-5:
+            continue
+        dx, dy = _double(x), _double(y)
+        if dx is None or dy is None or not abs(dx - dy) < 1e-5:
             return False
     return True
 

@@ -4,7 +4,8 @@
 
 Rules H1-H5 of docs/verifiers.md: the prompt, the completion and the check assembled into one
 program, run in an empty globals dict with a standard input that raises and the output
-discarded, under the reliability guard; 3 s for the whole program. The mbpp profile judges its
+discarded, under the reliability guard; 3 s for the whole program; passed only when the program
+returns to the harness (an exception of any kind, or a process that ends before, fails). The mbpp profile judges its
 own program by these rules too.
 """
 
@@ -42,8 +43,11 @@ class HumanEval(Judge):
     def run_options(self, suite: TestSuite) -> RunOptions:
         return RunOptions(io=CHECK, guard=True, guard_exit=True)
 
-    def compare(self, record: dict[str, Any], expected: Any, suite: TestSuite, tolerance: float) -> dict[str, Any] | None:
-        return None  # H2: a check program passes by running to its end
+    def compare(self, record: dict[str, Any], expected: Any, suite: TestSuite,
+                tolerance: float) -> tuple[str, dict[str, Any]] | None:
+        # H2: a check program passes when the check returns; a process that ended before (a
+        # status 0 from os._exit, exec, a thread) never reported it.
+        return self.unfinished(record, suite)
 
     def failure(self, reason: str, info: dict[str, Any], record: dict[str, Any], suite: TestSuite,
                 exits: list[int | None]) -> tuple[str, dict[str, Any]] | None:

@@ -10,12 +10,11 @@ lines; outputs compared line by line as text or exact Decimals; return values wi
 from __future__ import annotations
 
 import ast
-import json
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ..benchmark_io import CAPTURED, RunOptions
-from ..testcases import TestCase, TestSuite, integer_guard_ok
+from ..testcases import TestCase, TestSuite, integer_guard_ok, lcb_json
 from .base import Judge, guarded_equal
 
 __all__ = ["JUDGE", "LCB_PRELUDE", "lcb_extract", "lcb_stdout_match", "lcb_value_match", "lcb_wrap"]
@@ -130,11 +129,11 @@ class LiveCodeBench(Judge):
         try:
             raw = case.raw_input
             if isinstance(raw, str):
-                args = tuple(json.loads(line) for line in raw.split("\n"))
+                args = tuple(lcb_json(line) for line in raw.split("\n"))
             else:
                 args = tuple(raw) if isinstance(raw, list) else case.args or ()
             out = case.raw_output
-            want = json.loads(out) if isinstance(out, str) else (case.expected if out is None else out)
+            want = lcb_json(out) if isinstance(out, str) else (case.expected if out is None else out)
         except ValueError as exc:
             raise ValueError(f"LiveCodeBench could not read a call-based test ({exc}): every program fails it") from None
         return args, want

@@ -744,6 +744,9 @@ def test_an_arm_names_its_training_in_its_key_and_folder():
     assert "policy_loss" not in plain.train_kwargs("OUT")  # the plain arm trains as its plan says
     assert dapo.arm == as_arm("dr_grpo", filter_zero_variance=True, policy_loss="ppo_clip:clip_ratio_high=0.28")
     assert dapo.arm.identity != plain.arm.identity and plain.arm.identity == as_arm("dr_grpo").identity
+    assert as_arm(bonus.arm, minibatches=2).text == "dr_grpo+entropy=entropy_bonus:coef=0.01+minibatches=2"
+    with pytest.raises(ValueError, match="already sets entropy"):
+        as_arm(bonus.arm, entropy="entropy_bonus:coef=0.1")
 
 
 def test_the_entropy_preset_is_the_paper_design_with_the_controls_on_one_update_schedule():
@@ -827,13 +830,13 @@ def _entropy_like_sweep(out: Path, names=tuple(ENTROPY_LIKE), clip_gap: float = 
                     trainer=(("minibatches", 4),))
     preset = Preset(name="entropy-like", description="The entropy preset's layout.", seeds=tuple(range(5)), plans=(plan,))
     summaries = []
-    for name in names:
+    for i, name in enumerate(names):
         peak, wide, entropy, distinct = ENTROPY_LIKE[name]
         if name == "clip-higher, recommended":
             wide += clip_gap
         for seed in preset.seeds:
             run = plan.run(controls[name].arm, seed)
-            own = OWN[(seed + len(name)) % 5]  # each arm its own draw of the same small noise
+            own = OWN[(seed + 2 * i) % 5]  # each arm its own draw of the same small noise
             top = 0.25 + 0.01 * seed + peak + own
             records = [{"step": step, "entropy": 0.45 - (0.45 - entropy) * step / run.steps + own, "rank1_share": 0.3,
                         "positive_mass": 0.2, "negative_mass": 0.2, "sign_balance": 0.5, "difficulty": 0.5,
@@ -864,7 +867,7 @@ def test_fade_against_the_controls_is_computed_from_the_runs(tmp_path):
         "clip-higher, recommended": (UNRESOLVED, UNRESOLVED, SUPPORTED, SUPPORTED),
         "FADE + clip-higher": (UNRESOLVED, UNRESOLVED, CONTRADICTED, UNRESOLVED),
     }
-    measures = ("final pass@k mean", "peak pass@1", "final entropy", "distinct correct answers per problem")
+    measures = ("final pass@k mean", "peak pass@1", "final entropy", "number of distinct correct answers per problem")
     for arm, verdicts in expected.items():
         for measure, verdict in zip(measures, verdicts):
             assert outcomes[f"FADE has a higher {measure} than {arm}"] == verdict, (arm, measure)

@@ -26,7 +26,7 @@ MEASURES: tuple[tuple[str, str, str], ...] = (
     ("passk_mean", "pass@k mean", "final pass@k mean"),
     ("peak_pass1", "peak", "peak pass@1"),
     ("entropy_final", "entropy", "final entropy"),
-    ("distinct_correct_final", "distinct", "distinct correct answers per problem"),
+    ("distinct_correct_final", "distinct", "number of distinct correct answers per problem"),
 )
 
 

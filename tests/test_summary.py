@@ -128,6 +128,19 @@ def test_a_run_outside_a_sweep_reads_its_planned_steps_from_run_json(tmp_path):
         summarise(load_run(tmp_path / "run"))
 
 
+def test_distinct_correct_answers_are_the_last_evaluations(tmp_path):
+    """distinct_correct_final: the last evaluation's distinct correct answers per problem, the base's
+    and a mid-run peak's left aside; nan for a log from before evaluations counted them."""
+    directory = tmp_path / "run"
+    _write_run(directory, 10)
+    evals = [{"step": 0, "pass@1": 0.2, "distinct_correct": 0.5}, {"step": 5, "pass@1": 0.5, "distinct_correct": 2.0},
+             {"step": 10, "pass@1": 0.4, "distinct_correct": 1.25}]
+    (directory / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in evals))
+    assert summarise(load_run(directory)).scalars["distinct_correct_final"] == 1.25
+    _write_run(tmp_path / "old", 10)
+    assert math.isnan(summarise(load_run(tmp_path / "old")).scalars["distinct_correct_final"])
+
+
 def test_summaries_claims_and_their_wording_import_no_plotting_library():
     import subprocess
     import sys

@@ -4,6 +4,7 @@ numbers, and the report has its tables, verdict lines and PNGs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -26,6 +27,7 @@ from fade.experiments.stats import (
     NOT_SUPPORTED,
     OVERLAP,
     SUPPORTED,
+    UNRESOLVED,
     Stat,
     Verdict,
     combine,
@@ -196,7 +198,7 @@ def test_presets_cover_the_claims_within_budget():
     from fade.experiments.presets import estimate_seconds, estimate_wall_seconds
 
     quick, full = get_preset("quick"), get_preset("full")
-    assert set(PRESETS) == {"quick", "full", "paper"}
+    assert set(PRESETS) == {"quick", "full", "paper", "entropy"}
     for preset in (quick, full):
         preset.check()
     quick_wall = estimate_wall_seconds([estimate_seconds(r) for r in quick.runs()], 2)
@@ -702,3 +704,238 @@ def test_a_baseline_that_never_rises_above_its_base_fails_the_regime(tmp_path):
     assert "a balanced baseline never rose above its base evaluation (it diverged or learnt nothing)" in text
     assert "still climbing late" not in text
     assert "- countdown_multi: some runs collapsed (**requirement not met**)" in text and "grpo: seeds 1</sub>" in text
+
+
+# -- arms with training of their own, and the entropy preset ----------------------------------------
+
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+
+
+@pytest.mark.parametrize("name, folder", [("quick", "quick"), ("full", "."), ("paper", "paper")])
+def test_the_shipped_presets_keep_their_run_keys_and_folders(name, folder):
+    """Every run of the presets whose runs docs/results ships is found where it was trained, so a
+    sweep into those folders still skips or resumes them; an arm that sets nothing is its estimator."""
+    preset, out = get_preset(name), RESULTS / folder
+    runs = preset.runs() + preset.tuned_runs(json.loads((out / "tuning.json").read_text())["choice"] if preset.tuning else "")
+    assert len(runs) == {"quick": 12, "full": 84, "paper": 120}[name]
+    for run in runs:
+        assert run.overrides == () and run.arm.text == run.estimator
+        assert run.label == run.estimator.replace(":", "-")
+        assert run.key == f"{run.task}/{run.label}/seed{run.seed}"
+        assert run.directory(out).is_dir(), run.key
+
+
+def test_an_arm_names_its_training_in_its_key_and_folder():
+    from fade.experiments.presets import as_arm
+
+    plan = TaskPlan(task="countdown_multi", estimators=(
+        "dr_grpo", as_arm("dr_grpo", policy_loss="ppo_clip:clip_ratio_high=0.28", filter_zero_variance=True),
+        as_arm("dr_grpo", entropy="entropy_bonus:coef=1e-2")), steps=3, eval_every=3, eval_prompts=4,
+        trainer=(("lr", 2e-4), ("minibatches", 4)))
+    plain, dapo, bonus = (plan.run(arm, 2) for arm in plan.estimators)
+    assert plain.key == "countdown_multi/dr_grpo/seed2"
+    assert dapo.arm.text == "dr_grpo+filter_zero_variance=true+policy_loss=ppo_clip:clip_ratio_high=0.28"
+    assert dapo.key == "countdown_multi/dr_grpo+filter_zero_variance=true+policy_loss=ppo_clip-clip_ratio_high=0.28/seed2"
+    assert bonus.label == "dr_grpo+entropy=entropy_bonus-coef=0.01"  # loss specs are kept canonical
+    assert dapo.directory("OUT") == Path("OUT") / "runs" / "countdown_multi" / dapo.label / "seed2"
+    kwargs = dapo.train_kwargs("OUT")
+    assert kwargs["estimator"] == "dr_grpo" and kwargs["lr"] == 2e-4 and kwargs["minibatches"] == 4
+    assert kwargs["policy_loss"] == "ppo_clip:clip_ratio_high=0.28" and kwargs["filter_zero_variance"] is True
+    assert "policy_loss" not in plain.train_kwargs("OUT")  # the plain arm trains as its plan says
+    assert dapo.arm == as_arm("dr_grpo", filter_zero_variance=True, policy_loss="ppo_clip:clip_ratio_high=0.28")
+    assert dapo.arm.identity != plain.arm.identity and plain.arm.identity == as_arm("dr_grpo").identity
+    assert as_arm(bonus.arm, minibatches=2).text == "dr_grpo+entropy=entropy_bonus:coef=0.01+minibatches=2"
+    with pytest.raises(ValueError, match="already sets entropy"):
+        as_arm(bonus.arm, entropy="entropy_bonus:coef=0.1")
+
+
+def test_the_entropy_preset_is_the_paper_design_with_the_controls_on_one_update_schedule():
+    from fade.experiments.presets import (
+        ENTROPY_BASELINE,
+        ENTROPY_CONTROLS,
+        ENTROPY_FADE,
+        ENTROPY_FADE_COMBINED,
+        estimate_seconds,
+        estimate_wall_seconds,
+    )
+
+    entropy, paper = get_preset("entropy"), get_preset("paper")
+    entropy.check()
+    (plan,), adam = entropy.plans, paper.plan("countdown_multi")
+    assert entropy.seeds == paper.seeds and entropy.tuning is None
+    for field in ("task", "steps", "eval_every", "eval_prompts", "eval_samples", "prompts_per_step", "group_size"):
+        assert getattr(plan, field) == getattr(adam, field), field
+    assert dict(plan.trainer) == {**dict(adam.trainer), "minibatches": 4}
+    arms = [ENTROPY_BASELINE, ENTROPY_FADE, *ENTROPY_CONTROLS, ENTROPY_FADE_COMBINED]
+    assert plan.arms == tuple(c.arm for c in arms) and len(arms) == 14
+    assert ENTROPY_FADE.arm.text == "fade:h_star_ratio=0.7" and ENTROPY_BASELINE.arm.text == "dr_grpo"
+    settings = {c.name: dict(c.arm.overrides) for c in ENTROPY_CONTROLS}
+    assert settings["entropy bonus, tuned"] == {"entropy": "entropy_bonus:coef=0.01"}
+    assert settings["adaptive entropy, tuned"] == {"entropy": "adaptive_entropy:target_ratio=0.7"}  # FADE's H*
+    assert settings["DAPO: clip-higher + dynamic sampling"] == {
+        "filter_zero_variance": True, "policy_loss": "ppo_clip:clip_ratio_high=0.28"}
+    assert all(c.arm.estimator == "dr_grpo" and c.arm.overrides and c.source for c in ENTROPY_CONTROLS)
+    runs = entropy.runs()
+    assert len(runs) == 70 and len({r.directory("OUT") for r in runs}) == 70
+    assert all(r.train_kwargs("OUT")["minibatches"] == 4 for r in runs)  # every arm, dr_grpo and FADE too
+    # the cost model's estimate, as docs/results/README.md states it
+    assert sum(estimate_seconds(r) for r in runs) / 3600 == pytest.approx(4.76, abs=0.01)
+    assert estimate_wall_seconds([estimate_seconds(r) for r in runs], 2) / 3600 == pytest.approx(2.38, abs=0.01)
+
+
+@pytest.mark.parametrize("overrides, needle", [
+    ({"policy_loss": "ppo_clipp"}, "unknown policy loss 'ppo_clipp'"),
+    ({"policy_loss": "ppo_clip:clip_ratio_low=2"}, "clip_ratio_low must be a number in [0, 1]"),
+    ({"policy_loss": "entropy_bonus"}, "'entropy_bonus' is an entropy term, not a policy loss"),
+    ({"entropy": "adaptive_entropy:target_ratio=0"}, "target_ratio must be a finite number > 0"),
+    ({"entropy": "adaptive_entropy:target=0.3,target_ratio=0.7"}, "give target or target_ratio, not both"),
+    ({"entropy": "entropy_bonus:target_ratio=0.7"}, "target_ratio belongs to adaptive_entropy"),
+    ({"entropy": "adaptive_entropy:coef=2"}, "must lie in [coef_min, coef_max]"),
+    ({"filter_zero_variance": 1}, "filter_zero_variance: expected true or false, got 1"),
+    ({"minibatches": 0}, "minibatches: expected a positive integer, got 0"),
+    ({"learning_rate": 1e-3}, "unknown training setting 'learning_rate'; an arm may set policy_loss, entropy"),
+])
+def test_a_bad_arm_is_refused_before_any_run_trains(tmp_path, overrides, needle):
+    from fade.experiments.presets import as_arm
+
+    bad = as_arm("dr_grpo", **overrides)
+    preset = _one()
+    preset = dataclasses.replace(preset, plans=(dataclasses.replace(preset.plans[0], estimators=("grpo", bad)),))
+    with pytest.raises(ValueError) as caught:
+        preset.check()
+    assert needle in str(caught.value) and f"arm {bad.text!r}" in str(caught.value)
+    with pytest.raises(ValueError, match="arm 'dr_grpo\\+"):
+        run_sweep(preset, tmp_path, workers=1, progress=False)
+    assert not (tmp_path / "runs").exists()
+
+
+#: The hand-written entropy sweep: per arm, its peak pass@1 over FADE's, its final pass@k over
+#: FADE's (at k >= 2), its final entropy and its distinct correct answers.
+ENTROPY_LIKE = {"FADE": (0.0, 0.0, 0.30, 1.2), "dr_grpo (no control)": (0.0, -0.08, 0.20, 0.9),
+                "entropy bonus, tuned": (-0.10, -0.10, 0.50, 0.8), "clip-higher, recommended": (0.0, 0.0, 0.25, 1.1),
+                "FADE + clip-higher": (0.0, 0.0, 0.31, 1.2)}
+#: What each run adds of its own, per seed: small, centred.
+OWN = (0.002, -0.002, 0.001, -0.001, 0.0)
+
+
+def _entropy_like_sweep(out: Path, names=tuple(ENTROPY_LIKE), clip_gap: float = 0.0):
+    """An entropy-preset layout of 5 seeds written by hand: FADE, dr_grpo with the same peak pass@1
+    and less pass@k, an entropy bonus that loses pass@1 and keeps more entropy, clip-higher at FADE's
+    pass@1 whose pass@k is FADE's plus ``clip_gap``, and FADE with clip-higher."""
+    from fade.experiments.presets import ENTROPY_BASELINE, ENTROPY_CONTROLS, ENTROPY_FADE, ENTROPY_FADE_COMBINED
+
+    controls = {c.name: c for c in (ENTROPY_FADE, ENTROPY_BASELINE, *ENTROPY_CONTROLS, ENTROPY_FADE_COMBINED)}
+    plan = TaskPlan(task="countdown_multi", estimators=tuple(controls[name].arm for name in names), steps=30,
+                    eval_every=10, eval_prompts=4, eval_samples=4, prompts_per_step=4, group_size=4,
+                    trainer=(("minibatches", 4),))
+    preset = Preset(name="entropy-like", description="The entropy preset's layout.", seeds=tuple(range(5)), plans=(plan,))
+    summaries = []
+    for i, name in enumerate(names):
+        peak, wide, entropy, distinct = ENTROPY_LIKE[name]
+        if name == "clip-higher, recommended":
+            wide += clip_gap
+        for seed in preset.seeds:
+            run = plan.run(controls[name].arm, seed)
+            own = OWN[(seed + 2 * i) % 5]  # each arm its own draw of the same small noise
+            top = 0.25 + 0.01 * seed + peak + own
+            records = [{"step": step, "entropy": 0.45 - (0.45 - entropy) * step / run.steps + own, "rank1_share": 0.3,
+                        "positive_mass": 0.2, "negative_mass": 0.2, "sign_balance": 0.5, "difficulty": 0.5,
+                        "effective_sample_fraction": 0.5, "step_seconds": 0.1} for step in range(1, run.steps + 1)]
+            final = top - 0.01
+            evals = [{"step": 0, "pass@1": 0.15}, {"step": 10, "pass@1": top}, {"step": 20, "pass@1": top - 0.005},
+                     {"step": 30, "pass@1": final, "pass@2": final + 0.1 + wide + own, "pass@4": final + 0.2 + wide + own,
+                      "distinct_correct": distinct + own}]
+            _write_logged(out, run, records, evals)
+            summaries.append(summarise(run, out))
+    return preset, summaries
+
+
+def test_fade_against_the_controls_is_computed_from_the_runs(tmp_path):
+    """FADE minus each arm on four measures, paired: dr_grpo matches FADE's pass@1 and loses pass@k;
+    the entropy bonus loses pass@1, pass@k and distinct answers but keeps more entropy; clip-higher
+    matches FADE everywhere the seeds resolve."""
+    from fade.experiments.results_report import write_report
+
+    preset, summaries = _entropy_like_sweep(tmp_path / "sweep")
+    sections = evaluate(summaries, preset)
+    section = _section(sections, "controls", "countdown_multi")
+    outcomes = {v.statement: v.outcome for v in section.verdicts}
+    assert len(outcomes) == 4 * 4  # four arms, four measures
+    expected = {
+        "dr_grpo (no control)": (SUPPORTED, UNRESOLVED, SUPPORTED, SUPPORTED),
+        "entropy bonus, tuned": (SUPPORTED, SUPPORTED, CONTRADICTED, SUPPORTED),
+        "clip-higher, recommended": (UNRESOLVED, UNRESOLVED, SUPPORTED, SUPPORTED),
+        "FADE + clip-higher": (UNRESOLVED, UNRESOLVED, CONTRADICTED, UNRESOLVED),
+    }
+    measures = ("final pass@k mean", "peak pass@1", "final entropy", "number of distinct correct answers per problem")
+    for arm, verdicts in expected.items():
+        for measure, verdict in zip(measures, verdicts):
+            assert outcomes[f"FADE has a higher {measure} than {arm}"] == verdict, (arm, measure)
+    arms, means, differences, passk = section.tables
+    assert arms.rows[0][:2] == ["**FADE**", "`fade:h_star_ratio=0.7`"]
+    assert arms.rows[2][1] == "`dr_grpo+entropy=entropy_bonus:coef=0.01`"
+    bonus = next(row for row in differences.rows if row[0] == "entropy bonus, tuned")
+    assert bonus[1].startswith("+0.167 [") and bonus[3].startswith("-0.19")  # FADE - bonus: pass@k up, entropy down
+    assert [row[0] for row in passk.rows][0] == "**FADE**" and passk.header == ["arm", "pass@1", "pass@2", "pass@4"]
+    assert "How the settings were chosen" in section.notes[0]
+
+    match = _section(sections, "controls_match", "countdown_multi")
+    answers = {row[0]: row[-1] for row in match.tables[0].rows}
+    assert answers == {"dr_grpo (no control)": "below FADE's pass@k", "entropy bonus, tuned": "pass@1 not equal",
+                       "clip-higher, recommended": "matches FADE's pass@k"}  # FADE + clip-higher is FADE
+    assert match.verdicts[0].outcome == UNRESOLVED
+    assert [name for name, _ in match.verdicts[0].parts] == ["pass@k mean vs dr_grpo (no control)",
+                                                              "pass@k mean vs clip-higher, recommended"]
+    assert any("these arms match or exceed FADE's pass@k: clip-higher, recommended." in n for n in match.notes)
+
+    # the plain-arm claims read dr_grpo and FADE only; the collapse check reads every arm
+    assert {s.key for s in sections} >= {"controls", "controls_match"}
+    collapse = _section(design_checks(summaries), "collapse", "countdown_multi")
+    assert collapse.result.measured == 25
+
+    out = tmp_path / "report"
+    write_report(out, preset=preset, runs=preset.runs(), summaries=summaries, sections=sections, failures={},
+                 command="fade sweep --preset entropy", workers=1)
+    text = (out / "README.md").read_text()
+    assert "## FADE (fade:h_star_ratio=0.7) against the entropy controls — countdown_multi" in text
+    assert "## Does a control match FADE's pass@k at equal pass@1? — countdown_multi" in text
+    figure = out / "countdown_multi-controls.png"
+    assert figure.is_file() and 0 < figure.stat().st_size < 400_000
+    assert "](countdown_multi-controls.png)" in text
+    results = json.loads((out / "results.json").read_text())
+    assert [c["key"] for c in results["claims"]][-2:] == ["controls", "controls_match"]
+    overrides = {r["key"]: r.get("overrides") for r in results["runs"]}
+    assert overrides["countdown_multi/dr_grpo+entropy=entropy_bonus-coef=0.01/seed0"] == {
+        "entropy": "entropy_bonus:coef=0.01"}
+    assert overrides["countdown_multi/dr_grpo/seed0"] is None  # a plain arm's record is as before
+    assert all(r["scalars"]["distinct_correct_final"] > 0 for r in results["runs"])
+
+
+@pytest.mark.parametrize("gap, outcome, answer", [(0.05, CONTRADICTED, "exceeds FADE's pass@k"),
+                                                  (-0.05, SUPPORTED, "below FADE's pass@k")])
+def test_a_control_at_equal_pass1_decides_whether_fades_pass_k_is_matched(tmp_path, gap, outcome, answer):
+    preset, summaries = _entropy_like_sweep(tmp_path, clip_gap=gap)
+    match = _section(evaluate(summaries, preset), "controls_match", "countdown_multi")
+    assert {row[0]: row[-1] for row in match.tables[0].rows}["clip-higher, recommended"] == answer
+    assert match.verdicts[0].outcome == outcome
+
+
+def test_no_arm_at_equal_pass1_leaves_the_question_open(tmp_path):
+    preset, summaries = _entropy_like_sweep(tmp_path, names=("FADE", "entropy bonus, tuned"))
+    match = _section(evaluate(summaries, preset), "controls_match", "countdown_multi")
+    assert match.verdicts == [] and match.result.unmatched is None
+    assert any("No arm's peak pass@1 equals FADE's" in note for note in match.notes)
+
+
+def test_without_a_control_the_report_has_no_control_claims(tmp_path):
+    """The paper preset trains FADE's arm and dr_grpo too, without any control: no control section,
+    no control figure, and its report reads as it did."""
+    from fade.experiments.results_report import write_report
+
+    preset, summaries = _entropy_like_sweep(tmp_path / "sweep", names=("FADE", "dr_grpo (no control)"))
+    sections = evaluate(summaries, preset)
+    assert not {"controls", "controls_match"} & {s.key for s in sections}
+    write_report(tmp_path / "report", preset=preset, runs=preset.runs(), summaries=summaries, sections=sections,
+                 failures={}, command="fade sweep", workers=1)
+    assert not list((tmp_path / "report").glob("*-controls.png"))
+    assert "entropy controls" not in (tmp_path / "report" / "README.md").read_text()

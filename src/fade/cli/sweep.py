@@ -20,7 +20,8 @@ def add(sub: argparse._SubParsersAction) -> None:
             "Train a preset's grid of estimators x seeds x tasks with the testbed trainer in parallel worker "
             "processes (one torch thread each), skip the runs already finished, resume interrupted ones, and "
             "write DIR/README.md (tables, verdicts per claim, the command that regenerates it), its PNGs and "
-            "DIR/results.json. Runs live in DIR/runs/<task>/<estimator>/seed<k>/. --estimators, --seeds, "
+            "DIR/results.json. Runs live in DIR/runs/<task>/<arm>/seed<k>/ (an arm: an estimator, with the "
+            "training settings of its own when a preset gives it some). --estimators, --seeds, "
             "--tasks and --steps turn a preset into a custom sweep with the preset's trainer settings. Exit "
             "status 1 when a run failed (the others are kept and reported)."
         ),
@@ -28,8 +29,10 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--preset", default="quick", metavar="NAME",
                    help="quick (about 10 minutes on 2 cores), full (every claim on arithmetic and countdown, a few "
-                        "hours) or paper (the calibrated instrument: countdown_multi, 5 paired seeds, FADE's arms, "
-                        "about 8 CPU hours; --dry-run prints each run's cost) (default: quick)")
+                        "hours), paper (the calibrated instrument: countdown_multi, 5 paired seeds, FADE's arms, "
+                        "about 8 CPU hours) or entropy (FADE against entropy bonus, adaptive entropy, clip-higher, "
+                        "Clip-Cov, KL-Cov and DAPO on the paper preset's design, about 5 CPU hours); --dry-run "
+                        "prints each run's cost (default: quick)")
     p.add_argument("--out", required=True, metavar="DIR", help="the sweep's folder; rerunning into it resumes (required)")
     p.add_argument("--workers", type=int, default=2, metavar="N", help="runs trained at once, one core each (default: 2)")
     p.add_argument("--dry-run", action="store_true", help="list the runs, their state and estimated CPU minutes; train nothing")

@@ -13,6 +13,8 @@
   two terms, over blocks of steps, coloured by the run's side of the sign axis.
 - :func:`draw_delta`: FADE's sign knob delta against step, one panel per FADE arm.
 - :func:`draw_bucket_gains`: pass@1 gain per difficulty bucket for each Power(alpha).
+- :func:`draw_controls`: FADE against the entropy controls, every arm in one figure: the final
+  pass@k against k and the training entropy against step.
 
 Figures are drawn at the testbed report's dpi with fixed panel sizes; smoothing, the plotting
 backend and the axis styling come from :mod:`fade.testbed.report`, the moving average and the
@@ -41,6 +43,7 @@ __all__ = [
     "colours",
     "draw_atlas",
     "draw_bucket_gains",
+    "draw_controls",
     "draw_delta",
     "draw_entropy_check",
     "draw_entropy_formula",
@@ -359,6 +362,45 @@ def draw_bucket_gains(levels: Sequence[tuple[str, list[SweepRun]]], path: str | 
         ax.grid(alpha=0.25, axis="y")
         ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.02, 1.0))
         ax.set_title(f"{title}: where the gains land", fontsize=9)
+        return _save(fig, Path(path))
+    finally:
+        plt.close(fig)
+
+
+def draw_controls(arms: Sequence[tuple[str, object, list[SweepRun]]], path: str | Path, *, title: str) -> Path:
+    """Every arm of the entropy comparison, (name, colour, runs) each, the first FADE's: the final
+    pass@k against k (log2 axis, seed mean) on the left, the training entropy against step (seed
+    mean, smoothed) on the right, one legend beside them. FADE is drawn thick and black."""
+    plt = headless_pyplot()
+    fig = plt.figure(figsize=(13.0, 4.6), dpi=REPORT_DPI)
+    try:
+        passk_ax = fig.add_axes((0.05, 0.12, 0.3, 0.74))
+        entropy_ax = fig.add_axes((0.41, 0.12, 0.3, 0.74))
+        all_ks: set[int] = set()
+        for i, (name, colour, runs) in enumerate(arms):
+            style = dict(color="black", lw=2.4, zorder=3) if i == 0 else dict(color=colour, lw=1.2)
+            finished = [r for r in runs if r.final]
+            ks = sorted(set.intersection(*(set(r.passk(r.final)) for r in finished))) if finished else []
+            if ks:
+                mean = np.array([[r.passk(r.final)[k] for k in ks] for r in finished]).mean(axis=0)
+                passk_ax.plot(ks, mean, "o-", ms=2.5, label=name, **style)
+                all_ks.update(ks)
+            if runs:
+                steps, entropy = _mean_curve(runs, "entropy", smoothing_window(None, min(len(r.steps) for r in runs)))
+                entropy_ax.plot(steps, entropy, label=None if ks else name, **style)
+        if all_ks:
+            ks = sorted(all_ks)
+            passk_ax.set_xscale("log", base=2)
+            passk_ax.set_xticks(ks, [str(k) for k in ks])
+        passk_ax.set_xlabel("k (log2)", fontsize=8)
+        entropy_ax.set_xlabel("step", fontsize=8)
+        finish_axes(passk_ax, "final pass@k against k (seed mean)")
+        finish_axes(entropy_ax, "training entropy against step (seed mean, smoothed)")
+        handles = [h for ax in (passk_ax, entropy_ax) for h in ax.get_legend_handles_labels()[0]]
+        labels = [label for ax in (passk_ax, entropy_ax) for label in ax.get_legend_handles_labels()[1]]
+        if handles:
+            fig.legend(handles, labels, fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(0.73, 0.88))
+        fig.suptitle(f"{title}: FADE against the entropy controls", fontsize=10)
         return _save(fig, Path(path))
     finally:
         plt.close(fig)

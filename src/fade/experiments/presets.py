@@ -2,11 +2,14 @@
 sweep presets built from those roles, the grid of runs a preset expands into, and what a run is
 expected to cost.
 
-A :class:`Preset` lists, per task, the estimator specs to train (``name`` or
-``name:key=value:...``, the command line's syntax), the seeds, and the trainer settings; its
-:meth:`Preset.runs` is the grid task x estimator x seed as :class:`RunSpec` objects, each of
-which knows its directory (``runs/<task>/<label>/seed<k>/`` under the sweep's output) and its
-full :class:`~fade.testbed.trainer.TrainConfig`. A :class:`Tuning` names the FADE configurations
+A :class:`Preset` lists, per task, the arms to train, the seeds, and the trainer settings. An arm
+is an estimator spec (``name`` or ``name:key=value:...``, the command line's syntax), or an
+:class:`Arm`: an estimator spec with training settings of its own (a policy loss, an entropy
+term, dynamic sampling: :data:`ARM_SETTINGS`), so that a loss-side control is compared with an
+advantage estimator on the same plan. :meth:`Preset.runs` is the grid task x arm x seed as
+:class:`RunSpec` objects, each of which knows its directory (``runs/<task>/<label>/seed<k>/``
+under the sweep's output; an arm without settings of its own keeps the folder its estimator
+always had) and its full :class:`~fade.testbed.trainer.TrainConfig`. A :class:`Tuning` names the FADE configurations
 tried on one task; estimators listed as ``tuned`` on another task are trained there with the
 configuration chosen on the tuning task, without retuning (the sweep resolves them once the
 candidates have finished). Run specs are small frozen data, so they travel cheaply to worker
@@ -20,18 +23,26 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fade import losses
 from fade.registry import estimator
-from fade.specs import format_spec, parse_spec
+from fade.specs import format_spec, format_value, parse_spec
 from fade.specs import identity as spec_identity
 
 __all__ = [
     "ABLATIONS",
+    "ARM_SETTINGS",
     "BALANCED",
+    "ENTROPY_BASELINE",
+    "ENTROPY_CONTROLS",
+    "ENTROPY_FADE",
+    "ENTROPY_FADE_COMBINED",
+    "ENTROPY_TRAINER",
+    "ENTROPY_TUNING_RULES",
     "FADE",
     "FAILURE_BIASED",
     "H_STAR_LEVELS",
@@ -39,10 +50,13 @@ __all__ = [
     "PRESETS",
     "STATIC_BASELINES",
     "SUCCESS_BIASED",
+    "Arm",
+    "Control",
     "Preset",
     "RunSpec",
     "TaskPlan",
     "Tuning",
+    "as_arm",
     "canonical_spec",
     "check_spec",
     "estimate_seconds",
@@ -126,17 +140,141 @@ def check_spec(text: str, steps: int = 100) -> None:
         raise ValueError(f"estimator spec {text!r}: {exc}") from None
 
 
+# -- arms: an estimator with training settings of its own ---------------------------------------
+
+
+def _loss_term(kind: str) -> Callable[[Any], None]:
+    def check(value: Any) -> None:
+        losses.from_spec(value, kind)
+
+    return check
+
+
+def _entropy_term(value: Any) -> None:
+    """An entropy term's spec, or None for none. ``adaptive_entropy:target_ratio=R`` is the trainer's
+    reading of the adaptive target as R times the first observed entropy (as FADE's h_star_ratio):
+    R must be a number > 0, and the rest of the spec must build with a target in its place."""
+    if value is None:
+        return
+    name, params = parse_spec(value, what="entropy term")
+    if "target_ratio" in params:
+        ratio = params.pop("target_ratio")
+        if name != "adaptive_entropy":
+            raise ValueError(f"entropy term spec {value!r}: target_ratio belongs to adaptive_entropy, not {name!r}")
+        if "target" in params:
+            raise ValueError(f"entropy term spec {value!r}: give target or target_ratio, not both")
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not math.isfinite(ratio) or ratio <= 0:
+            raise ValueError(f"entropy term spec {value!r}: target_ratio must be a finite number > 0 (a fraction of the "
+                             f"first entropy), got {ratio!r}")
+        params["target"] = 0.0  # the target is known once the first entropy is; any valid one checks the rest
+    try:
+        losses.entropy_term(name, **params)
+    except ValueError as exc:
+        raise ValueError(f"entropy term spec {value!r}: {exc}") from None
+
+
+def _flag(value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {value!r}")
+
+
+def _count(value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"expected a positive integer, got {value!r}")
+
+
+def _aggregation(value: Any) -> None:
+    if value not in losses.AGGREGATIONS:
+        raise ValueError(f"expected one of {', '.join(losses.AGGREGATIONS)}, got {value!r}")
+
+
+#: The training settings an arm may set beyond its plan's (TrainConfig fields), each with the check
+#: of its value: a loss term's spec must build (:func:`fade.losses.from_spec`), a count must be a
+#: positive integer. The trainer checks them again when a run starts; these catch a bad preset
+#: before any run of it does.
+ARM_SETTINGS: Mapping[str, Callable[[Any], None]] = {
+    "policy_loss": _loss_term("policy"),
+    "entropy": _entropy_term,
+    "filter_zero_variance": _flag,
+    "filter_max_draws": _count,
+    "epochs": _count,
+    "minibatches": _count,
+    "loss_agg": _aggregation,
+}
+#: The settings whose values are loss-term specs, kept in canonical form, by the kind of term.
+_LOSS_SPECS = {"policy_loss": "policy loss", "entropy": "entropy term"}
+
+
+@dataclass(frozen=True)
+class Arm:
+    """What one arm of a plan trains: an estimator spec (canonical) and the training settings it
+    sets beyond its plan's, as (name, value) pairs sorted by name (a loss term's spec canonical).
+
+    ``text`` names the arm in reports (``dr_grpo+policy_loss=ppo_clip:clip_ratio_high=0.28``) and
+    ``label`` in run folders (``:`` written ``-``); an arm that sets nothing is its estimator, with
+    the estimator's text and folder. Build one with :func:`as_arm`.
+    """
+
+    estimator: str
+    overrides: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def text(self) -> str:
+        return self.estimator + "".join(f"+{key}={format_value(value)}" for key, value in self.overrides)
+
+    @property
+    def label(self) -> str:
+        return self.text.replace(":", "-")
+
+    @property
+    def identity(self) -> tuple:
+        """What the arm trains, whatever its estimator spec leaves to defaults (:func:`identity`)."""
+        return identity(self.estimator), self.overrides
+
+    def check(self, steps: int = 100) -> None:
+        """Raise ValueError naming the arm when its estimator does not build or a setting is unknown or bad."""
+        check_spec(self.estimator, steps)
+        for key, value in self.overrides:
+            if key not in ARM_SETTINGS:
+                raise ValueError(f"arm {self.text!r}: unknown training setting {key!r}; an arm may set "
+                                 f"{', '.join(ARM_SETTINGS)}")
+            try:
+                ARM_SETTINGS[key](value)
+            except ValueError as exc:
+                raise ValueError(f"arm {self.text!r}: {key}: {exc}") from None
+
+
+def _setting(key: str, value: Any) -> Any:
+    if key in _LOSS_SPECS and isinstance(value, str):
+        return format_spec(*parse_spec(value, what=_LOSS_SPECS[key]))
+    return value
+
+
+def as_arm(arm: str | Arm, **overrides: Any) -> Arm:
+    """The arm of an estimator spec (or an arm) with the training settings ``overrides``, in
+    canonical form. Nothing is looked up here: :meth:`Arm.check` does that."""
+    if isinstance(arm, Arm):
+        given = dict(arm.overrides)
+        clash = sorted(k for k in set(given) & set(overrides) if given[k] != _setting(k, overrides[k]))
+        if clash:
+            raise ValueError(f"arm {arm.text!r} already sets {', '.join(clash)}")
+        overrides, arm = {**given, **overrides}, arm.estimator
+    pairs = tuple(sorted((key, _setting(key, value)) for key, value in overrides.items()))
+    return Arm(canonical_spec(arm), pairs)
+
+
 # -- the run grid -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One training run of a sweep: a task, an estimator and a seed, with trainer settings.
+    """One training run of a sweep: a task, an arm and a seed, with trainer settings.
 
-    The estimator is its registered ``name`` and the ``params`` its spec gave, as sorted (key,
-    value) pairs; ``estimator`` is the canonical spec text. ``tuned_from`` names the task on
+    The arm's estimator is its registered ``name`` and the ``params`` its spec gave, as sorted
+    (key, value) pairs; ``estimator`` is the canonical spec text. ``tuned_from`` names the task on
     which the estimator's parameters were chosen (None: they were not). ``trainer`` holds further
-    :class:`TrainConfig` fields as (name, value) pairs.
+    :class:`TrainConfig` fields as (name, value) pairs, the plan's; ``overrides`` those the arm
+    sets (:class:`Arm`), which name the run's folder and apply after the plan's.
     """
 
     task: str
@@ -153,6 +291,7 @@ class RunSpec:
     trainer: tuple[tuple[str, Any], ...] = ()
     tuned_from: str | None = None
     trains_on: str | None = None
+    overrides: tuple[tuple[str, Any], ...] = ()
 
     @property
     def testbed_task(self) -> str:
@@ -165,8 +304,13 @@ class RunSpec:
         return format_spec(self.name, dict(self.params))
 
     @property
+    def arm(self) -> Arm:
+        """The estimator with the training settings of its own: what the run compares."""
+        return Arm(self.estimator, self.overrides)
+
+    @property
     def label(self) -> str:
-        return self.estimator.replace(":", "-")
+        return self.arm.label
 
     @property
     def key(self) -> str:
@@ -186,6 +330,7 @@ class RunSpec:
             checkpoint_every=min(self.checkpoint_every, self.steps), progress=False,
         )
         kwargs.update(dict(self.trainer))
+        kwargs.update(dict(self.overrides))
         return kwargs
 
     @property
@@ -198,7 +343,8 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class TaskPlan:
-    """What a preset trains on one task: estimator specs, trainer settings, tuned estimators.
+    """What a preset trains on one task: arms (estimator specs, or :class:`Arm` with training
+    settings of their own), trainer settings, tuned estimators.
 
     ``task`` names the plan in run folders and reports; it is the testbed task trained on unless
     ``trains_on`` names another, so that one task can be trained in two settings (say Adam and
@@ -206,7 +352,7 @@ class TaskPlan:
     """
 
     task: str
-    estimators: tuple[str, ...]
+    estimators: tuple[str | Arm, ...]
     steps: int
     eval_every: int
     eval_prompts: int
@@ -218,14 +364,20 @@ class TaskPlan:
     trainer: tuple[tuple[str, Any], ...] = ()
     trains_on: str | None = None
 
-    def run(self, estimator: str, seed: int, tuned_from: str | None = None) -> RunSpec:
-        name, params = parse_spec(estimator)
+    @property
+    def arms(self) -> tuple[Arm, ...]:
+        """Every arm of the plan (not the tuned ones), canonical."""
+        return tuple(as_arm(arm) for arm in self.estimators)
+
+    def run(self, arm: str | Arm, seed: int, tuned_from: str | None = None) -> RunSpec:
+        arm = as_arm(arm)
+        name, params = parse_spec(arm.estimator)
         return RunSpec(
             task=self.task, name=name, params=tuple(sorted(params.items())), seed=seed, steps=self.steps,
             eval_every=self.eval_every, eval_prompts=self.eval_prompts, eval_samples=self.eval_samples,
             prompts_per_step=self.prompts_per_step, group_size=self.group_size,
             checkpoint_every=self.checkpoint_every, trainer=self.trainer, tuned_from=tuned_from,
-            trains_on=self.trains_on,
+            trains_on=self.trains_on, overrides=arm.overrides,
         )
 
 
@@ -349,15 +501,18 @@ class Preset:
         )
 
     def check(self) -> None:
-        """Raise ValueError naming the first estimator spec that does not build."""
+        """Raise ValueError naming the first arm that does not build: an estimator spec, or a
+        training setting an arm may not set or sets to a bad value (:data:`ARM_SETTINGS`)."""
         for plan in self.plans:
-            for text in (*plan.estimators, *plan.tuned):
+            for arm in plan.arms:
+                arm.check(plan.steps)
+            for text in plan.tuned:
                 check_spec(text, plan.steps)
         if self.tuning is not None:
             for text in self.tuning.candidates:
                 check_spec(text)
             tuning_plan = self.plan(self.tuning.task)
-            missing = [c for c in self.tuning.candidates if canonical_spec(c) not in map(canonical_spec, tuning_plan.estimators)]
+            missing = [c for c in self.tuning.candidates if as_arm(c) not in tuning_plan.arms]
             if missing:
                 raise ValueError(f"tuning candidates {missing} are not trained on {self.tuning.task!r}")
 
@@ -417,6 +572,11 @@ _FULL = Preset(
 #: barely gains; 1e-3 diverges). On a plateau about one seed in ten sets its smoothed peak after
 #: 80% of the run, at 200 steps, at 300 and with a small training pool alike.
 PAPER_TASK = "countdown_multi"
+#: The paper preset's schedule: 200 steps of 16 prompts x G = 16, evaluated every 20 steps on 64 prompts x
+#: 32 samples, and its 5 seeds, paired by seed; the entropy preset runs on the same.
+PAPER_SCHEDULE: Mapping[str, int] = dict(steps=200, eval_every=20, eval_prompts=64, eval_samples=32, prompts_per_step=16,
+                                         group_size=16, checkpoint_every=50)
+PAPER_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
 PAPER_TRAINER: tuple[tuple[str, Any], ...] = (("lr", 2e-4),)
 #: Plain SGD for the first-order entropy formula (docs/method.md, section 4: it is about plain gradient steps),
 #: unclipped, at a step size it survives: 0.1 sent 7 of 15 runs (every nsr seed) to pass@1 = 0 within
@@ -445,7 +605,7 @@ _PAPER = Preset(
         "reading) and its ablations with Adam, and one estimator of each sign with plain SGD for the entropy "
         "formula. Verdicts from paired bootstrap intervals."
     ),
-    seeds=(0, 1, 2, 3, 4),
+    seeds=PAPER_SEEDS,
     plans=(
         TaskPlan(
             task=PAPER_TASK,
@@ -453,19 +613,135 @@ _PAPER = Preset(
                 BALANCED, SUCCESS_BIASED, FAILURE_BIASED, [spec for _, spec in POWER_LEVELS],
                 ("rloo", "maxrl", "passk:k=4"), PAPER_FADE_ARMS, PAPER_ABLATIONS,
             ),
-            steps=200, eval_every=20, eval_prompts=64, eval_samples=32, prompts_per_step=16, group_size=16,
-            checkpoint_every=50, trainer=PAPER_TRAINER,
+            **PAPER_SCHEDULE, trainer=PAPER_TRAINER,
         ),
         TaskPlan(
             task=f"{PAPER_TASK}-sgd", trains_on=PAPER_TASK, estimators=PAPER_SGD,
-            steps=200, eval_every=20, eval_prompts=64, eval_samples=32, prompts_per_step=16, group_size=16,
-            checkpoint_every=50, trainer=PAPER_SGD_TRAINER,
+            **PAPER_SCHEDULE, trainer=PAPER_SGD_TRAINER,
+        ),
+    ),
+)
+
+# -- the entropy preset: FADE against what practitioners use instead ------------------------------
+#
+# The paper preset's task and schedule (countdown_multi, G = 16, 16 prompts a step, 200 steps, the
+# same 5 paired seeds and evaluations), with one update schedule for every arm: each batch is used
+# for 4 optimizer steps on a quarter of it (64 rollouts, about 500 response tokens), so the first
+# step is on policy and the next three are off it, where a clip can act; the gradient computed per
+# batch is the same as one step over all of it. Every arm aggregates token-mean (verl's default,
+# and DAPO's). Each control is added to dr_grpo at the setting its authors or the engine recommend
+# and at one tuned setting, chosen by rules fixed before any run:
+#
+# - One decade stronger than the recommended setting, in what acts at this scale: the entropy
+#   bonus's coefficient x10 (0.001 -> 0.01); clip-higher's extra room above the symmetric clip x10
+#   (0.28 - 0.2 = 0.08 -> 0.8, an upper clip of 1.0, the ratio range the Clip-Cov recipe uses);
+#   Clip-Cov's and KL-Cov's tokens touched per minibatch x10. Those two touch
+#   max(1, floor(ratio x N)) of a minibatch's N tokens: with N ~ 500, verl's default ratio 0.0002
+#   and the 7B recipes' ratios (Clip-Cov 0.0002, KL-Cov 0.002) all touch the one token the floor
+#   grants, so raising the ratio x10 would change nothing for Clip-Cov; the tuned ratio 0.02 touches
+#   10 tokens of ~500 (the recipes' 0.02% and 0.2% of ~500,000-token minibatches are ~100 and
+#   ~1,000 tokens, beyond what a testbed minibatch holds).
+# - The adaptive entropy controller aims at the entropy FADE aims at: target = 0.7 x the first
+#   observed entropy (FADE's h_star_ratio = 0.7), so the two controllers are compared at one target.
+#
+# DAPO's own combination (clip-higher at 0.28 with dynamic sampling, token-mean) and FADE with
+# clip-higher are arms of their own.
+
+
+@dataclass(frozen=True)
+class Control:
+    """One arm of the entropy comparison in words: its ``name`` (the control and its setting), the
+    :class:`Arm` it trains, and the ``source`` of the setting."""
+
+    name: str
+    arm: Arm
+    source: str
+
+
+#: The update schedule every arm shares: the paper preset's learning rate, 4 optimizer steps a batch.
+ENTROPY_TRAINER: tuple[tuple[str, Any], ...] = (*PAPER_TRAINER, ("minibatches", 4))
+#: The rules that chose the tuned settings, as the report states them.
+ENTROPY_TUNING_RULES: tuple[str, ...] = (
+    "Every arm uses one update schedule: each batch of 16 prompts x G = 16 is used for 4 optimizer steps on a "
+    "quarter of it (about 500 response tokens), the first on policy, the next three off it, where a clip can act; "
+    "every arm aggregates token-mean.",
+    "A tuned setting is one decade stronger than the recommended one, in what acts at this scale: the entropy "
+    "bonus's coefficient x10; clip-higher's room above the symmetric clip x10 (0.08 -> 0.8); the tokens Clip-Cov "
+    "and KL-Cov touch per minibatch x10. Those touch max(1, floor(ratio x N)) of a minibatch's N ~ 500 tokens, so "
+    "verl's default ratio and the 7B recipes' ratios all touch the one token the floor grants; the tuned ratio "
+    "0.02 touches 10.",
+    "The adaptive entropy controller's tuned target is the entropy FADE aims at: 0.7 x the first observed "
+    "entropy (FADE's h_star_ratio = 0.7).",
+    "These rules were fixed before any run of this preset.",
+)
+_RECIPE = "the 7B recipe of Cui et al. (arXiv 2505.22617; verl's recipe/entropy)"
+ENTROPY_BASELINE = Control(
+    "dr_grpo (no control)", as_arm("dr_grpo"),
+    "the estimator each control is added to: balanced, without the std normalisation (Dr. GRPO, arXiv 2503.20783)")
+ENTROPY_FADE = Control(
+    "FADE", as_arm("fade:h_star_ratio=0.7"),
+    "FADE at its best setting on the paper preset: H* = 0.7 x the first entropy, the arm with the highest pass@k "
+    "mean there (docs/results/paper)")
+#: dr_grpo with each control at its recommended and its tuned setting, and DAPO's combination (in
+#: this order, so that the report's palette gives the two settings of a control one hue).
+ENTROPY_CONTROLS: tuple[Control, ...] = (
+    Control("entropy bonus, recommended", as_arm("dr_grpo", entropy="entropy_bonus:coef=0.001"),
+            "coefficient 0.001: verl's default until v0.4 and its suggested value when enabling the bonus (verl "
+            "PR 1770); Cui et al. report 0.0001-0.001 too weak and 0.01 exploding the entropy at 7B"),
+    Control("entropy bonus, tuned", as_arm("dr_grpo", entropy="entropy_bonus:coef=0.01"),
+            "coefficient x10 (the tuning rule)"),
+    Control("adaptive entropy, recommended", as_arm("dr_grpo", entropy="adaptive_entropy"),
+            "TRL 1.16's use_adaptive_entropy defaults (Skywork-OR1, arXiv 2505.22312): target 0.2 nats, step "
+            "0.005, coefficient from 0 within [0, 1]"),
+    Control("adaptive entropy, tuned", as_arm("dr_grpo", entropy="adaptive_entropy:target_ratio=0.7"),
+            "target 0.7 x the first entropy, FADE's H* (the tuning rule); TRL's other defaults"),
+    Control("clip-higher, recommended", as_arm("dr_grpo", policy_loss="ppo_clip:clip_ratio_high=0.28"),
+            "DAPO (arXiv 2503.14476): clip_ratio_low 0.2, clip_ratio_high 0.28; verl's dual clip c = 3"),
+    Control("clip-higher, tuned", as_arm("dr_grpo", policy_loss="ppo_clip:clip_ratio_high=1.0"),
+            "room above the symmetric clip x10: clip_ratio_high 1.0 (the tuning rule)"),
+    Control("Clip-Cov, recommended",
+            as_arm("dr_grpo", policy_loss="clip_cov:clip_ratio_high=1.0:clip_ratio_low=1.0"),
+            f"{_RECIPE}: clip_cov_ratio 0.0002, band (1, 5), ratio clip [0, 2]; at this scale one token per "
+            "minibatch"),
+    Control("Clip-Cov, tuned",
+            as_arm("dr_grpo", policy_loss="clip_cov:clip_cov_ratio=0.02:clip_ratio_high=1.0:clip_ratio_low=1.0"),
+            "the recipe with 10 tokens per minibatch: clip_cov_ratio 0.02 (the tuning rule)"),
+    Control("KL-Cov, recommended", as_arm("dr_grpo", policy_loss="kl_cov:kl_cov_ratio=0.002:ppo_kl_coef=1.0"),
+            f"{_RECIPE}: kl_cov_ratio 0.002, ppo_kl_coef 1; at this scale one token per minibatch"),
+    Control("KL-Cov, tuned", as_arm("dr_grpo", policy_loss="kl_cov:kl_cov_ratio=0.02:ppo_kl_coef=1.0"),
+            "the recipe with 10 tokens per minibatch: kl_cov_ratio 0.02 (the tuning rule)"),
+    Control("DAPO: clip-higher + dynamic sampling",
+            as_arm("dr_grpo", policy_loss="ppo_clip:clip_ratio_high=0.28", filter_zero_variance=True),
+            "DAPO as it runs: clip_ratio_high 0.28, groups whose rewards all agree dropped and prompts resampled "
+            "(at most 10 draws, verl's max_num_gen_batches in the DAPO and entropy recipes), token-mean"),
+)
+#: FADE with DAPO's clip-higher: whether the two add up.
+ENTROPY_FADE_COMBINED = Control(
+    "FADE + clip-higher", as_arm("fade:h_star_ratio=0.7", policy_loss="ppo_clip:clip_ratio_high=0.28"),
+    "FADE's arm with DAPO's clip_ratio_high 0.28")
+
+_ENTROPY = Preset(
+    name="entropy",
+    description=(
+        "FADE against what practitioners use instead against entropy collapse, on the paper preset's task and "
+        "schedule (countdown_multi, G = 16, 16 prompts a step, 200 steps, 5 seeds paired by seed): dr_grpo; FADE at "
+        "h_star_ratio = 0.7; dr_grpo with an entropy bonus, TRL's adaptive entropy coefficient, clip-higher, Clip-Cov "
+        "and KL-Cov, each at its recommended setting and at one setting tuned by a rule fixed in advance; DAPO's "
+        "clip-higher with dynamic sampling; FADE with clip-higher. Every arm takes 4 optimizer steps a batch, so "
+        "the clips act. Verdicts from paired bootstrap intervals."
+    ),
+    seeds=PAPER_SEEDS,
+    plans=(
+        TaskPlan(
+            task=PAPER_TASK,
+            estimators=tuple(c.arm for c in (ENTROPY_BASELINE, ENTROPY_FADE, *ENTROPY_CONTROLS, ENTROPY_FADE_COMBINED)),
+            **PAPER_SCHEDULE, trainer=ENTROPY_TRAINER,
         ),
     ),
 )
 
 #: The presets ``fade sweep --preset`` knows, by name.
-PRESETS: dict[str, Preset] = {p.name: p for p in (_QUICK, _FULL, _PAPER)}
+PRESETS: dict[str, Preset] = {p.name: p for p in (_QUICK, _FULL, _PAPER, _ENTROPY)}
 
 
 def get_preset(name: str) -> Preset:

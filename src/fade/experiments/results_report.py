@@ -8,9 +8,11 @@ FADE's sign knob act: :func:`~fade.experiments.sections.design_checks`); ``atlas
 gradient-mass atlas of every estimator trained); per task ``<task>-pass1.png``,
 ``<task>-passk.png``, ``<task>-entropy-rank1.png``, ``<task>-plane.png``,
 ``<task>-entropy-check.png``, ``<task>-entropy-formula.png``, ``<task>-delta.png``,
-``<task>-buckets.png`` and ``<task>-fade-family-seed<k>.png`` (the testbed's
-:func:`~fade.testbed.report.compare_runs` on FADE and its ablations) where the runs exist; and
-``results.json``. A hand-written
+``<task>-buckets.png``, ``<task>-fade-family-seed<k>.png`` (the testbed's
+:func:`~fade.testbed.report.compare_runs` on FADE and its ablations) and ``<task>-controls.png``
+(FADE against the entropy controls: every arm's pass@k curve and entropy) where the runs exist;
+and ``results.json``. Runs are shown per arm (:class:`~fade.experiments.presets.Arm`): an
+estimator, with the training settings of its own when it has some. A hand-written
 ``ANALYSIS.md`` in the same folder, if present, is included verbatim, so an analysis survives
 regeneration.
 """
@@ -37,11 +39,12 @@ from fade.testbed.summary import early_steps
 
 from . import figures, presets
 from .claims import fade_spec
+from .claims.controls import Controls
 from .claims.entropy_check import EntropyCheck
 from .claims.entropy_formula import EntropyFormula
 from .claims.regime import REGIME_NOT_CALIBRATED
 from .claims.sign_knob import REQUIREMENT_NOT_MET
-from .presets import FADE, Preset, RunSpec, estimate_seconds, identity
+from .presets import FADE, Arm, Preset, RunSpec, as_arm, estimate_seconds
 from .runs import Runs, SweepRun
 from .sections import ClaimSection, Table, VerdictLine, design_checks
 from .stats import (
@@ -105,13 +108,14 @@ def _machine() -> str:
     return f"{platform.system()} {platform.machine()}, {model}, {os.cpu_count()} logical CPUs; torch {torch.__version__}"
 
 
-def _role_groups(present: Sequence[str], fade: str) -> list[tuple[str, list[str]]]:
-    """The claim groups the figures are organised by, each with the present specs it covers; specs
-    in no group go to a last "other estimators" group."""
-    by_identity = {identity(spec): spec for spec in present}
+def _role_groups(arms: dict[str, Arm], fade: str) -> list[tuple[str, list[str]]]:
+    """The claim groups the figures are organised by, each with the present arms (by text) it
+    covers; arms in no group go to a last "other estimators" group."""
+    present = list(arms)
+    by_identity = {arm.identity: text for text, arm in arms.items()}
 
     def pick(specs) -> list[str]:
-        return list(dict.fromkeys(by_identity[i] for i in map(identity, specs) if i in by_identity))
+        return list(dict.fromkeys(by_identity[i] for i in (as_arm(spec).identity for spec in specs) if i in by_identity))
 
     groups = [
         ("sign axis", pick([*presets.SUCCESS_BIASED, *presets.BALANCED, *presets.FAILURE_BIASED])),
@@ -119,6 +123,9 @@ def _role_groups(present: Sequence[str], fade: str) -> list[tuple[str, list[str]
         ("FADE vs static baselines", pick([fade, *presets.STATIC_BASELINES])),
         ("FADE ablations and H*", pick([FADE, *presets.ABLATIONS, *(spec for _, spec in presets.H_STAR_LEVELS)])),
     ]
+    if pick(c.arm for c in presets.ENTROPY_CONTROLS):
+        everyone = (presets.ENTROPY_FADE, presets.ENTROPY_BASELINE, *presets.ENTROPY_CONTROLS, presets.ENTROPY_FADE_COMBINED)
+        groups.append(("FADE vs the entropy controls", pick(c.arm for c in everyone)))
     covered = {spec for _, specs in groups for spec in specs}
     groups.append(("other estimators", [spec for spec in present if spec not in covered]))
     kept: list[tuple[str, list[str]]] = []
@@ -134,10 +141,12 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
              palette: dict) -> list[tuple[str, str]]:
     """Draw the task's figures; returns (file name, caption) of each."""
     runs_by_spec: dict[str, list[SweepRun]] = defaultdict(list)
+    arms: dict[str, Arm] = {}
     for s in sorted(summaries, key=lambda s: s.seed):
-        runs_by_spec[s.run.estimator].append(s)
+        runs_by_spec[s.run.arm.text].append(s)
+        arms.setdefault(s.run.arm.text, s.run.arm)
     present = list(runs_by_spec)
-    groups = _role_groups(present, fade)
+    groups = _role_groups(arms, fade)
     drawn: list[tuple[str, str]] = []
 
     def draw(name: str, caption: str, fn) -> None:
@@ -167,17 +176,22 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
                  "entropy formula with both terms: observed entropy change per step against the block-mean drive and "
                  "each term, coloured by the run's sign of m_S - m_F",
                  lambda p, r=result: figures.draw_entropy_formula(r.points, p, title=task))
-    arms = [(spec, runs_by_spec[spec]) for spec in present
-            if identity(spec)[0].startswith(FADE) and any(np.isfinite(r.curves["delta"]).any() for r in runs_by_spec[spec])]
-    if arms:
+        if isinstance(result, Controls):
+            shown = [(c.name, palette[c.arm.text], runs_by_spec[c.arm.text]) for c in (result.fade, *result.arms)]
+            draw(f"{task}-controls.png", "FADE against the entropy controls: the final pass@k against k and the "
+                 "training entropy against step, every arm (seed means)",
+                 lambda p, arms=shown: figures.draw_controls(arms, p, title=task))
+    delta_arms = [(spec, runs_by_spec[spec]) for spec in present if arms[spec].estimator.startswith(FADE)
+                  and any(np.isfinite(r.curves["delta"]).any() for r in runs_by_spec[spec])]
+    if delta_arms:
         draw(f"{task}-delta.png", "FADE's sign knob: delta against step for each FADE arm",
-             lambda p: figures.draw_delta(arms, palette, p, title=task))
+             lambda p: figures.draw_delta(delta_arms, palette, p, title=task))
     levels = [(f"alpha={a} ({spec})", runs_by_spec.get(spec, [])) for a, spec in presets.POWER_LEVELS]
     levels = [(label, runs) for label, runs in levels if runs]
     if len(levels) > 1 and any(r.buckets() for _, runs in levels for r in runs):
         draw(f"{task}-buckets.png", "pass@1 gain per difficulty bucket under Power(alpha)",
              lambda p: figures.draw_bucket_gains(levels, p, title=task))
-    family = [spec for spec in present if identity(spec)[0].startswith("fade")]
+    family = [spec for spec in present if arms[spec].estimator.startswith("fade")]
     if len(family) > 1:
         seed = min(s.seed for spec in family for s in runs_by_spec[spec])
         dirs = [s.directory for spec in family for s in runs_by_spec[spec] if s.seed == seed]
@@ -207,7 +221,7 @@ def _timing_table(runs: Sequence[RunSpec], summaries: Sequence[SweepRun]) -> Tab
 def _settings_table(preset: Preset) -> Table:
     table = Table(["task", "steps", "prompts x G per step", "eval every", "eval prompts x samples", "estimators", "seeds"])
     for plan in preset.plans:
-        estimators = ", ".join(plan.estimators) + (f"; tuned: {', '.join(plan.tuned)}" if plan.tuned else "")
+        estimators = ", ".join(arm.text for arm in plan.arms) + (f"; tuned: {', '.join(plan.tuned)}" if plan.tuned else "")
         table.rows.append([plan.task, str(plan.steps), f"{plan.prompts_per_step} x {plan.group_size}", str(plan.eval_every),
                            f"{plan.eval_prompts} x {plan.eval_samples}", estimators, ", ".join(map(str, preset.seeds))])
     return table
@@ -226,7 +240,7 @@ def _context(task: str, summaries: Sequence[SweepRun]) -> list[str]:
     peaks = Stat.of(s.scalars["peak_pass1"] for s in runs)
     if base.n:
         facts.append(f"base pass@1 {base.mean:.3f}; peak pass@1 over all runs {min(peaks.values):.3f}–{max(peaks.values):.3f}")
-    balanced = {identity(b) for b in presets.BALANCED}
+    balanced = {as_arm(b).identity for b in presets.BALANCED}
     ratios = Stat.of(s.scalars["entropy_final"] / s.scalars["entropy_first"] for s in runs if s.identity in balanced)
     if ratios.n:
         facts.append(f"entropy of balanced runs (grpo, dr_grpo) at the end / at the start: {ratios.text(2)}")
@@ -254,8 +268,7 @@ def write_report(
     out.mkdir(parents=True, exist_ok=True)
     summaries = list(summaries)
     tasks = [t for t in preset.tasks if any(r.task == t for r in runs)]
-    all_specs = list(dict.fromkeys(s.run.estimator for s in summaries))
-    palette = figures.colours(all_specs)
+    palette = figures.colours(list(dict.fromkeys(s.run.arm.text for s in summaries)))
 
     lines = [f"# FADE's claims on the CPU testbed: preset `{preset.name}`", "", "Regenerate this report (finished runs are "
              "skipped, interrupted ones resumed):", "", "```", command, "```", ""]
@@ -327,7 +340,7 @@ def write_report(
                   "read off it; a claim's own verdict (above) combines its rows.", ""]
         lines += _md_table(_verdict_table(verdict_rows)) + [""]
 
-    atlas_specs = [spec for spec in all_specs if spec]
+    atlas_specs = list(dict.fromkeys(s.run.estimator for s in summaries))
     if atlas_specs:
         group_size = summaries[0].run.group_size
         try:
@@ -566,7 +579,8 @@ def _results_json(preset: Preset, runs, summaries, sections, failures, command: 
         "tuned_choice": choice,
         "runs": [
             {"key": s.run.key, "task": s.task, "estimator": s.run.estimator, "seed": s.seed, "steps": s.run.steps,
-             "tuned_from": s.run.tuned_from, "scalars": s.scalars, "timing": s.timing}
+             "tuned_from": s.run.tuned_from, **({"overrides": dict(s.run.overrides)} if s.run.overrides else {}),
+             "scalars": s.scalars, "timing": s.timing}
             for s in summaries
         ],
         "claims": [

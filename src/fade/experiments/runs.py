@@ -3,10 +3,12 @@ plan it ran, grouped by task, estimator and seed.
 
 :func:`summarise` reads one finished run of a sweep into a :class:`SweepRun`: the testbed's
 :class:`~fade.testbed.summary.RunSummary` (every number a run is summarised by, defined there
-once) with the :class:`~fade.experiments.presets.RunSpec` it ran, its estimator's identity, and
-its timing (``done.json``). :class:`Runs` finds one task's runs by estimator spec, matched by
-identity so that ``asym_grpo`` and ``asym_grpo:delta=0.5`` are one estimator, and gathers a
-metric over seeds into a :class:`~fade.experiments.stats.Stat`.
+once) with the :class:`~fade.experiments.presets.RunSpec` it ran, its arm's identity, and its
+timing (``done.json``). :class:`Runs` finds one task's runs by arm (an estimator spec, or an
+:class:`~fade.experiments.presets.Arm` with training settings of its own), matched by identity so
+that ``asym_grpo`` and ``asym_grpo:delta=0.5`` are one estimator while dr_grpo with an entropy
+bonus is another arm than dr_grpo, and gathers a metric over seeds into a
+:class:`~fade.experiments.stats.Stat`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from fade.testbed.runlog import load_run, read_json_object
 from fade.testbed.summary import RunSummary
 from fade.testbed.summary import summarise as summarise_run
 
-from .presets import RunSpec, identity
+from .presets import Arm, RunSpec, as_arm
 from .stats import Stat
 
 __all__ = ["DONE_FILE", "Runs", "SweepRun", "summarise"]
@@ -33,8 +35,8 @@ DONE_FILE = "done.json"
 
 @dataclass
 class SweepRun(RunSummary):
-    """One finished run of a sweep: its summary, the plan it ran, its estimator's identity
-    (:func:`~fade.experiments.presets.identity`) and its timing in seconds (``train_seconds``: the
+    """One finished run of a sweep: its summary, the plan it ran, its arm's identity
+    (:attr:`~fade.experiments.presets.Arm.identity`) and its timing in seconds (``train_seconds``: the
     logged step times; ``cpu_seconds``, ``wall_seconds``, ``resumed`` from ``done.json``)."""
 
     run: RunSpec = field(kw_only=True)
@@ -62,31 +64,43 @@ def summarise(run: RunSpec, out: str | Path) -> SweepRun:
             if isinstance(done.get(key), (int, float)):
                 timing[key] = float(done[key])
         timing["resumed"] = float(bool(done.get("resumed")))
-    return SweepRun(**vars(summary), run=run, identity=identity(run.estimator), timing=timing)
+    return SweepRun(**vars(summary), run=run, identity=run.arm.identity, timing=timing)
 
 
 class Runs:
-    """The summaries of one task's runs, found by estimator spec (by identity) and seed."""
+    """The summaries of one task's runs, found by arm (by identity) and seed.
+
+    An arm is asked for by an estimator spec (the arm that sets nothing else), an
+    :class:`~fade.experiments.presets.Arm`, or the text of an arm these runs trained (``spec_of``'s
+    values are those texts).
+    """
 
     def __init__(self, summaries: Sequence[SweepRun]):
         self.by_identity: dict[tuple, list[SweepRun]] = defaultdict(list)
         self.spec_of: dict[tuple, str] = {}
+        self._arms: dict[str, Arm] = {}
         for s in summaries:
             self.by_identity[s.identity].append(s)
-            self.spec_of.setdefault(s.identity, s.run.estimator)
+            self.spec_of.setdefault(s.identity, s.run.arm.text)
+            self._arms.setdefault(s.run.arm.text, s.run.arm)
 
-    def of(self, spec: str) -> list[SweepRun]:
-        return sorted(self.by_identity.get(identity(spec), []), key=lambda s: s.seed)
+    def _identity(self, arm: str | Arm) -> tuple:
+        if isinstance(arm, str):
+            arm = self._arms.get(arm) or as_arm(arm)
+        return arm.identity
 
-    def has(self, spec: str) -> bool:
-        return bool(self.of(spec))
+    def of(self, arm: str | Arm) -> list[SweepRun]:
+        return sorted(self.by_identity.get(self._identity(arm), []), key=lambda s: s.seed)
 
-    def stat(self, spec: str, key: str) -> Stat:
-        """``spec``'s scalar ``key`` over its seeds, each value kept with its seed."""
-        return Stat.by_seed((s.seed, s.scalars.get(key, math.nan)) for s in self.of(spec))
+    def has(self, arm: str | Arm) -> bool:
+        return bool(self.of(arm))
 
-    def by_seed(self, spec: str) -> dict[int, SweepRun]:
-        return {s.seed: s for s in self.of(spec)}
+    def stat(self, arm: str | Arm, key: str) -> Stat:
+        """``arm``'s scalar ``key`` over its seeds, each value kept with its seed."""
+        return Stat.by_seed((s.seed, s.scalars.get(key, math.nan)) for s in self.of(arm))
 
-    def present(self, specs: Iterable[str]) -> list[str]:
-        return [spec for spec in specs if self.has(spec)]
+    def by_seed(self, arm: str | Arm) -> dict[int, SweepRun]:
+        return {s.seed: s for s in self.of(arm)}
+
+    def present(self, arms: Iterable[str | Arm]) -> list[str | Arm]:
+        return [arm for arm in arms if self.has(arm)]

@@ -555,9 +555,9 @@ def write_sweep_report(preset: Preset, out: Path, outcome: SweepOutcome, command
     if preset.tuning is not None and outcome.choice is None and (out / TUNING_FILE).is_file():
         outcome.choice = (_read_json(out / TUNING_FILE) or {}).get("choice")
     summaries = []
-    order = {spec: i for i, spec in enumerate(spec for plan in preset.plans for spec in plan.estimators)}
+    order = {arm.text: i for i, arm in enumerate(arm for plan in preset.plans for arm in plan.arms)}
     tasks = {task: i for i, task in enumerate(preset.tasks)}
-    runs = sorted(outcome.runs, key=lambda r: (tasks.get(r.task, len(tasks)), order.get(r.estimator, len(order)), r.seed))
+    runs = sorted(outcome.runs, key=lambda r: (tasks.get(r.task, len(tasks)), order.get(r.arm.text, len(order)), r.seed))
     with spinner("report", progress) as note:
         for i, run in enumerate(runs, 1):
             note(f"reading run {i}/{len(runs)}: {run.key}")

@@ -310,7 +310,10 @@ class RunSummary:
       its step over the planned steps; ``smoothed_peak_step``, ``smoothed_peak_pass1``,
       ``rise_step``, ``smoothed_peak_fraction``: :func:`smoothed_peak`; ``base_pass1``,
       ``final_pass1``: the first and last evaluation's; ``pass@k`` for every k of the last
-      evaluation, ``passk_mean`` their mean; ``gain/d<b>``: last minus first pass@1 of bucket b.
+      evaluation, ``passk_mean`` their mean; ``gain/d<b>``: last minus first pass@1 of bucket b;
+      ``distinct_correct_final``: the last evaluation's distinct correct answers per problem
+      (``distinct_correct``: the mean over its problems of how many different correct answers its
+      samples hold; nan where the log has none).
     - ``mass_imbalance_mean``: the mean of :func:`mass_imbalance`; ``entropy_change_early``: the
       early entropy slope; ``<term>_early`` and ``<term>_r_blocks`` for each of :func:`formula_terms`
       (prefixes by :func:`term_key`): its mean over the early steps, and the Pearson r of
@@ -395,6 +398,7 @@ def summarise(run: Run, steps: int | None = None) -> RunSummary:
     for k in ks:
         scalars[pass_key(k)] = final[pass_key(k)]
     scalars["passk_mean"] = float(np.mean([final[pass_key(k)] for k in ks])) if ks else math.nan
+    scalars["distinct_correct_final"] = final.get("distinct_correct", math.nan)
     for b in logged_buckets(final, "pass@1"):
         key = bucket_key("pass@1", b)
         scalars[f"gain/d{b}"] = final[key] - base.get(key, math.nan)

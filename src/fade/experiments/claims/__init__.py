@@ -19,6 +19,8 @@ from . import (
     ablations,
     ablations_engaged,
     collapse,
+    controls,
+    controls_match,
     defaults,
     difficulty_axis,
     entropy_check,
@@ -48,19 +50,30 @@ CLAIMS: tuple[Claim, ...] = (
     ablations_engaged.CLAIM,
     defaults.CLAIM,
     defaults.CONFIRM,
+    controls.CLAIM,
+    controls_match.CLAIM,
 )
 
 
-def _measure(claims: Sequence[Claim], context: Context) -> list[Finding]:
-    return [Finding(claim.key, task, result) for claim in claims for task in claim.tasks(context)
-            if (result := claim.measure(task, context)) is not None]
+def _measure(claims: Sequence[Claim], summaries: Sequence[SweepRun], preset: Preset | None = None,
+             choice: str | None = None) -> list[Finding]:
+    """Each claim on its context: every run when it reads the arms with training of their own
+    (``Claim.reads_overrides``), else only the runs trained as their plan says."""
+    plain = [s for s in summaries if not s.run.overrides]
+    contexts = {False: Context(plain, preset, choice), True: Context(summaries, preset, choice)}
+    findings = []
+    for claim in claims:
+        context = contexts[claim.reads_overrides]
+        findings += [Finding(claim.key, task, result) for task in claim.tasks(context)
+                     if (result := claim.measure(task, context)) is not None]
+    return findings
 
 
 def measure(summaries: Sequence[SweepRun], preset: Preset | None = None, choice: str | None = None) -> list[Finding]:
     """Every claim of :data:`CLAIMS` the runs cover, measured on each task it applies to."""
-    return _measure(CLAIMS, Context(summaries, preset, choice))
+    return _measure(CLAIMS, summaries, preset, choice)
 
 
 def measure_checks(summaries: Sequence[SweepRun]) -> list[Finding]:
     """Every design check of :data:`CHECKS` the runs cover, on each task."""
-    return _measure(CHECKS, Context(summaries))
+    return _measure(CHECKS, summaries)

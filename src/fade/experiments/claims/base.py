@@ -1,7 +1,9 @@
 """The shape every claim takes.
 
 A claim is a :class:`Claim`: a key, the tasks it reads (every task the runs cover, unless it says
-otherwise), and ``measure(task, context)``, which returns the claim's typed result on that task's
+otherwise), whether it reads the arms that set training of their own (a policy loss, an entropy
+term: :class:`~fade.experiments.presets.Arm`; a claim about estimators does not, so it compares
+runs trained alike), and ``measure(task, context)``, which returns the claim's typed result on that task's
 runs, or None where those runs do not cover it (the estimators it compares were not trained).
 The result is a frozen dataclass of the claim's own: the numbers it measured (each a
 :class:`~fade.experiments.stats.Stat` over seeds where it is one) and its verdicts, each a
@@ -104,12 +106,15 @@ def every_task(context: Context) -> Sequence[str]:
 @dataclass(frozen=True)
 class Claim(Generic[R]):
     """A claim of the report: its ``key`` (the section's in ``results.json``), ``measure(task,
-    context)`` returning its result on ``task`` or None where the runs do not cover it, and the
-    ``tasks`` it is measured on (every task with a finished run by default)."""
+    context)`` returning its result on ``task`` or None where the runs do not cover it, the
+    ``tasks`` it is measured on (every task with a finished run by default), and whether its
+    context holds the runs of arms with training settings of their own (``reads_overrides``; by
+    default it sees only the arms that train as their plan says)."""
 
     key: str
     measure: Callable[[str, Context], R | None]
     tasks: Callable[[Context], Sequence[str]] = every_task
+    reads_overrides: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Design check: no run ends far below its base, so no claim compares a collapsed run.
 
-Applies to a task with a run that logged pass@1 at its base and last evaluations. A run whose last
+Applies to a task with a run that logged pass@1 at its base and last evaluations, of any arm (a
+control's runs too: :class:`~fade.experiments.presets.Arm`). A run whose last
 evaluation's pass@1 is below :data:`COLLAPSE_FRACTION` of its base evaluation's collapsed (a
 diverged step size, or an estimator that destroys the policy); the claims still count it, and
 the check names it so that no verdict is read without knowing.
@@ -28,8 +29,8 @@ class Collapsed:
 
 @dataclass(frozen=True)
 class Collapse:
-    """The runs measured, per estimator the collapsed runs and how many of its runs were measured,
-    and the check's outcome."""
+    """The runs measured, per arm (its text: the estimator spec when it sets nothing else) the
+    collapsed runs and how many of its runs were measured, and the check's outcome."""
 
     task: str
     measured: int
@@ -39,22 +40,22 @@ class Collapse:
 
     @property
     def seeds(self) -> dict[str, list[int]]:
-        """The collapsed seeds per estimator."""
+        """The collapsed seeds per arm."""
         return {spec: [c.seed for c in runs] for spec, runs in self.collapsed.items()}
 
 
 def measure(task: str, context: Context) -> Collapse | None:
-    measured = [s for s in sorted(context.of(task), key=lambda s: (s.run.estimator, s.seed))
+    measured = [s for s in sorted(context.of(task), key=lambda s: (s.run.arm.text, s.seed))
                 if math.isfinite(s.scalars["base_pass1"]) and math.isfinite(s.scalars["final_pass1"])]
     if not measured:
         return None
     collapsed: dict[str, list[Collapsed]] = {}
     for s in measured:
         if s.scalars["final_pass1"] < COLLAPSE_FRACTION * s.scalars["base_pass1"]:
-            collapsed.setdefault(s.run.estimator, []).append(Collapsed(s.seed, s.scalars["base_pass1"], s.scalars["final_pass1"]))
-    totals = {spec: sum(1 for s in measured if s.run.estimator == spec) for spec in collapsed}
+            collapsed.setdefault(s.run.arm.text, []).append(Collapsed(s.seed, s.scalars["base_pass1"], s.scalars["final_pass1"]))
+    totals = {arm: sum(1 for s in measured if s.run.arm.text == arm) for arm in collapsed}
     return Collapse(task=task, measured=len(measured), collapsed={spec: tuple(r) for spec, r in collapsed.items()},
                     totals=totals, outcome=REQUIREMENT_NOT_MET if collapsed else REQUIREMENT_MET)
 
 
-CLAIM = Claim("collapse", measure)
+CLAIM = Claim("collapse", measure, reads_overrides=True)

@@ -103,7 +103,10 @@ def _metrics(steps: range, *, fade: bool, seed: int = 0, kl: bool = True) -> lis
             h_star=np.full(len(t), 0.75),
         )
     lists = {key: values.tolist() for key, values in columns.items()}
-    return [dict(zip(lists, row)) for row in zip(*lists.values())]
+    # What a run without them logs as null: the other loss metrics, an entropy term, the filter.
+    nulls = dict.fromkeys(("grad_norm_last", "clip_fraction_lower", "cov_clip_fraction", "ppo_kl", "ppo_kl_abs",
+                           "entropy_coef", "update_entropy", "filtered_share", "sample_draws", "groups_kept"))
+    return [{**dict(zip(lists, row)), **nulls} for row in zip(*lists.values())]
 
 
 def _eval(step: int, pass1: float, *, buckets: bool = True) -> dict:

@@ -17,6 +17,7 @@ from fade.cli import main
 from fade.testbed import checkpoint
 from fade.testbed.checkpoint import load_checkpoint, save_checkpoint
 from fade.testbed.datasets import VERIFIERS
+from fade.testbed.runlog import load_run
 from fade.testbed.tasks import Verdict
 from fade.testbed.trainer import RESUME_MAY_CHANGE, TrainConfig, train
 
@@ -90,7 +91,7 @@ def test_resume_names_every_changed_setting_on_one_line(run, tiny_model, capsys)
 
 
 def _metrics(out) -> list[dict]:
-    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    rows = load_run(out).metrics
     return [{k: v for k, v in r.items() if not k.endswith("_seconds")} for r in rows]
 
 

@@ -529,7 +529,7 @@ def _record(setup: Setup, step: int, batch: Batch, policy: PolicyPass | None, we
         "lr": setup.config.lr,
     })
     for key in SCHEDULE:
-        if key in setup.est.last:
+        if policy is not None and key in setup.est.last:  # a step without a batch was weighed with nothing
             record[key] = setup.est.last[key]
     filtered = setup.config.filter_zero_variance
     record.update({

@@ -394,6 +394,23 @@ def test_training_panels_follow_what_was_logged(tmp_path):
     assert training_panels(load_run(directory)) == ["reward_mean"] + [t for t in ALL_PANELS[1:9] if t != formula]
 
 
+def test_training_panels_show_the_loss_side_once_it_is_logged(tmp_path):
+    """Off-policy clip metrics, an entropy term's coefficient and the filter's share and draws each
+    bring their panel (before the timings) into a figure of the documented size."""
+    directory = _write_run(tmp_path / "off", estimator="grpo", kl=False)
+    rows = _metrics(range(1, 31), fade=False, kl=False)
+    for i, row in enumerate(rows):
+        row.update(kl=None, clip_fraction=0.0, ppo_kl=0.001 * i, cov_clip_fraction=0.01, entropy_coef=0.002 * i,
+                   update_entropy=0.4, filtered_share=0.3, sample_draws=1 + i % 3, groups_kept=16)
+    _write_jsonl(directory / "metrics.jsonl", rows)
+    panels = training_panels(load_run(directory))
+    new = ["clip_fraction, kl", "entropy term's coefficient", "filtered_share (left), sample_draws (right)"]
+    assert panels == [t for t in ALL_PANELS if t not in ("estimator schedule (1, 1 = dr_grpo)", "clip_fraction, kl",
+                                                         "seconds per step")] + new + ["seconds per step"]
+    training = _image(plot_run(directory)[0])
+    assert training.shape[:2] == training_pixel_size(len(panels))[::-1] == (1350, 1200)
+
+
 def test_plot_run_without_evals_or_plane_signal_writes_training_and_plane(tmp_path):
     rows = [{"step": s, "reward_mean": 0.1 * s, "sign_balance": None, "difficulty": 0.5} for s in (1, 2, 3)]
     _write_jsonl(tmp_path / "metrics.jsonl", rows)

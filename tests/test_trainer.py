@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -13,7 +14,7 @@ import torch
 
 import fade
 from fade.testbed import checkpoint as ckpt_module
-from fade.testbed.checkpoint import JsonlLog, load_checkpoint, save_checkpoint
+from fade.testbed.checkpoint import JsonlLog, compress_log, compress_logs, load_checkpoint, save_checkpoint
 from fade.testbed.datasets import VERIFIERS
 from fade.testbed.runlog import load_run, log_path, read_jsonl, read_log_bytes
 from fade.testbed.tasks import Verdict
@@ -125,7 +126,7 @@ def test_a_run_with_plain_logs_from_before_resumes_into_compressed_ones(tiny_mod
         (b / f"{name}.gz").unlink()
     with open(b / "metrics.jsonl", "a") as f:
         f.write('{"step": 4, "reward_mean": 0.5')  # torn by the kill
-    assert [r["step"] for r in load_run(b).evals] == [0, 2, 3]
+    assert [r["step"] for r in read_jsonl(b / "eval.jsonl")] == [0, 2, 3]
     train(_config(b, tiny_model, **kw), resume=True)
     assert sorted(p.name for p in b.glob("*.jsonl*")) == ["eval.jsonl.gz", "metrics.jsonl.gz", "resumes.jsonl"]
     for name in ("metrics.jsonl", "eval.jsonl"):
@@ -224,6 +225,66 @@ def test_jsonl_log_truncation(tmp_path):
         log.append({"step": s, "x": float("nan") if s == 2 else s})
     log.truncate_after(2)
     assert log.records() == [{"step": 1, "x": 1}, {"step": 2, "x": None}]
+
+
+def test_a_compressed_log_reads_at_every_moment_and_across_sessions(tmp_path):
+    path = tmp_path / "m.jsonl.gz"
+    log = JsonlLog(path)
+    log.append({"step": 1, "x": 1.5})
+    log.append({"step": 2, "x": float("inf")})
+    assert read_jsonl(path) == [{"step": 1, "x": 1.5}, {"step": 2, "x": None}]  # mid-session: flushed, no trailer
+    log.close()
+    assert gzip.decompress(path.read_bytes()).decode().count("\n") == 2  # a complete gzip file once closed
+    JsonlLog(path).append({"step": 3})  # a second session: a second member
+    killed = JsonlLog(path)
+    killed.append({"step": 4})  # ... and the process dies without closing it
+    JsonlLog(path).append({"step": 5})  # the next session first ends the unfinished member
+    assert [r["step"] for r in read_jsonl(path)] == [1, 2, 3, 4, 5]
+    log.truncate_after(3)
+    assert [r["step"] for r in JsonlLog(path).records()] == [1, 2, 3]
+    assert gzip.decompress(path.read_bytes()).decode().count("\n") == 3  # rewritten as one finished member
+    again = JsonlLog(tmp_path / "n.jsonl.gz")
+    for record in read_jsonl(path):
+        again.append(record)
+    again.close()
+    assert (tmp_path / "n.jsonl.gz").read_bytes() == JsonlLog(tmp_path / "n.jsonl.gz").path.read_bytes()
+    data = bytearray(path.read_bytes())
+    data[-6] ^= 1  # the trailer's checksum no longer matches the records
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"m\.jsonl\.gz is not a readable gzip log \(.*incorrect data check"):
+        read_jsonl(path)
+
+
+def test_a_compressed_log_takes_over_the_plain_file_of_a_run_from_before(tmp_path):
+    (tmp_path / "m.jsonl").write_text("".join(json.dumps({"step": s}) + "\n" for s in (1, 2, 3)))
+    log = JsonlLog(tmp_path / "m.jsonl.gz")
+    assert [r["step"] for r in log.records()] == [1, 2, 3]
+    log.truncate_after(2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.jsonl.gz"]
+    assert [r["step"] for r in read_jsonl(tmp_path / "m.jsonl.gz")] == [1, 2]
+    log.remove()
+    assert not list(tmp_path.iterdir())
+
+
+def test_compress_logs_converts_a_tree_of_runs_and_reads_back_the_same(tmp_path):
+    runs = [tmp_path / "runs" / name / "seed0" for name in ("grpo", "fade")]
+    for i, run in enumerate(runs):
+        run.mkdir(parents=True)
+        (run / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "entropy": s / 7 + i}) + "\n" for s in range(1, 30)))
+        (run / "eval.jsonl").write_text(json.dumps({"step": 0, "pass@1": 0.25}) + "\n")
+        (run / "resumes.jsonl").write_text("{}\n")
+    before = [load_run(run) for run in runs]
+    written = compress_logs(tmp_path)
+    assert sorted(written) == sorted(run / name for run in runs for name in ("metrics.jsonl.gz", "eval.jsonl.gz"))
+    assert [load_run(run) for run in runs] == before
+    assert all(sorted(p.name for p in run.iterdir()) == ["eval.jsonl.gz", "metrics.jsonl.gz", "resumes.jsonl"]
+               for run in runs)
+    assert compress_logs(tmp_path) == []  # nothing left to convert
+    (runs[0] / "eval.jsonl").write_text("{}\n")
+    with pytest.raises(ValueError, match="eval.jsonl.gz already exists beside"):
+        compress_log(runs[0] / "eval.jsonl")
+    with pytest.raises(ValueError, match="is not a folder"):
+        compress_logs(tmp_path / "nowhere")
 
 
 def test_cli_train_writes_metrics_plots_and_resumes(tiny_model, tmp_path, capsys):

@@ -409,14 +409,13 @@ def _sample_batch(setup: Setup, step: int) -> Batch:
     first = _draw(setup, step, 0, c.prompts_per_step)
     if not c.filter_zero_variance:
         return first
+    filtered = 1.0 - len(kept_groups(first.rewards, first.rollouts.prompt_index.cpu())) / len(first.problems)
     parts, problems, prompts, rewards = [], [], [], []
     batch, draw, seconds = first, 0, 0.0
     while True:
         seconds += batch.sample_seconds
         index = batch.rollouts.prompt_index.cpu()
-        groups = kept_groups(batch.rewards, index, c.prompts_per_step - len(problems))
-        if draw == 0:
-            filtered = 1.0 - len(kept_groups(batch.rewards, index)) / len(batch.problems)
+        groups = kept_groups(batch.rewards, index, c.prompts_per_step - len(problems))  # the first ones
         rows = torch.nonzero(torch.isin(index, torch.tensor(groups, dtype=index.dtype))).flatten()
         parts.append((batch.rollouts, rows))
         problems += [batch.problems[g] for g in groups]

@@ -177,6 +177,17 @@ def test_a_checkpoint_from_before_the_entropy_term_loads_it_as_the_initial_state
     assert [r["step"] for r in _metrics(tmp_path / "r")] == [1, 2, 3]
 
 
+def test_a_run_recorded_with_the_old_name_of_its_loss_aggregation_resumes(run, tiny_model):
+    state = load_checkpoint(run / "checkpoint.pt")
+    state["config"]["loss_agg"] = "seq-mean"
+    save_checkpoint(run / "checkpoint.pt", state)
+    with pytest.raises(ValueError, match="loss_agg: seq-mean-token-mean -> token-mean"):
+        train(_config(run, tiny_model, steps=3), resume=True)
+    for name in ("seq-mean", "seq-mean-token-mean"):  # the old name and the new are one setting
+        train(_config(run, tiny_model, steps=3 if name == "seq-mean" else 4, loss_agg=name), resume=True)
+    assert [r["step"] for r in _metrics(run)] == [1, 2, 3, 4]
+
+
 def test_resume_refuses_steps_below_the_checkpoint(run, tiny_model):
     with pytest.raises(ValueError, match="below the checkpoint's step 2"):
         train(_config(run, tiny_model, steps=1), resume=True)

@@ -61,7 +61,7 @@ from fade.mass import batch_diagnostics, carries_signal
 from fade.progress import step_bar
 
 from .checkpoint import JsonlLog, load_checkpoint, save_checkpoint
-from .config import OPTIMIZERS, TrainConfig
+from .config import LOSS_AGG_ALIASES, OPTIMIZERS, TrainConfig
 from .evaluation import decode_completions, encode_prompt, evaluate
 from .policy import load_policy, resolve_device, save_policy
 from .runlog import (
@@ -121,6 +121,8 @@ def resume_changes(saved: dict[str, Any], config: TrainConfig, step: int, where:
         for name, f in fields.items() if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
     }
     before = _as_json({k: saved.get(k, defaults.get(k)) for k in now})
+    for values in (before, now):  # an old name of a loss aggregation is the same setting as the new
+        values["loss_agg"] = LOSS_AGG_ALIASES.get(values["loss_agg"], values["loss_agg"])
     changed = {k: (before[k], now[k]) for k in now if before[k] != now[k]}
     refused = [k for k in changed if k not in RESUME_MAY_CHANGE]
     if refused:

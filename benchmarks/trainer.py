@@ -14,7 +14,6 @@ which fade's trainer always makes), beta=0, no evaluation and no checkpoints.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import time
@@ -24,6 +23,7 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
+from fade.testbed.runlog import load_run
 from fade.testbed.trainer import TrainConfig, base_model_dir, train
 
 
@@ -35,7 +35,7 @@ def run(estimator: str, steps: int, prompts: int, group: int, seed: int) -> dict
                           prompts_per_step=prompts, group_size=group, eval_every=0, eval_prompts=0,
                           checkpoint_every=steps, progress=False))
         wall = time.perf_counter() - t0
-        rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()][2:]
+        rows = load_run(out).metrics[2:]
     step = statistics.fmean(r["step_seconds"] for r in rows)
     return {
         "wall": wall,

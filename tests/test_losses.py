@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fade import format_spec, losses
-from fade.dynamic_sampling import zero_variance_mask
+from fade.dynamic_sampling import kept_groups, zero_variance_mask
 
 AGGS = losses.AGGREGATIONS
 FAR_BAND = {"clip_cov_lb": 100.0, "clip_cov_ub": 200.0}  # no covariance of these batches reaches it
@@ -192,6 +192,36 @@ def test_adaptive_entropy_by_hand():
     assert restored.coefficient == term.coefficient and restored.state_dict() == term.state_dict()
 
 
+def test_adaptive_entropy_target_ratio_sets_the_target_from_the_first_entropy():
+    """fade's extension: target_ratio x the first observed entropy, then exactly the fixed-target rule."""
+    ratio = losses.entropy_term("adaptive_entropy", target_ratio=0.7, coef=0.05, delta=0.02)
+    assert ratio.target is None and ratio.coefficient == 0.0
+    assert ratio.state_dict() == {"coef": 0.05, "last_entropy": None, "target": None}
+    levels = [0.8, 0.6, 0.5, 0.57, 0.55, 0.9, 0.3]
+    ratio.observe(levels[0])
+    assert ratio.target == pytest.approx(0.56) and ratio.state_dict()["target"] == ratio.target
+    fixed = losses.entropy_term("adaptive_entropy", target=ratio.target, coef=0.05, delta=0.02)
+    fixed.observe(levels[0])
+    for level in levels[1:]:  # from the first observation on, the two are one controller
+        assert (ratio.coef, ratio.coefficient) == (fixed.coef, fixed.coefficient)
+        ratio.observe(level)
+        fixed.observe(level)
+        assert ratio.target == fixed.target == fixed.params["target"]
+    restored = losses.entropy_term("adaptive_entropy", target_ratio=0.7, coef=0.05, delta=0.02)
+    restored.load_state_dict(ratio.state_dict())
+    assert restored.state_dict() == ratio.state_dict() and restored.coefficient == ratio.coefficient
+    again = losses.from_spec(format_spec(ratio.name, ratio.params), "entropy")  # its spec reads back
+    assert again.params == ratio.params and "target" not in again.params
+    with pytest.raises(ValueError, match="give target or target_ratio, not both"):
+        losses.entropy_term("adaptive_entropy", target=0.2, target_ratio=0.7)
+    with pytest.raises(ValueError, match="must hold 'coef', 'last_entropy' and 'target', got keys"):
+        restored.load_state_dict({"coef": 0.1, "last_entropy": 0.5})
+    with pytest.raises(ValueError, match="target must be an entropy >= 0 set with the first measurement"):
+        restored.load_state_dict({"coef": 0.1, "last_entropy": 0.5, "target": None})
+    with pytest.raises(ValueError, match="target_ratio must be a finite number > 0"):
+        losses.entropy_term("adaptive_entropy", target_ratio=0)
+
+
 def test_adaptive_entropy_coef_is_the_update_rule():
     rule = dict(target=1.0, delta=0.3, coef_min=-0.2, coef_max=0.5)
     assert losses.adaptive_entropy_coef(0.1, 1.0, **rule) == pytest.approx(0.4)
@@ -287,6 +317,30 @@ def test_zero_variance_mask_is_the_per_group_definition(data):
     assert zero_variance_mask(r, ids).tolist() == by_loop(r.tolist(), ids)
     order = torch.randperm(n)
     assert zero_variance_mask(r[order], [ids[i] for i in order]).tolist() == [by_loop(r.tolist(), ids)[i] for i in order]
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_kept_groups_are_the_groups_the_mask_keeps_in_order(data):
+    """Ragged groups in any order, a limit or none: the ids of the groups with a False mask, in the
+    order of their first rollout, the first ``limit`` of them."""
+    n = data.draw(st.integers(1, 30))
+    ids = data.draw(st.lists(st.integers(0, 8), min_size=n, max_size=n))
+    rewards = data.draw(st.lists(st.sampled_from([0.0, 1.0]), min_size=n, max_size=n))
+    limit = data.draw(st.none() | st.integers(0, 10))
+    dropped = zero_variance_mask(rewards, ids).tolist()
+    expected = [g for g in dict.fromkeys(ids) if not dropped[ids.index(g)]]
+    assert kept_groups(rewards, ids, limit) == (expected if limit is None else expected[:limit])
+
+
+def test_kept_groups_by_hand():
+    # leave-one-out groups of two: (1, 1) and (0, 0) carry nothing, (1, 0) is kept
+    assert kept_groups([1, 1, 0, 0, 1, 0, 0, 1], 2) == [2, 3]
+    assert kept_groups([1, 1, 0, 0, 1, 0, 0, 1], 2, limit=1) == [2]
+    assert kept_groups([1.0, 0.0, 1.0, 1.0, 0.5], ["a", "a", "b", "b", "c"]) == ["a", "c"]  # a group of one is kept
+    assert kept_groups(torch.tensor([0.0, 1.0, 0.0, 0.0]), torch.tensor([7, 7, 3, 3]), limit=0) == []
+    with pytest.raises(ValueError, match="limit must be an integer >= 0"):
+        kept_groups([1.0, 0.0], 2, limit=-1)
 
 
 def test_zero_variance_mask_by_hand():

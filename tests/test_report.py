@@ -103,7 +103,10 @@ def _metrics(steps: range, *, fade: bool, seed: int = 0, kl: bool = True) -> lis
             h_star=np.full(len(t), 0.75),
         )
     lists = {key: values.tolist() for key, values in columns.items()}
-    return [dict(zip(lists, row)) for row in zip(*lists.values())]
+    # What a run without them logs as null: the other loss metrics, an entropy term, the filter.
+    nulls = dict.fromkeys(("grad_norm_last", "clip_fraction_lower", "cov_clip_fraction", "ppo_kl", "ppo_kl_abs",
+                           "entropy_coef", "update_entropy", "filtered_share", "sample_draws", "groups_kept"))
+    return [{**dict(zip(lists, row)), **nulls} for row in zip(*lists.values())]
 
 
 def _eval(step: int, pass1: float, *, buckets: bool = True) -> dict:
@@ -389,6 +392,23 @@ def test_training_panels_follow_what_was_logged(tmp_path):
     _write_jsonl(directory / "metrics.jsonl", rows)
     formula = "entropy_drive = -[(m_S - m_F) H + Cov(A, log pi)]"
     assert training_panels(load_run(directory)) == ["reward_mean"] + [t for t in ALL_PANELS[1:9] if t != formula]
+
+
+def test_training_panels_show_the_loss_side_once_it_is_logged(tmp_path):
+    """Off-policy clip metrics, an entropy term's coefficient and the filter's share and draws each
+    bring their panel (before the timings) into a figure of the documented size."""
+    directory = _write_run(tmp_path / "off", estimator="grpo", kl=False)
+    rows = _metrics(range(1, 31), fade=False, kl=False)
+    for i, row in enumerate(rows):
+        row.update(kl=None, clip_fraction=0.0, ppo_kl=0.001 * i, cov_clip_fraction=0.01, entropy_coef=0.002 * i,
+                   update_entropy=0.4, filtered_share=0.3, sample_draws=1 + i % 3, groups_kept=16)
+    _write_jsonl(directory / "metrics.jsonl", rows)
+    panels = training_panels(load_run(directory))
+    new = ["clip_fraction, kl", "entropy term's coefficient", "filtered_share (left), sample_draws (right)"]
+    assert panels == [t for t in ALL_PANELS if t not in ("estimator schedule (1, 1 = dr_grpo)", "clip_fraction, kl",
+                                                         "seconds per step")] + new + ["seconds per step"]
+    training = _image(plot_run(directory)[0])
+    assert training.shape[:2] == training_pixel_size(len(panels))[::-1] == (1350, 1200)
 
 
 def test_plot_run_without_evals_or_plane_signal_writes_training_and_plane(tmp_path):

@@ -3,6 +3,7 @@ checkpoint is refused, a full disk is one line of error, and a kill's temporary 
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -17,6 +18,7 @@ from fade.cli import main
 from fade.testbed import checkpoint
 from fade.testbed.checkpoint import load_checkpoint, save_checkpoint
 from fade.testbed.datasets import VERIFIERS
+from fade.testbed.runlog import load_run
 from fade.testbed.tasks import Verdict
 from fade.testbed.trainer import RESUME_MAY_CHANGE, TrainConfig, train
 
@@ -90,7 +92,7 @@ def test_resume_names_every_changed_setting_on_one_line(run, tiny_model, capsys)
 
 
 def _metrics(out) -> list[dict]:
-    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    rows = load_run(out).metrics
     return [{k: v for k, v in r.items() if not k.endswith("_seconds")} for r in rows]
 
 
@@ -125,12 +127,25 @@ def test_a_checkpoint_from_before_the_optimizer_setting_reads_as_adamw(run, tiny
     assert record == {"step": 2, "changed": {"steps": [2, 3]}}  # the default is no change
 
 
-def test_an_sgd_run_resumes_exactly(tiny_model, tmp_path, monkeypatch):
-    # Rewards by the parity of the completion's characters: a random policy gets mixed rewards, so it moves.
+@pytest.fixture
+def parity_data(tmp_path, monkeypatch) -> dict:
+    """--data settings under which a random policy gets mixed rewards (by the parity of the completion's
+    characters), so it moves every step."""
     monkeypatch.setitem(VERIFIERS, "parity", lambda answer, text: Verdict(float(sum(map(ord, text)) % 2 == 0), "parity", None))
     data = tmp_path / "sums.jsonl"
     data.write_text("".join(json.dumps({"prompt": f"{a}+{b}=", "answer": str(a + b)}) + "\n" for a in range(10) for b in range(10)))
-    kw = dict(optimizer="sgd", lr=0.05, data=str(data), verifier="parity", max_new_tokens=4, prompts_per_step=4, group_size=4)
+    return dict(data=str(data), verifier="parity", max_new_tokens=4, prompts_per_step=4, group_size=4)
+
+
+#: Off policy: two minibatches, Clip-Cov, TRL's adaptive entropy coefficient (its target above the
+#: entropy, so the bonus is on and its state matters) and the zero-variance filter's extra draws.
+OFF_POLICY = dict(minibatches=2, lr=0.01, policy_loss="clip_cov", filter_zero_variance=True, group_size=2,
+                  entropy="adaptive_entropy:target_ratio=1.5,coef=0.01,delta=0.01")
+
+
+@pytest.mark.parametrize("settings", [dict(optimizer="sgd", lr=0.05), OFF_POLICY], ids=["sgd", "off-policy"])
+def test_a_run_resumes_exactly(settings, tiny_model, tmp_path, parity_data):
+    kw = {**parity_data, **settings}
     train(_config(tmp_path / "whole", tiny_model, steps=3, **kw))
     train(_config(tmp_path / "split", tiny_model, steps=2, **kw))
     train(_config(tmp_path / "split", tiny_model, steps=3, **kw), resume=True)
@@ -141,6 +156,36 @@ def test_an_sgd_run_resumes_exactly(tiny_model, tmp_path, monkeypatch):
     assert whole["optimizer"]["param_groups"] == split["optimizer"]["param_groups"]
     for key, value in whole["model"].items():
         assert torch.equal(value, split["model"][key]), key
+    assert whole["entropy"] == split["entropy"] and whole["estimator"] == split["estimator"]
+    if "entropy" in settings:
+        assert whole["entropy"]["coef"] > 0 and all(r["entropy_coef"] > 0 for r in whole_metrics[1:])
+        assert any(r["sample_draws"] > 1 for r in whole_metrics)
+
+
+def test_a_checkpoint_from_before_the_entropy_term_loads_it_as_the_initial_state(tiny_model, tmp_path, parity_data):
+    from fade.testbed import trainer
+
+    config = _config(tmp_path / "r", tiny_model, steps=2, **{**parity_data, **OFF_POLICY})
+    train(config)
+    state = load_checkpoint(tmp_path / "r" / "checkpoint.pt")
+    assert state["entropy"]["target"] is not None
+    del state["entropy"]
+    save_checkpoint(tmp_path / "r" / "checkpoint.pt", state)
+    setup, start, _ = trainer._setup(dataclasses.replace(config, steps=3), resume=True)
+    assert start == 2 and setup.entropy.state_dict() == config.build_entropy_term().state_dict()
+    train(dataclasses.replace(config, steps=3), resume=True)
+    assert [r["step"] for r in _metrics(tmp_path / "r")] == [1, 2, 3]
+
+
+def test_a_run_recorded_with_the_old_name_of_its_loss_aggregation_resumes(run, tiny_model):
+    state = load_checkpoint(run / "checkpoint.pt")
+    state["config"]["loss_agg"] = "seq-mean"
+    save_checkpoint(run / "checkpoint.pt", state)
+    with pytest.raises(ValueError, match="loss_agg: seq-mean-token-mean -> token-mean"):
+        train(_config(run, tiny_model, steps=3), resume=True)
+    for name in ("seq-mean", "seq-mean-token-mean"):  # the old name and the new are one setting
+        train(_config(run, tiny_model, steps=3 if name == "seq-mean" else 4, loss_agg=name), resume=True)
+    assert [r["step"] for r in _metrics(run)] == [1, 2, 3, 4]
 
 
 def test_resume_refuses_steps_below_the_checkpoint(run, tiny_model):

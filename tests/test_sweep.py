@@ -34,6 +34,7 @@ from fade.experiments.stats import (
     compare,
 )
 from fade.experiments.sweep import DONE, NEW, RESUME, inspect_run, report_sweep, run_sweep
+from fade.testbed.runlog import read_log_bytes
 
 VERDICTS = (SUPPORTED, NOT_SUPPORTED, OVERLAP, FEW_SEEDS, NOT_MEASURED)
 SMALL = dict(steps=3, eval_every=2, eval_prompts=4, eval_samples=4, prompts_per_step=4, group_size=4, checkpoint_every=1)
@@ -110,7 +111,7 @@ def _keys(out: Path) -> list[str]:
 
 def test_rerun_skips_finished_runs_without_training(swept):
     out, first = swept
-    stamps = {p: p.stat().st_mtime_ns for p in (out / "runs").rglob("*.jsonl")}
+    stamps = {p: p.stat().st_mtime_ns for p in (out / "runs").rglob("*.jsonl*")}
     again = run_sweep(_tiny(), out, workers=1, progress=False)
     assert again.finished == [] and again.ok
     assert sorted(again.skipped) == sorted(first.finished)
@@ -121,14 +122,14 @@ def test_rerun_skips_finished_runs_without_training(swept):
 def test_interrupted_run_is_resumed_not_restarted(tmp_path):
     short = run_sweep(_one(steps=2), tmp_path, workers=1, progress=False, keep_checkpoints=True)
     run = short.runs[0]
-    metrics = run.directory(tmp_path) / "metrics.jsonl"
-    first_two = metrics.read_text().splitlines()
+    metrics = run.directory(tmp_path) / "metrics.jsonl.gz"
+    first_two = read_log_bytes(metrics).decode().splitlines()
     # The planned run is longer than what is there: as if killed at step 2 of 3.
     planned = _one(steps=3)
     assert inspect_run(planned.runs()[0], tmp_path)[0] == RESUME
     resumed = run_sweep(planned, tmp_path, workers=1, progress=False)
     assert resumed.finished == [run.key]
-    lines = metrics.read_text().splitlines()
+    lines = read_log_bytes(metrics).decode().splitlines()
     assert lines[:2] == first_two and json.loads(lines[2])["step"] == 3
     assert json.loads((run.directory(tmp_path) / "done.json").read_text())["resumed"] is True
     # A lost done marker with no checkpoint left: the run is trained again from the start.
@@ -304,7 +305,7 @@ def _without_date(text: str) -> str:
 
 def test_report_only_rebuilds_the_report_from_finished_runs(swept):
     out, first = swept
-    stamps = {p: p.stat().st_mtime_ns for p in (out / "runs").rglob("*.jsonl")}
+    stamps = {p: p.stat().st_mtime_ns for p in (out / "runs").rglob("*.jsonl*")}
     outcome = report_sweep(_tiny(), out, workers=2, command="fade sweep --preset tiny --out OUT")
     assert sorted(outcome.skipped) == sorted(first.finished)
     before = (out / "README.md").read_text()

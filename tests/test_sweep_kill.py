@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from fade.testbed.runlog import read_log_bytes
+
 SWEEP = textwrap.dedent(
     """
     import sys
@@ -82,8 +84,10 @@ def test_a_killed_worker_loses_no_finished_run(tmp_path):
     assert len(list(out.glob("runs/*/*/*/done.json"))) == 6
     for directory, files in finished.items():  # a finished run's logs are untouched by the rerun
         assert {name: (directory / name).read_bytes() for name in files} == files
-    for metrics in out.glob("runs/*/*/*/metrics.jsonl"):
-        steps = [line for line in metrics.read_text().splitlines() if line.strip()]
+    logs = list(out.glob("runs/*/*/*/metrics.jsonl.gz"))
+    assert len(logs) == 6
+    for metrics in logs:
+        steps = [line for line in read_log_bytes(metrics).decode().splitlines() if line.strip()]
         assert len(steps) == 8, metrics
 
 

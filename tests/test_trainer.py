@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
+import zlib
 
 import numpy as np
 import pytest
@@ -12,8 +14,9 @@ import torch
 
 import fade
 from fade.testbed import checkpoint as ckpt_module
-from fade.testbed.checkpoint import JsonlLog, load_checkpoint, save_checkpoint
+from fade.testbed.checkpoint import JsonlLog, compress_log, compress_logs, load_checkpoint, save_checkpoint
 from fade.testbed.datasets import VERIFIERS
+from fade.testbed.runlog import load_run, log_path, read_jsonl, read_log_bytes
 from fade.testbed.tasks import Verdict
 from fade.testbed.trainer import OPTIMIZERS, TrainConfig, token_covariance, train
 
@@ -32,7 +35,8 @@ def _config(out, model, **kw) -> TrainConfig:
 
 
 def _records(path, drop_timing=True):
-    rows = [json.loads(line) for line in open(path)]
+    """The records of the log ``path`` names (``metrics.jsonl``), read in whichever form the run holds it."""
+    rows = read_jsonl(log_path(path.parent, path.name))
     if drop_timing:
         rows = [{k: v for k, v in r.items() if not k.endswith("_seconds")} for r in rows]
     return rows
@@ -91,10 +95,42 @@ def test_resume_after_a_kill_drops_records_past_the_checkpoint(tiny_model, tmp_p
     b = tmp_path / "b"
     train(_config(tmp_path / "c", tiny_model, steps=2, checkpoint_every=2))
     os.replace(tmp_path / "c" / "checkpoint.pt", b / "checkpoint.pt")
-    with open(b / "metrics.jsonl", "a") as f:
-        f.write('{"step": 3, "reward_mean": 0.5')  # torn by the kill
+    _killed_while_writing(b / "metrics.jsonl.gz", '{"step": 3, "reward_mean": 0.5')
     train(_config(b, tiny_model, **kw), resume=True)
     assert _records(tmp_path / "a" / "metrics.jsonl") == _records(b / "metrics.jsonl")
+
+
+def _killed_while_writing(path, torn: str) -> None:
+    """Leave the compressed log ``path`` as a run killed mid-record leaves it: its records in one
+    member still being written (no gzip trailer), then part of the compressed bytes of ``torn``."""
+    member = zlib.compressobj(9, zlib.DEFLATED, 31)
+    data = b"".join(member.compress(line.encode() + b"\n") + member.flush(zlib.Z_SYNC_FLUSH)
+                    for line in read_log_bytes(path).decode().splitlines())
+    tail = member.compress(torn.encode()) + member.flush(zlib.Z_SYNC_FLUSH)
+    path.write_bytes(data + tail[: len(tail) // 2])
+    with pytest.warns(RuntimeWarning, match="incomplete"):
+        assert [r["step"] for r in read_jsonl(path)] == [1, 2, 3]  # readable as it is
+
+
+def test_a_run_with_plain_logs_from_before_resumes_into_compressed_ones(tiny_model, tmp_path):
+    """A run written before the logs were compressed (plain metrics.jsonl with a torn last line,
+    plain eval.jsonl) resumes exactly: its logs are converted, the plain files removed."""
+    kw = dict(steps=3, checkpoint_every=2, eval_every=2, eval_prompts=4, eval_samples=2)
+    train(_config(tmp_path / "a", tiny_model, **kw))
+    b = tmp_path / "b"
+    train(_config(b, tiny_model, **kw))
+    train(_config(tmp_path / "c", tiny_model, **{**kw, "steps": 2}))
+    os.replace(tmp_path / "c" / "checkpoint.pt", b / "checkpoint.pt")
+    for name in ("metrics.jsonl", "eval.jsonl"):
+        (b / name).write_bytes(read_log_bytes(b / f"{name}.gz"))
+        (b / f"{name}.gz").unlink()
+    with open(b / "metrics.jsonl", "a") as f:
+        f.write('{"step": 4, "reward_mean": 0.5')  # torn by the kill
+    assert [r["step"] for r in read_jsonl(b / "eval.jsonl")] == [0, 2, 3]
+    train(_config(b, tiny_model, **kw), resume=True)
+    assert sorted(p.name for p in b.glob("*.jsonl*")) == ["eval.jsonl.gz", "metrics.jsonl.gz", "resumes.jsonl"]
+    for name in ("metrics.jsonl", "eval.jsonl"):
+        assert _records(tmp_path / "a" / name) == _records(b / name), name
 
 
 def test_refuses_to_overwrite_a_run_and_to_resume_nothing(tiny_model, tmp_path):
@@ -191,6 +227,66 @@ def test_jsonl_log_truncation(tmp_path):
     assert log.records() == [{"step": 1, "x": 1}, {"step": 2, "x": None}]
 
 
+def test_a_compressed_log_reads_at_every_moment_and_across_sessions(tmp_path):
+    path = tmp_path / "m.jsonl.gz"
+    log = JsonlLog(path)
+    log.append({"step": 1, "x": 1.5})
+    log.append({"step": 2, "x": float("inf")})
+    assert read_jsonl(path) == [{"step": 1, "x": 1.5}, {"step": 2, "x": None}]  # mid-session: flushed, no trailer
+    log.close()
+    assert gzip.decompress(path.read_bytes()).decode().count("\n") == 2  # a complete gzip file once closed
+    JsonlLog(path).append({"step": 3})  # a second session: a second member
+    killed = JsonlLog(path)
+    killed.append({"step": 4})  # ... and the process dies without closing it
+    JsonlLog(path).append({"step": 5})  # the next session first ends the unfinished member
+    assert [r["step"] for r in read_jsonl(path)] == [1, 2, 3, 4, 5]
+    log.truncate_after(3)
+    assert [r["step"] for r in JsonlLog(path).records()] == [1, 2, 3]
+    assert gzip.decompress(path.read_bytes()).decode().count("\n") == 3  # rewritten as one finished member
+    again = JsonlLog(tmp_path / "n.jsonl.gz")
+    for record in read_jsonl(path):
+        again.append(record)
+    again.close()
+    assert (tmp_path / "n.jsonl.gz").read_bytes() == JsonlLog(tmp_path / "n.jsonl.gz").path.read_bytes()
+    data = bytearray(path.read_bytes())
+    data[-6] ^= 1  # the trailer's checksum no longer matches the records
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"m\.jsonl\.gz is not a readable gzip log \(.*incorrect data check"):
+        read_jsonl(path)
+
+
+def test_a_compressed_log_takes_over_the_plain_file_of_a_run_from_before(tmp_path):
+    (tmp_path / "m.jsonl").write_text("".join(json.dumps({"step": s}) + "\n" for s in (1, 2, 3)))
+    log = JsonlLog(tmp_path / "m.jsonl.gz")
+    assert [r["step"] for r in log.records()] == [1, 2, 3]
+    log.truncate_after(2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.jsonl.gz"]
+    assert [r["step"] for r in read_jsonl(tmp_path / "m.jsonl.gz")] == [1, 2]
+    log.remove()
+    assert not list(tmp_path.iterdir())
+
+
+def test_compress_logs_converts_a_tree_of_runs_and_reads_back_the_same(tmp_path):
+    runs = [tmp_path / "runs" / name / "seed0" for name in ("grpo", "fade")]
+    for i, run in enumerate(runs):
+        run.mkdir(parents=True)
+        (run / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "entropy": s / 7 + i}) + "\n" for s in range(1, 30)))
+        (run / "eval.jsonl").write_text(json.dumps({"step": 0, "pass@1": 0.25}) + "\n")
+        (run / "resumes.jsonl").write_text("{}\n")
+    before = [load_run(run) for run in runs]
+    written = compress_logs(tmp_path)
+    assert sorted(written) == sorted(run / name for run in runs for name in ("metrics.jsonl.gz", "eval.jsonl.gz"))
+    assert [load_run(run) for run in runs] == before
+    assert all(sorted(p.name for p in run.iterdir()) == ["eval.jsonl.gz", "metrics.jsonl.gz", "resumes.jsonl"]
+               for run in runs)
+    assert compress_logs(tmp_path) == []  # nothing left to convert
+    (runs[0] / "eval.jsonl").write_text("{}\n")
+    with pytest.raises(ValueError, match="eval.jsonl.gz already exists beside"):
+        compress_log(runs[0] / "eval.jsonl")
+    with pytest.raises(ValueError, match="is not a folder"):
+        compress_logs(tmp_path / "nowhere")
+
+
 def test_cli_train_writes_metrics_plots_and_resumes(tiny_model, tmp_path, capsys):
     from fade.cli import main
 
@@ -198,7 +294,7 @@ def test_cli_train_writes_metrics_plots_and_resumes(tiny_model, tmp_path, capsys
     argv = ["train", "--model", tiny_model, "--steps", "2", "--prompts-per-step", "4", "--group-size", "4",
             "--eval-every", "2", "--eval-prompts", "4", "--out", str(out), "--no-progress"]
     assert main(argv) == 0
-    for name in ("metrics.jsonl", "eval.jsonl", "training.png", "passk.png", "plane.png", "checkpoint.pt"):
+    for name in ("metrics.jsonl.gz", "eval.jsonl.gz", "training.png", "passk.png", "plane.png", "checkpoint.pt"):
         assert (out / name).is_file(), name
     assert list((out / "tb").iterdir()), "TensorBoard events"
     assert "pass@1" in capsys.readouterr().out

@@ -26,6 +26,7 @@ from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 import fade  # noqa: E402
 from fade.integrations.trl import STATE_FILE, FadeGRPOTrainer  # noqa: E402
 from fade.testbed.policy import load_policy  # noqa: E402
+from fade.testbed.runlog import load_run  # noqa: E402
 from fade.testbed.tasks import get_task  # noqa: E402
 from fade.testbed.trainer import base_model_dir  # noqa: E402
 from fade.testbed.trl_task import prompt_dataset, reward_function  # noqa: E402
@@ -532,7 +533,7 @@ def test_the_testbed_verl_and_trl_log_one_batchs_diagnostics_alike(name, params,
     out = train(TrainConfig(out=str(tmp_path / "testbed"), model=tiny_model, data=str(data), verifier="graded",
                             estimator=name, estimator_args=params, steps=1, prompts_per_step=4, group_size=G,
                             eval_every=0, eval_prompts=0, checkpoint_every=1, progress=False))
-    testbed = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
+    testbed = load_run(out).metrics[0]
     rewards, groups = torch.tensor(scores), torch.arange(4 * G) // G
     adv = fade.estimator(name, **params)(rewards, groups)
     expected = fade.decompose(adv, (rewards >= 0.5).float(), groups)

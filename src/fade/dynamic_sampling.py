@@ -16,7 +16,7 @@ import torch
 
 from .segments import as_groups, as_rewards, as_tensor
 
-__all__ = ["zero_variance_mask"]
+__all__ = ["kept_groups", "zero_variance_mask"]
 
 
 def zero_variance_mask(
@@ -54,3 +54,38 @@ def zero_variance_mask(
     g = as_groups(groups, r.numel(), r.device)
     flat = (g.max(r) == -g.max(-r)) & (g.counts >= 2)
     return g.expand(flat)
+
+
+def kept_groups(
+    rewards: torch.Tensor | np.ndarray | Sequence[float],
+    groups: int | torch.Tensor | np.ndarray | Sequence,
+    limit: int | None = None,
+) -> list:
+    """The groups DAPO's filter keeps (those :func:`zero_variance_mask` does not drop), in the order
+    of their first rollout, the first ``limit`` of them (all with None): what a trainer trains on
+    when it needs ``limit`` more groups.
+
+    Args:
+        rewards, groups: as for :func:`zero_variance_mask` (ragged groups and any ids allowed).
+        limit: the most groups to return, an integer >= 0, or None.
+
+    Returns:
+        The kept groups' ids as ``groups`` gives them (for an int G, the group numbers 0, 1, ...).
+    """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise ValueError(f"limit must be an integer >= 0 (the most groups to keep) or None, got {limit!r}")
+    dropped = zero_variance_mask(rewards, groups).tolist()
+    if isinstance(groups, int) and not isinstance(groups, bool):
+        ids: list = [i // groups for i in range(len(dropped))]
+    else:
+        ids = groups.tolist() if isinstance(groups, (torch.Tensor, np.ndarray)) else list(groups)
+    kept: list = []
+    seen: set = set()
+    for group, drop in zip(ids, dropped):
+        if limit is not None and len(kept) >= limit:
+            break
+        if group not in seen:
+            seen.add(group)
+            if not drop:
+                kept.append(group)
+    return kept

@@ -362,36 +362,67 @@ class AdaptiveEntropy(EntropyTerm):
     H <= target and 0 otherwise (0 before the first measurement); after the step, :meth:`observe`
     with the step's entropy moves c by :func:`adaptive_entropy_coef`. ``state_dict`` holds c and
     H, as TRL's checkpoint does (``entropy_ctrl_state.json``).
+
+    fade's extension, ``target_ratio`` (in place of ``target``): the target is ``target_ratio``
+    times the first entropy observed, as FADE's ``h_star_ratio`` sets its H*; the resolved target
+    is then part of the state (``state_dict()["target"]``, None before the first observation).
     """
 
     def __post_init__(self) -> None:
+        given = dict(self.params)
         super().__post_init__()
+        if self.params["target_ratio"] is not None and "target" in given:
+            raise ValueError(f"give target or target_ratio, not both: target={given['target']!r} is an absolute "
+                             f"entropy, target_ratio={given['target_ratio']!r} a share of the first one observed")
+        if self.relative:
+            del self.params["target"]  # resolved at the first observation; a spec of the term reads back
         self.coef = float(self.params["coef"])
         self.last_entropy: float | None = None
+        self.target: float | None = None if self.relative else float(self.params["target"])
+
+    @property
+    def relative(self) -> bool:
+        """Whether the target is a share of the first observed entropy (``target_ratio``)."""
+        return self.params["target_ratio"] is not None
 
     @property
     def coefficient(self) -> float:
-        on = self.last_entropy is not None and self.last_entropy <= self.params["target"]
+        on = self.last_entropy is not None and self.target is not None and self.last_entropy <= self.target
         return self.coef if on else 0.0
 
     def observe(self, entropy: float) -> None:
         h = _check_entropy(entropy)
         p = self.params
-        self.coef = adaptive_entropy_coef(self.coef, h, target=p["target"], delta=p["delta"], coef_min=p["coef_min"],
+        if self.target is None:
+            self.target = p["target_ratio"] * h
+        self.coef = adaptive_entropy_coef(self.coef, h, target=self.target, delta=p["delta"], coef_min=p["coef_min"],
                                           coef_max=p["coef_max"])
         self.last_entropy = h
 
+    def _state_keys(self) -> tuple[str, ...]:
+        return ("coef", "last_entropy", "target") if self.relative else ("coef", "last_entropy")
+
     def state_dict(self) -> dict[str, Any]:
-        return {"coef": self.coef, "last_entropy": self.last_entropy}
+        state = {"coef": self.coef, "last_entropy": self.last_entropy}
+        return {**state, "target": self.target} if self.relative else state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        if set(state) != {"coef", "last_entropy"}:
-            raise ValueError(f"{self.name!r} state must hold 'coef' and 'last_entropy', got keys {sorted(state)}")
+        keys = self._state_keys()
+        if set(state) != set(keys):
+            names = ", ".join(map(repr, keys[:-1])) + f" and {keys[-1]!r}"
+            raise ValueError(f"{self.name!r} state must hold {names}, got keys {sorted(state)}")
         coef, last = state["coef"], state["last_entropy"]
         if not _is_number(coef):
             raise ValueError(f"{self.name!r} state: coef must be a finite number, got {coef!r}")
+        target = self.target
+        if self.relative:
+            target = state["target"]
+            if (target is None) != (last is None) or not (target is None or _is_number(target, low=0.0)):
+                raise ValueError(f"{self.name!r} state: target must be an entropy >= 0 set with the first "
+                                 f"measurement (None before it), got target={target!r}, last_entropy={last!r}")
         self.coef = float(coef)
         self.last_entropy = None if last is None else _check_entropy(last)
+        self.target = None if target is None else float(target)
 
 
 def adaptive_entropy_coef(
@@ -581,6 +612,9 @@ def _check_adaptive(params: dict[str, Any]) -> None:
     for key in ("coef", "coef_min", "coef_max"):
         _require(params, key, what="a finite number")
     _require(params, "target", low=0.0, what="a finite entropy >= 0 (nats per token)")
+    if params["target_ratio"] is not None:
+        _require(params, "target_ratio", low=0.0, low_open=True,
+                 what="a finite number > 0 (the target as a share of the first entropy), or None")
     _require(params, "delta", low=0.0, what="a finite number >= 0 (the coefficient's step)")
     lo, hi, c = params["coef_min"], params["coef_max"], params["coef"]
     if not lo <= c <= hi:
@@ -589,7 +623,8 @@ def _check_adaptive(params: dict[str, Any]) -> None:
 
 
 register("adaptive_entropy", kind="entropy", check=_check_adaptive, cls=AdaptiveEntropy,
-         metrics=("entropy", "entropy_coef"), target=0.2, coef=0.0, delta=0.005, coef_min=0.0, coef_max=1.0)(entropy_bonus)
+         metrics=("entropy", "entropy_coef"), target=0.2, coef=0.0, delta=0.005, coef_min=0.0, coef_max=1.0,
+         target_ratio=None)(entropy_bonus)
 
 
 # -- validation ----------------------------------------------------------------------------------

@@ -33,12 +33,14 @@ def print_comparison(runs: Sequence[str | Path], out: Path, *, labels: Sequence[
                      label_key: str | None = None, title: str | None = None) -> None:
     """Draw ``runs`` into the PNG ``out`` and print their table (``fade compare``, and ``fade demo``'s end)."""
     from fade.testbed import report
+    from fade.testbed.runlog import METRICS_FILE, log_path
 
     if out.suffix.lower() != ".png":
         raise ValueError(f"--out must name a .png file, got {str(out)!r}")
-    missing = [str(r) for r in runs if not (Path(r) / "metrics.jsonl").is_file()]
+    missing = [str(r) for r in runs if log_path(r, METRICS_FILE) is None]
     if missing:
-        raise ValueError(f"{missing[0]} holds no run (no metrics.jsonl): expected a folder written by fade train")
+        raise ValueError(f"{missing[0]} holds no run (no metrics.jsonl or metrics.jsonl.gz): expected a folder written "
+                         "by fade train")
     figure = report.compare_runs(runs, out, label_key=label_key)
     table = report.compare_table(runs, labels=labels)
     if title is not None:

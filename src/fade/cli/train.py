@@ -24,8 +24,8 @@ TRAIN_RESUME_RULE = (
     "setting with its old and new value, when a setting that changes what the run computes differs "
     "from the checkpoint's: the task, model, data, verifier, seed, estimator and its arguments, "
     "prompts per step, group size, temperature, max new tokens, the optimizer (lr, weight decay, "
-    "Adam betas and eps, gradient clip), the PPO settings (epochs, minibatches, clip, loss "
-    "aggregation, KL) and the evaluation set (eval prompts and samples). --steps (to extend a run, "
+    "Adam betas and eps, gradient clip), the update (epochs, minibatches, policy loss, clip, loss "
+    "aggregation, entropy term, KL), the zero-variance filter and the evaluation set (eval prompts and samples). --steps (to extend a run, "
     "or end it early but not before the checkpoint), --eval-every, --checkpoint-every, --device and "
     "--no-progress may change; the changes are recorded in resumes.jsonl. A different --device "
     "continues the run but not bit for bit. A checkpoint that fails its sha256 check or holds NaN "
@@ -39,8 +39,9 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="RL-train a policy on a task with any registered estimator (the testbed trainer)",
         description=(
             "Sample G completions per prompt, score them with the task's verifier, weigh them with the "
-            "chosen advantage estimator and take PPO-clip steps. Writes metrics.jsonl, eval.jsonl, "
-            "TensorBoard events (tb/), a checkpoint, the final policy (policy/) and PNG plots into --out."
+            "chosen advantage estimator and take policy-loss steps (PPO-clip by default; docs/losses.md has "
+            "the others). Writes metrics.jsonl.gz, eval.jsonl.gz, TensorBoard events (tb/), a checkpoint, the "
+            "final policy (policy/) and PNG plots into --out."
         ),
         epilog=TRAIN_RESUME_RULE,
     )

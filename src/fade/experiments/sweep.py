@@ -5,7 +5,7 @@ Each run trains in its own folder, ``OUT/runs/<task>/<label>/seed<k>/``, with th
 files and checkpoints. A run is *finished* when ``done.json`` is there (written atomically after
 the trainer returns), the configuration it records equals the one planned, ``metrics.jsonl``
 reaches the planned last step and, when evaluation is on, ``eval.jsonl`` holds that step's
-evaluation. Before training, :func:`inspect_run` sorts every run into one of four states:
+evaluation (each log compressed, as the trainer writes it, or plain, as runs from before hold it). Before training, :func:`inspect_run` sorts every run into one of four states:
 
 - ``done``: finished as planned: skipped;
 - ``resume``: a checkpoint and a ``run.json`` with the planned configuration (or the same one
@@ -39,6 +39,7 @@ from typing import Any
 
 from fade.atomic import write_json_atomic
 from fade.progress import make_progress, spinner
+from fade.testbed.runlog import EVAL_FILE, METRICS_FILE, log_path, read_log_bytes
 
 from .presets import Preset, RunSpec, estimate_seconds, estimate_wall_seconds, format_minutes
 
@@ -82,12 +83,18 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _last_step(path: Path) -> int | None:
-    """The step of the last complete record of a JSON-lines log (None if there is none)."""
+def _log_lines(directory: Path, name: str) -> list[bytes]:
+    """The lines of the run's log ``name``, compressed or plain ([] when it is missing or unreadable)."""
+    path = log_path(directory, name)
     try:
-        lines = path.read_bytes().splitlines()
-    except OSError:
-        return None
+        return read_log_bytes(path).splitlines() if path is not None else []
+    except (OSError, ValueError):
+        return []
+
+
+def _last_step(directory: Path, name: str) -> int | None:
+    """The step of the last complete record of the run's log ``name`` (None if there is none)."""
+    lines = _log_lines(directory, name)
     for raw in reversed(lines):
         try:
             return int(json.loads(raw)["step"])
@@ -97,9 +104,9 @@ def _last_step(path: Path) -> int | None:
 
 
 def _complete(directory: Path, run: RunSpec) -> bool:
-    if _last_step(directory / "metrics.jsonl") != run.steps:
+    if _last_step(directory, METRICS_FILE) != run.steps:
         return False
-    return run.num_evals == 0 or _last_step(directory / "eval.jsonl") == run.steps
+    return run.num_evals == 0 or _last_step(directory, EVAL_FILE) == run.steps
 
 
 def _config_defaults() -> dict[str, Any]:
@@ -335,11 +342,7 @@ def default_command(preset: Preset, out: str | Path) -> str:
 
 
 def _logged_steps(run: RunSpec, out: str | Path) -> int:
-    try:
-        with open(run.directory(out) / "metrics.jsonl", "rb") as f:
-            return min(sum(1 for _ in f), run.steps)
-    except OSError:
-        return 0
+    return min(len(_log_lines(run.directory(out), METRICS_FILE)), run.steps)
 
 
 def _tuning_candidates(preset: Preset) -> list[RunSpec]:

@@ -4,7 +4,9 @@ A checkpoint is written to a temporary file in the same folder, flushed to disk 
 over the old one, so a kill at any moment leaves either the previous checkpoint or the new one,
 never a torn file. Metric logs are JSON lines appended as a run goes; on resume, records past
 the checkpoint's step are dropped (atomically) so the resumed run writes them again exactly
-as an uninterrupted run would have.
+as an uninterrupted run would have. A log whose name ends in ``.gz`` is written gzip-compressed,
+record by record (see :class:`JsonlLog`), so a run's logs stay small and are readable at every
+moment, and after a kill, as the plain ones are.
 
 A checkpoint file is one header line, ``FADE-CHECKPOINT sha256=<hex digest of the rest>``, then
 the ``torch.save`` payload; loading verifies the digest, so a truncated or bit-flipped file is
@@ -18,6 +20,7 @@ import hashlib
 import io
 import json
 import math
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +28,9 @@ import torch
 
 from fade.atomic import atomic_write as _atomic_write
 
-__all__ = ["JsonlLog", "load_checkpoint", "save_checkpoint"]
+from .runlog import COMPRESSED, read_log_bytes
+
+__all__ = ["JsonlLog", "compress_log", "compress_logs", "load_checkpoint", "save_checkpoint"]
 
 _MAGIC = b"FADE-CHECKPOINT sha256="
 _DIGEST_HEX = 64
@@ -85,28 +90,80 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _gzip(level: int = 9):
+    """A deflate stream in a gzip wrapper; its header carries no time and no name, so the same
+    records always give the same bytes."""
+    return zlib.compressobj(level, zlib.DEFLATED, 31)
+
+
 class JsonlLog:
-    """An append-only JSON-lines file of records keyed by ``step``."""
+    """An append-only JSON-lines file of records keyed by ``step``; gzip-compressed when its name
+    ends in ``.gz``.
+
+    A compressed log is written as one gzip member per writing session: each :meth:`append`
+    compresses its record into the member and flushes it to a byte boundary (a sync flush), so
+    the file always decompresses to every record appended, and a kill mid-write leaves at most
+    one torn last record, as a plain log would; :meth:`close` ends the member with gzip's
+    trailer. :meth:`truncate_after` rewrites the file atomically as one finished member, and a
+    session appending to a file whose last member a kill left unfinished first rewrites it the
+    same way, so members always follow one another whole. A compressed log also reads, and on
+    :meth:`truncate_after` converts, the plain file of its name without ``.gz`` that a run
+    written before holds (:meth:`remove` deletes both).
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self.compressed = self.path.suffix == COMPRESSED
+        self._member = None  # the compressor of this session's gzip member, once it has begun
+
+    @property
+    def plain(self) -> Path | None:
+        """The plain file a compressed log replaces (None for a plain log)."""
+        return self.path.with_suffix("") if self.compressed else None
 
     def append(self, record: dict[str, Any]) -> None:
-        line = json.dumps({k: _jsonable(v) for k, v in record.items()}, sort_keys=False)
+        data = (json.dumps({k: _jsonable(v) for k, v in record.items()}, sort_keys=False) + "\n").encode("utf-8")
+        if self.compressed:
+            if self._member is None:
+                self._end_unfinished_member()
+                self._member = _gzip()
+            data = self._member.compress(data) + self._member.flush(zlib.Z_SYNC_FLUSH)
+        self._write(data)
+
+    def close(self) -> None:
+        """End this session's gzip member (a plain log needs nothing)."""
+        if self._member is not None:
+            member, self._member = self._member, None
+            self._write(member.flush())
+
+    def _write(self, data: bytes) -> None:
         try:
-            with self.path.open("a", encoding="utf-8") as f:
-                f.write(line + "\n")
+            with self.path.open("ab") as f:
+                f.write(data)
                 f.flush()
         except OSError as exc:  # a full disk: say which file (a torn line is dropped on resume)
             if exc.filename is None:
                 exc.filename = str(self.path)
             raise
 
-    def records(self) -> list[dict[str, Any]]:
+    def _end_unfinished_member(self) -> None:
         if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        while data:
+            member = zlib.decompressobj(wbits=31)
+            member.decompress(data)
+            if not member.eof:
+                self._rewrite(self.records())
+                return
+            data = member.unused_data
+
+    def records(self) -> list[dict[str, Any]]:
+        path = self.path if self.path.exists() or self.plain is None else self.plain
+        if not path.exists():
             return []
         out = []
-        for line in self.path.read_text(encoding="utf-8").splitlines():
+        for line in read_log_bytes(path).decode("utf-8", errors="replace").splitlines():
             try:
                 out.append(json.loads(line))
             except json.JSONDecodeError:
@@ -121,5 +178,54 @@ class JsonlLog:
             if isinstance(s, int) and s <= step and s not in seen:
                 kept.append(rec)
                 seen.add(s)
-        text = "".join(json.dumps(r) + "\n" for r in kept).encode("utf-8")
+        self._rewrite(kept)
+
+    def _rewrite(self, records: list[dict[str, Any]]) -> None:
+        text = "".join(json.dumps(r) + "\n" for r in records).encode("utf-8")
+        if self.compressed:
+            member = _gzip()
+            text = member.compress(text) + member.flush()
+        self.close()
         _atomic_write(self.path, lambda f: f.write(text))
+        if self.plain is not None:
+            self.plain.unlink(missing_ok=True)  # converted: the compressed file is the log now
+
+    def remove(self) -> None:
+        """Delete the log (and the plain file a compressed one replaces)."""
+        self._member = None
+        self.path.unlink(missing_ok=True)
+        if self.plain is not None:
+            self.plain.unlink(missing_ok=True)
+
+
+def compress_log(path: str | Path) -> Path:
+    """Replace the plain JSON-lines log ``path`` by ``path.gz``, one finished gzip member holding the
+    same bytes; the compressed file is written atomically and checked to read back exactly before
+    the plain one is removed. Returns the compressed file. Refuses a ``path`` whose ``.gz``
+    already exists (the two would be two versions of one log)."""
+    path = Path(path)
+    target = path.with_name(path.name + COMPRESSED)
+    if target.exists():
+        raise ValueError(f"{target} already exists beside {path}: remove the one that is not the log, then rerun")
+    data = path.read_bytes()
+    member = _gzip()
+    packed = member.compress(data) + member.flush()
+    _atomic_write(target, lambda f: f.write(packed))
+    if read_log_bytes(target) != data:  # never expected: but the plain file goes only once this holds
+        target.unlink()
+        raise ValueError(f"{target} does not read back as {path}: the plain log is kept")
+    path.unlink()
+    return target
+
+
+def compress_logs(root: str | Path, names: tuple[str, ...] = ("metrics.jsonl", "eval.jsonl")) -> list[Path]:
+    """:func:`compress_log` every file called one of ``names`` under the folder ``root``, recursively
+    (the run logs of sweeps written before the trainer compressed them): the compressed files, in
+    path order. Readers take either form, so this only makes a folder smaller.
+
+        python -c "from fade.testbed.checkpoint import compress_logs; compress_logs('docs/results')"
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise ValueError(f"{root} is not a folder: expected one holding run logs")
+    return [compress_log(p) for p in sorted(p for name in names for p in root.rglob(name) if p.is_file())]

@@ -13,20 +13,29 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from fade import losses
 from fade.options import option
-from fade.specs import parse_params
+from fade.specs import parse_params, parse_spec
 
 from .datasets import VERIFIERS
 from .tasks import TASKS
 
-__all__ = ["DATA_FORMAT", "LOSS_AGGREGATIONS", "OPTIMIZERS", "PretrainConfig", "TrainConfig"]
+__all__ = ["DATA_FORMAT", "LOSS_AGGREGATIONS", "LOSS_AGG_ALIASES", "OPTIMIZERS", "PretrainConfig", "TrainConfig"]
 
 #: The optimizers ``TrainConfig.optimizer`` names: AdamW (with the adam_* settings), or plain SGD
 #: (no momentum, no dampening, weight decay only if asked), the gradient step first-order theory
 #: such as the entropy formula of docs/method.md, section 4, is about.
 OPTIMIZERS = ("adamw", "sgd")
-#: The loss aggregations ``TrainConfig.loss_agg`` names.
-LOSS_AGGREGATIONS = ("token-mean", "seq-mean")
+#: Old names of loss aggregations, kept so that runs recorded with them still resume: ``seq-mean``
+#: (each response's token mean, averaged over the responses) is verl's ``seq-mean-token-mean``.
+LOSS_AGG_ALIASES = {"seq-mean": "seq-mean-token-mean"}
+#: The loss aggregations ``TrainConfig.loss_agg`` names: verl's five (``fade.losses.AGGREGATIONS``)
+#: and the old names of :data:`LOSS_AGG_ALIASES`.
+LOSS_AGGREGATIONS = (*losses.AGGREGATIONS, *LOSS_AGG_ALIASES)
+#: The symmetric PPO clip ``clip_eps`` defaults to (verl's clip_ratio_low = clip_ratio_high).
+CLIP_EPS = 0.2
+#: How many times a step may draw prompts when the zero-variance filter is on, by default.
+FILTER_MAX_DRAWS = 10
 
 #: What a ``--data`` file holds (docs/verifiers.md has the code verifier's test formats).
 DATA_FORMAT = (
@@ -68,6 +77,11 @@ class TrainConfig:
     prompts_per_step: int = option(32, "prompts drawn per step", metavar="N")
     group_size: int = option(8, "completions sampled per prompt", metavar="G")
     temperature: float = option(1.0, "sampling temperature of the rollouts", metavar="T")
+    filter_zero_variance: bool = option(
+        False, "DAPO's dynamic sampling: drop the groups whose raw rewards all agree and draw more prompts until "
+               "--prompts-per-step groups are kept or --filter-max-draws draws are made (then train on what was kept)")
+    filter_max_draws: int = option(FILTER_MAX_DRAWS, "draws of prompts a step may make with --filter-zero-variance, "
+                                                     "the first included", metavar="N")
     optimizer: str = option("adamw", "adamw, or sgd: plain gradient steps (no momentum), as first-order theory assumes "
                                      "(--grad-clip still clips; the --adam-* flags apply to adamw only)", choices=OPTIMIZERS)
     lr: float = option(1e-4, "learning rate")
@@ -78,8 +92,17 @@ class TrainConfig:
     grad_clip: float = option(1.0, "gradient norm clip", metavar="NORM")
     epochs: int = option(1, "passes over each batch", metavar="N")
     minibatches: int = option(1, "optimizer steps per pass", metavar="N")
-    clip_eps: float = option(0.2, "PPO ratio clip", metavar="EPS")
-    loss_agg: str = option("token-mean", "how token losses are averaged", choices=LOSS_AGGREGATIONS)
+    policy_loss: str = option(
+        "ppo_clip", f"the policy loss, a spec of fade.losses: {', '.join(losses.available('policy'))}, with parameters "
+                    "if wanted (ppo_clip:clip_ratio_high=0.28 is DAPO's clip-higher; docs/losses.md)", metavar="SPEC")
+    clip_eps: float = option(CLIP_EPS, "PPO ratio clip: the policy loss's clip_ratio_low and clip_ratio_high where its "
+                                       "spec leaves them unset", metavar="EPS")
+    loss_agg: str = option("token-mean", "how token losses become the loss, verl's loss_agg_mode (seq-mean is the old "
+                                         "name of seq-mean-token-mean; seq-mean-token-sum-norm divides by the "
+                                         "completion length cap)", choices=LOSS_AGGREGATIONS)
+    entropy: str | None = option(
+        None, f"an entropy term added to the loss, a spec of fade.losses: {', '.join(losses.available('entropy'))} "
+              "(entropy_bonus:coef=0.001, adaptive_entropy:target_ratio=0.7) (default: none)", metavar="SPEC")
     kl_coef: float = option(0.0, "weight of KL to the base policy", metavar="C")
     checkpoint_every: int = option(50, "checkpoint every N steps (and at the last)", metavar="N")
     progress: bool = option(True, "no progress bar")
@@ -113,15 +136,53 @@ class TrainConfig:
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(map(repr, OPTIMIZERS))}, got {self.optimizer!r}")
         if self.loss_agg not in LOSS_AGGREGATIONS:
-            raise ValueError(f"loss_agg must be 'token-mean' or 'seq-mean', got {self.loss_agg!r}")
+            raise ValueError(f"loss_agg must be one of {', '.join(map(repr, LOSS_AGGREGATIONS))} ('seq-mean' is the "
+                             f"old name of 'seq-mean-token-mean'), got {self.loss_agg!r}")
         rows = self.prompts_per_step * self.group_size
         if self.minibatches > rows:
             raise ValueError(f"minibatches ({self.minibatches}) cannot exceed the rollouts per step ({rows})")
+        if not isinstance(self.filter_zero_variance, bool):
+            raise ValueError(f"filter_zero_variance must be true or false, got {self.filter_zero_variance!r}")
+        value = self.filter_max_draws
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"filter_max_draws must be a positive integer, got {value!r}")
+        if self.filter_zero_variance and self.group_size < 2:
+            raise ValueError("--filter-zero-variance needs --group-size 2 or more: a group of one rollout has no "
+                             "rewards that could agree or differ, so nothing would be filtered")
+        if not self.filter_zero_variance and value != FILTER_MAX_DRAWS:
+            raise ValueError(f"--filter-max-draws {value} applies with --filter-zero-variance only: add it, or drop "
+                             "--filter-max-draws")
+        self.build_policy_loss()
+        self.build_entropy_term()
         if self.data is not None and self.verifier is None:
             raise ValueError("--data needs --verifier NAME (how to score a completion against the answer)")
         if self.data is None and self.verifier is not None:
             raise ValueError(f"--verifier {self.verifier} scores --data files only; the built-in task {self.task!r} "
                              "has its own verifier: drop --verifier or give --data")
+
+    @property
+    def aggregation(self) -> str:
+        """``loss_agg`` by its name in ``fade.losses.AGGREGATIONS`` (an old name read as the new)."""
+        return LOSS_AGG_ALIASES.get(self.loss_agg, self.loss_agg)
+
+    def build_policy_loss(self) -> losses.PolicyLoss:
+        """The policy loss ``policy_loss`` names, ``clip_eps`` filling the clip ratios its spec leaves
+        unset. A ``clip_eps`` other than the default where no ratio is left to fill is refused."""
+        name, given = parse_spec(self.policy_loss, what="policy loss")
+        ratios = [k for k in ("clip_ratio_low", "clip_ratio_high") if k in losses.spec(name, "policy").defaults]
+        unset = [k for k in ratios if k not in given]
+        if self.clip_eps != CLIP_EPS and not unset:
+            why = (f"{name} has no ratio clip" if not ratios else
+                   "its spec sets both clip_ratio_low and clip_ratio_high")
+            raise ValueError(f"--clip-eps {self.clip_eps} cannot apply to --policy-loss {self.policy_loss}: {why}; "
+                             "drop --clip-eps")
+        return losses.from_spec(self.policy_loss, "policy", **dict.fromkeys(unset, self.clip_eps))  # type: ignore[return-value]
+
+    def build_entropy_term(self) -> losses.EntropyTerm | None:
+        """The entropy term ``entropy`` names, or None."""
+        if self.entropy is None:
+            return None
+        return losses.from_spec(self.entropy, "entropy")  # type: ignore[return-value]
 
 
 @dataclass

@@ -8,8 +8,10 @@ directory, at 100 dpi with fixed sizes so a PNG's pixel size depends only on wha
 - ``training.png``: a grid of panels against step, one per signal the run logged (reward and
   per-bucket solve rates, entropy with its target, positive/negative mass, sign_balance (at
   least 0.4-0.6 in view), the first-order entropy formula's drive and its two terms, difficulty,
-  effective_sample_fraction, rank1_share, grad/param norm, FADE's alpha and delta, clip fraction
-  and KL (once either is non-zero), seconds per step), moving-average smoothed over the faint raw
+  effective_sample_fraction, rank1_share, grad/param norm, FADE's alpha and delta, the policy
+  loss's clip fractions and ppo_kl and the KL to the base policy (once one is non-zero: off-policy
+  updates), the entropy term's coefficient (when there is one), the zero-variance filter's share
+  and draws (when it is on), seconds per step), moving-average smoothed over the faint raw
   values, each legend above its panel's curves; size :func:`training_pixel_size`.
 - ``passk.png``: pass@1 (with pass@4, 16, 64) against step with the peak marked, the pass@k curve
   of the base, final and best evaluations, and per-bucket pass@1 against step; size
@@ -339,14 +341,36 @@ def _training_panels(
     if has("alpha") or has("delta"):
         panels.append(("estimator schedule (1, 1 = dr_grpo)", schedule))
 
+    shift = (("clip_fraction", "tab:gray"), ("clip_fraction_lower", "tab:olive"), ("cov_clip_fraction", "tab:pink"),
+             ("ppo_kl", "tab:purple"), ("ppo_kl_abs", "tab:brown"), ("kl", "tab:cyan"))
+
     def policy_shift(ax):
-        _trace(ax, steps, c("clip_fraction"), window, label="clip_fraction", color="tab:gray")
-        _trace(ax, steps, c("kl"), window, label="kl", color="tab:cyan")
+        for key, colour in shift:
+            if _nonzero(c(key)):
+                _trace(ax, steps, c(key), window, label=key, color=colour)
 
     # With one pass over each batch the new policy is the old one when the loss is taken, so the
-    # clip fraction is 0 at every step; the panel shows up once it (or the KL) carries something.
-    if _nonzero(c("clip_fraction")) or _nonzero(c("kl")):
+    # clip fractions and ppo_kl are 0 at every step; the panel shows up once one (or the KL to the
+    # base policy) carries something: off-policy steps (epochs or minibatches above 1).
+    if any(_nonzero(c(key)) for key, _ in shift):
         panels.append(("clip_fraction, kl", policy_shift))
+
+    def entropy_term(ax):
+        _trace(ax, steps, c("entropy_coef"), 1, label="entropy_coef (applied)", color="tab:purple")
+
+    if has("entropy_coef"):
+        panels.append(("entropy term's coefficient", entropy_term))
+
+    def dynamic_sampling(ax):
+        _trace(ax, steps, c("filtered_share"), window, color="tab:red")
+        ax.tick_params(axis="y", labelcolor="tab:red")
+        ax.set_ylim(-0.02, 1.02)
+        twin = ax.twinx()  # a count of draws, beside a share
+        _trace(twin, steps, c("sample_draws"), 1, color="0.3", lw=1.0)
+        twin.tick_params(labelsize=7, labelcolor="0.3")
+
+    if has("filtered_share"):
+        panels.append(("filtered_share (left), sample_draws (right)", dynamic_sampling))
 
     def seconds(ax):
         for key, colour in (

@@ -2,8 +2,11 @@
 
 A run directory holds ``metrics.jsonl`` (one object per training step), ``eval.jsonl`` (one
 object per evaluation, step 0 = the base model) and optionally ``run.json`` (its configuration),
-as the README's testbed section lists them. The key tuples below are the schema of those
-records, shared by the trainer that writes them and every reader. :func:`read_jsonl` is the one JSON-lines reader:
+as the README's testbed section lists them. The trainer writes the two logs gzip-compressed
+(``metrics.jsonl.gz``, ``eval.jsonl.gz``: see :class:`fade.testbed.checkpoint.JsonlLog`); runs
+written before hold them plain, and every reader takes either (:func:`log_path`,
+:func:`read_log_bytes`). The key tuples below are the schema of those records, shared by the
+trainer that writes them and every reader. :func:`read_jsonl` is the one JSON-lines reader:
 a torn last line (a run killed mid-write) is skipped with a warning, any other bad line raises
 naming the file and line. :func:`load_run` reads a whole directory, keeping the last record of a
 step a resumed run repeated; :func:`metric_column` turns one key into a float array with NaN for
@@ -17,6 +20,7 @@ import json
 import math
 import re
 import warnings
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from numbers import Real
@@ -29,16 +33,20 @@ from fade.adaptive import SCHEDULE
 from fade.mass import DIAGNOSTICS
 
 __all__ = [
+    "COMPRESSED",
     "CONFIG_FILE",
     "DIAGNOSTICS",
     "ENTROPY_FORMULA_KEYS",
+    "ENTROPY_TERM_KEYS",
     "EVAL_FILE",
     "EVAL_KEYS",
     "METRICS_FILE",
+    "LOSS_KEYS",
     "METRIC_KEYS",
     "PER_BUCKET_KEYS",
     "POLICY_KEYS",
     "REWARD_KEYS",
+    "SAMPLING_KEYS",
     "SCHEDULE",
     "STEP",
     "TIMING_KEYS",
@@ -46,6 +54,7 @@ __all__ = [
     "Run",
     "bucket_key",
     "load_run",
+    "log_path",
     "logged_buckets",
     "logged_ks",
     "metric_column",
@@ -56,21 +65,27 @@ __all__ = [
     "peak_eval_index",
     "read_json_object",
     "read_jsonl",
+    "read_log_bytes",
 ]
 
 METRICS_FILE, EVAL_FILE, CONFIG_FILE = "metrics.jsonl", "eval.jsonl", "run.json"
+#: The suffix of a compressed log: the trainer writes ``METRICS_FILE + COMPRESSED`` and
+#: ``EVAL_FILE + COMPRESSED``; a run written before holds the plain files, which readers still read.
+COMPRESSED = ".gz"
 
 # -- the schema ---------------------------------------------------------------------------------
 
 #: The key every record of both logs is indexed by.
 STEP = "step"
-#: The batch's rewards: mean reward and the fraction of rollouts scoring 1.
+#: The batch's rewards: mean reward and the fraction of rollouts that succeed as the estimator reads
+#: the rewards (a reward of 1, or at or above its ``success_threshold``).
 REWARD_KEYS = ("reward_mean", "solve_rate")
 #: Logged again per difficulty bucket b of the step's prompts, as ``bucket_key(key, b)``.
 PER_BUCKET_KEYS = REWARD_KEYS
-#: The policy after the update: mean token entropy (of the batch, before the update), the norms,
-#: and the rank-1 share of the output head's change since step 0.
-POLICY_KEYS = ("entropy", "param_norm", "grad_norm", "rank1_share")
+#: The policy after the update: mean token entropy (of the batch, before the update), the norms
+#: (``grad_norm`` the mean over the step's optimizer steps of the gradient norm before clipping,
+#: ``grad_norm_last`` the last one's), and the rank-1 share of the output head's change since step 0.
+POLICY_KEYS = ("entropy", "param_norm", "grad_norm", "grad_norm_last", "rank1_share")
 #: The first-order entropy formula's terms (docs/method.md, section 4), measured on the
 #: update batch before the update: dH ~ -eta [(m_S - m_F) H + Cov(A, log pi)].
 #: ``cov_adv_logp`` = mean_t(A_t lp_t) - mean_t(A_t) mean_t(lp_t), over every completion token t
@@ -81,17 +96,36 @@ POLICY_KEYS = ("entropy", "param_norm", "grad_norm", "rank1_share")
 #: ``entropy_drive`` = -(mass_entropy_term + cov_adv_logp), the bracket the predicted entropy
 #: change dH / eta equals: positive predicts entropy rising, negative falling.
 ENTROPY_FORMULA_KEYS = ("cov_adv_logp", "mass_entropy_term", "entropy_drive")
-#: The PPO update: fraction of clipped tokens, KL to the base policy (null without a KL term),
-#: completion tokens of the batch, learning rate.
-UPDATE_KEYS = ("clip_fraction", "kl", "completion_tokens", "lr")
+#: The metrics the policy losses of :mod:`fade.losses` report (every registered loss's
+#: ``spec.metrics`` is among them; docs/losses.md says what each measures): ``clip_fraction`` the
+#: share of tokens where the ratio clip binds, ``clip_fraction_lower`` where the dual clip binds,
+#: ``cov_clip_fraction`` the share Clip-Cov cuts, ``ppo_kl`` the mean of old minus new log-prob,
+#: ``ppo_kl_abs`` its absolute value's mean. Each is a token mean over the tokens each optimizer
+#: step's loss saw, weighted by them over the step's optimizer steps (``ppo_clip`` leaves rows
+#: whose advantages are all 0 out, as they add nothing to it); null where the loss does not report it.
+LOSS_KEYS = ("clip_fraction", "clip_fraction_lower", "cov_clip_fraction", "ppo_kl", "ppo_kl_abs")
+#: The entropy term (null without one): ``entropy_coef`` the coefficient it applied and
+#: ``update_entropy`` the token-mean entropy of the policy being updated that it observed, each
+#: weighted as LOSS_KEYS over the optimizer steps.
+ENTROPY_TERM_KEYS = ("entropy_coef", "update_entropy")
+#: The update: LOSS_KEYS, KL to the base policy (null without a KL term), ENTROPY_TERM_KEYS,
+#: completion tokens of the batch trained on, learning rate.
+UPDATE_KEYS = (*LOSS_KEYS, "kl", *ENTROPY_TERM_KEYS, "completion_tokens", "lr")
+#: Dynamic sampling (null without ``filter_zero_variance``): ``filtered_share``, the share of the
+#: first draw's groups whose raw rewards all agree (dropped); ``sample_draws``, the draws of
+#: prompts the step made; ``groups_kept``, the groups it trained on (fewer than prompts_per_step
+#: when the draws ran out, 0 when the step skipped its update). The reward keys are the first
+#: draw's, the rest the batch trained on.
+SAMPLING_KEYS = ("filtered_share", "sample_draws", "groups_kept")
 #: Seconds spent sampling, computing advantages, updating, and on the whole step.
 TIMING_KEYS = ("sample_seconds", "advantage_seconds", "update_seconds", "step_seconds")
 #: Every key of a ``metrics.jsonl`` record besides the per-bucket ones, in the order the trainer
 #: writes them; SCHEDULE (FADE's alpha, delta, p_hat, h_hat, h_star) only when the estimator
 #: reports it, DIAGNOSTICS (the batch's gradient mass, :func:`fade.decompose`) and
-#: ENTROPY_FORMULA_KEYS always.
+#: ENTROPY_FORMULA_KEYS always (null, with the update's keys, in a step whose filter kept nothing).
 METRIC_KEYS = (
-    STEP, *REWARD_KEYS, *POLICY_KEYS, *DIAGNOSTICS, *ENTROPY_FORMULA_KEYS, *UPDATE_KEYS, *SCHEDULE, *TIMING_KEYS,
+    STEP, *REWARD_KEYS, *POLICY_KEYS, *DIAGNOSTICS, *ENTROPY_FORMULA_KEYS, *UPDATE_KEYS, *SCHEDULE, *SAMPLING_KEYS,
+    *TIMING_KEYS,
 )
 #: The keys of an ``eval.jsonl`` record besides ``pass_key(k)`` for each k and the per-bucket
 #: ``bucket_key(pass_key(k), b)`` and ``bucket_key("distinct_correct", b)``.
@@ -125,12 +159,49 @@ def logged_buckets(keys: Iterable[str], key: str) -> list[int]:
 # -- reading ------------------------------------------------------------------------------------
 
 
+def log_path(directory: str | Path, name: str) -> Path | None:
+    """The file that holds the log ``name`` (``METRICS_FILE``, ``EVAL_FILE``) in ``directory``: the
+    compressed one the trainer writes, else the plain one of a run written before; None when
+    neither is there. Where both are (a resume that converted a plain log was killed before it
+    removed it), the compressed one is the log."""
+    directory = Path(directory)
+    for candidate in (directory / (name + COMPRESSED), directory / name):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def read_log_bytes(path: str | Path) -> bytes:
+    """The text of a log file as bytes: a plain file as it is, a ``.gz`` one decompressed.
+
+    A compressed log is one gzip member or several in a row (one per writing session); the last
+    may be unfinished, as a running or killed run leaves it (flushed record by record, without
+    the gzip trailer): what it holds is read, and a record a kill cut short is the torn last line
+    :func:`read_jsonl` skips. Bytes that are not gzip data raise ValueError naming the file.
+    """
+    path = Path(path)
+    data = path.read_bytes()
+    if path.suffix != COMPRESSED:
+        return data
+    parts = []
+    while data:
+        member = zlib.decompressobj(wbits=31)  # 31: a gzip header and trailer around the deflate stream
+        try:
+            parts.append(member.decompress(data))
+        except zlib.error as err:
+            raise ValueError(f"{path} is not a readable gzip log ({err})") from None
+        if not member.eof:
+            break  # the member the run is writing (or was writing when killed)
+        data = member.unused_data
+    return b"".join(parts)
+
+
 def _numbered_records(path: str | Path) -> list[tuple[int, dict]]:
     """(1-based line number, object) for each non-blank line; see :func:`read_jsonl`."""
     path = Path(path)
     # Bytes, decoded line by line, so a kill in the middle of a multi-byte character spoils only
     # the last line, not the whole file.
-    lines = path.read_bytes().split(b"\n")
+    lines = read_log_bytes(path).split(b"\n")
     numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
     records: list[tuple[int, dict]] = []
     for position, (lineno, raw) in enumerate(numbered):
@@ -154,7 +225,8 @@ def _numbered_records(path: str | Path) -> list[tuple[int, dict]]:
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
-    """The JSON objects of a JSON-lines file, one per non-blank line, in file order.
+    """The JSON objects of a JSON-lines file (plain, or gzip-compressed when its name ends in
+    ``.gz``), one per non-blank line, in file order.
 
     A last line that does not parse is what a run killed mid-write leaves: it is skipped with a
     RuntimeWarning. Any other line that does not parse, or is not a JSON object, raises
@@ -206,15 +278,16 @@ class Run:
 
 def load_run(directory: str | Path) -> Run:
     """Read the run in ``directory``: ``metrics.jsonl`` (required), ``eval.jsonl`` and
-    ``run.json`` (optional; an absent one gives no evals and an empty config)."""
+    ``run.json`` (optional; an absent one gives no evals and an empty config); each log
+    compressed or plain (:func:`log_path`)."""
     directory = Path(directory)
-    metrics_path = directory / METRICS_FILE
-    if not metrics_path.is_file():
-        raise ValueError(f"{directory} is not a run directory: it has no {METRICS_FILE}")
+    metrics_path = log_path(directory, METRICS_FILE)
+    if metrics_path is None:
+        raise ValueError(f"{directory} is not a run directory: it has no {METRICS_FILE} (nor {METRICS_FILE}{COMPRESSED})")
     config_path = directory / CONFIG_FILE
     config = read_json_object(config_path) if config_path.is_file() else {}
-    eval_path = directory / EVAL_FILE
-    evals = _last_per_step(eval_path) if eval_path.is_file() else []
+    eval_path = log_path(directory, EVAL_FILE)
+    evals = _last_per_step(eval_path) if eval_path is not None else []
     return Run(directory=directory, config=config, metrics=_last_per_step(metrics_path), evals=evals)
 
 

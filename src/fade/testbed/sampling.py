@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from transformers import DynamicCache, PreTrainedModel
 
-__all__ = ["Rollouts", "greedy", "sample", "sequence_logprobs"]
+__all__ = ["Rollouts", "greedy", "join_rollouts", "sample", "sequence_logprobs"]
 
 
 @dataclass
@@ -50,6 +50,38 @@ class Rollouts:
     entropy: torch.Tensor
     lengths: torch.Tensor
     finished: torch.Tensor
+
+
+def join_rollouts(parts: Sequence[tuple[Rollouts, torch.Tensor]], pad_id: int) -> Rollouts:
+    """One batch of the given rows of several batches, in order, with their prompts renumbered.
+
+    Each part is (rollouts, rows): the rows of one batch to keep, whose ``prompt_index`` values
+    become consecutive group numbers in the order they first appear, continuing from the previous
+    part's. Prompts are left-padded again to the widest, completions right-padded to the longest
+    (with ``pad_id``, and 0 for the log-probs and entropies), so the result reads as one batch.
+    """
+    if not parts:
+        raise ValueError("join_rollouts needs at least one part")
+    prompt_w = max(r.prompt_ids.shape[1] for r, _ in parts)
+    completion_w = max(r.completion_ids.shape[1] for r, _ in parts)
+    fields: dict[str, list[torch.Tensor]] = {name: [] for name in Rollouts.__dataclass_fields__}
+    groups = 0
+    for r, rows in parts:
+        rows = rows.to(r.prompt_index.device)
+        _, index = torch.unique_consecutive(r.prompt_index[rows], return_inverse=True)
+        fields["prompt_index"].append(index + groups)
+        groups += int(index.max()) + 1 if index.numel() else 0
+        left = prompt_w - r.prompt_ids.shape[1]
+        fields["prompt_ids"].append(F.pad(r.prompt_ids[rows], (left, 0), value=pad_id))
+        fields["prompt_mask"].append(F.pad(r.prompt_mask[rows], (left, 0), value=False))
+        right = completion_w - r.completion_ids.shape[1]
+        fields["completion_ids"].append(F.pad(r.completion_ids[rows], (0, right), value=pad_id))
+        fields["completion_mask"].append(F.pad(r.completion_mask[rows], (0, right), value=False))
+        for name in ("logprobs", "entropy"):
+            fields[name].append(F.pad(getattr(r, name)[rows], (0, right), value=0.0))
+        for name in ("lengths", "finished"):
+            fields[name].append(getattr(r, name)[rows])
+    return Rollouts(**{name: torch.cat(values) for name, values in fields.items()})
 
 
 def _model_device(model: torch.nn.Module) -> torch.device:

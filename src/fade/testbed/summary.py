@@ -87,7 +87,8 @@ PEAK_WINDOW = 3
 RISE_SHARE = 0.9
 #: The per-step metrics a summary keeps as curves. Runs logged before a key existed read it as NaN
 #: throughout, and the readers that need it skip them.
-CURVES = ("entropy", "rank1_share", *DIAGNOSTICS, *ENTROPY_FORMULA_KEYS, "reward_mean", *SCHEDULE, "step_seconds")
+CURVES = ("entropy", "rank1_share", *DIAGNOSTICS, *ENTROPY_FORMULA_KEYS, "reward_mean", *SCHEDULE, "step_seconds",
+          "clip_fraction", "entropy_coef", "filtered_share")
 #: A run's side of the sign axis, by the sign of its mean mass imbalance m_S - m_F (:func:`sign_class`).
 SIGN_CLASSES = ("success-heavy", "failure-heavy", "centred")
 #: The entropy formula's terms in words, keyed as :func:`formula_terms` returns them.

@@ -1,29 +1,37 @@
-"""The testbed's RL trainer: sample, verify, weigh with an advantage, take a PPO-clip step.
+"""The testbed's RL trainer: sample, verify, weigh with an advantage, take policy-loss steps.
 
-One step, top to bottom in :func:`train`:
+One step, as :func:`train` calls its parts:
 
-1. draw ``prompts_per_step`` training problems and sample ``group_size`` completions of each
-   at temperature 1 with a KV cache;
-2. score every completion with the task's verifier (reward 1 or 0);
-3. recompute the old log-probs and the policy's mean token entropy in one no-grad pass (the
-   order verl uses), and feed the entropy to the estimator with ``observe``;
-4. compute the advantages with any registered estimator, by name and parameters;
-5. update with the PPO-clip policy-gradient loss (``epochs`` passes over ``minibatches``
-   minibatches, token-mean aggregation by default, optional KL to the base policy), AdamW or
-   plain SGD, and gradient clipping;
-6. log the step's metrics (reward and solve rate per difficulty bucket, entropy, norms, the
-   output head's rank-1 share, the batch's gradient-mass diagnostics, the terms of the
-   first-order entropy formula measured before the update, the estimator's schedule, timings),
-   evaluate every ``eval_every`` steps, checkpoint every
-   ``checkpoint_every`` steps.
+1. sample (``_sample_batch``): draw ``prompts_per_step`` training problems and sample
+   ``group_size`` completions of each at the sampling temperature with a KV cache, and score
+   every completion with the task's verifier (the raw outcome reward). With
+   ``filter_zero_variance`` (DAPO's dynamic sampling) the groups whose raw rewards all agree are
+   dropped and more problems drawn until ``prompts_per_step`` groups are kept or
+   ``filter_max_draws`` draws are made; the first draw is the unfiltered run's, seed for seed;
+2. recompute the old log-probs and the policy's mean token entropy in one no-grad pass
+   (``_policy_pass``, the order verl uses);
+3. advantage (``_advantages``): feed the entropy to the estimator with ``observe``, then compute
+   the advantages once for the batch with any registered estimator, by name and parameters (a
+   stateful one, FADE, advances once per batch however many optimizer steps follow), and the
+   batch's gradient-mass diagnostics and entropy-formula terms;
+4. loss and update (``_update``, :mod:`fade.testbed.update`): ``epochs`` passes over
+   ``minibatches`` minibatches, each an optimizer step on the policy loss of :mod:`fade.losses`
+   (PPO-clip by default; clip-higher, Clip-Cov, KL-Cov), an optional entropy term (a bonus or
+   TRL's adaptive coefficient), an optional KL to the base policy, AdamW or plain SGD, and
+   gradient clipping;
+5. log the step's metrics (``_record``: reward and solve rate per difficulty bucket, entropy,
+   norms, the output head's rank-1 share, the diagnostics, the loss's clip fractions and KL, the
+   estimator's schedule, the filter's draws, timings), evaluate every ``eval_every`` steps
+   (``_evaluate``), checkpoint every ``checkpoint_every`` steps (``_checkpoint``).
 
 All randomness of step t comes from generators seeded by (seed, t), and a checkpoint holds the
-model, optimizer, estimator state, RNG states, step and configuration: a resumed run's metrics
-equal an uninterrupted run's. Resuming with other settings is refused when they would change
-what the run computes (see :data:`RESUME_MAY_CHANGE`); the settings that may change are recorded
-in ``resumes.jsonl``, one line per resume. A checkpoint whose digest does not match or whose model
-holds NaN or inf is refused, and temporary files a kill left behind are removed when the run
-starts again.
+model, optimizer, estimator and entropy-term state, RNG states, step and configuration: a resumed
+run's metrics equal an uninterrupted run's. Resuming with other settings is refused when they
+would change what the run computes (see :data:`RESUME_MAY_CHANGE`); the settings that may change
+are recorded in ``resumes.jsonl``, one line per resume. A checkpoint whose digest does not match or
+whose model holds NaN or inf is refused, and temporary files a kill left behind are removed when
+the run starts again. The per-step logs are written compressed (``metrics.jsonl.gz``,
+``eval.jsonl.gz``; :class:`~fade.testbed.checkpoint.JsonlLog`).
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ import random
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,18 +53,32 @@ import numpy as np
 import torch
 
 import fade
+from fade import losses
 from fade.atomic import remove_orphaned_temp_files, write_json_atomic
+from fade.dynamic_sampling import kept_groups
 from fade.geometry import rank1_share
 from fade.mass import batch_diagnostics, carries_signal
 from fade.progress import step_bar
 
 from .checkpoint import JsonlLog, load_checkpoint, save_checkpoint
-from .config import OPTIMIZERS, TrainConfig
+from .config import LOSS_AGG_ALIASES, OPTIMIZERS, TrainConfig
 from .evaluation import decode_completions, encode_prompt, evaluate
 from .policy import load_policy, resolve_device, save_policy
-from .runlog import CONFIG_FILE, EVAL_FILE, METRICS_FILE, SCHEDULE, bucket_key
-from .sampling import greedy, sample, sequence_logprobs
+from .runlog import (
+    COMPRESSED,
+    CONFIG_FILE,
+    DIAGNOSTICS,
+    ENTROPY_FORMULA_KEYS,
+    ENTROPY_TERM_KEYS,
+    EVAL_FILE,
+    LOSS_KEYS,
+    METRICS_FILE,
+    SCHEDULE,
+    bucket_key,
+)
+from .sampling import Rollouts, greedy, join_rollouts, sample, sequence_logprobs
 from .tasks import Problem, Task, get_task
+from .update import UpdateBatch, update_policy
 
 __all__ = ["OPTIMIZERS", "RESUME_MAY_CHANGE", "TrainConfig", "base_model_dir", "resume_changes", "token_covariance", "train"]
 
@@ -98,6 +121,8 @@ def resume_changes(saved: dict[str, Any], config: TrainConfig, step: int, where:
         for name, f in fields.items() if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
     }
     before = _as_json({k: saved.get(k, defaults.get(k)) for k in now})
+    for values in (before, now):  # an old name of a loss aggregation is the same setting as the new
+        values["loss_agg"] = LOSS_AGG_ALIASES.get(values["loss_agg"], values["loss_agg"])
     changed = {k: (before[k], now[k]) for k in now if before[k] != now[k]}
     refused = [k for k in changed if k not in RESUME_MAY_CHANGE]
     if refused:
@@ -126,7 +151,8 @@ def _check_finite(state: dict[str, Any], where: Path) -> None:
 def _remove_orphans(out: Path) -> None:
     """Delete what a kill mid-write left in the run's folder: the atomic writer's temporary files
     of the run's own files, and save_policy's staging folders (``.policy.tmp-*``)."""
-    remove_orphaned_temp_files(out, (CHECKPOINT, RUN_FILE, METRICS_FILE, EVAL_FILE))
+    logs = (METRICS_FILE, EVAL_FILE)  # the plain names too: a resume converting a run from before writes them
+    remove_orphaned_temp_files(out, (CHECKPOINT, RUN_FILE, *logs, *(name + COMPRESSED for name in logs)))
     for entry in out.glob(".policy.tmp-*"):
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)
@@ -148,12 +174,12 @@ def _check_learns(est: fade.Estimator, config: TrainConfig) -> None:
     )
 
 
-def _seed_for(seed: int, stream: int) -> int:
+def _seed_for(seed: int, stream: int | str) -> int:
     digest = hashlib.sha256(f"{seed}:{stream}".encode()).digest()
     return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
 
-def _generator(device: torch.device, seed: int, stream: int) -> torch.Generator:
+def _generator(device: torch.device, seed: int, stream: int | str) -> torch.Generator:
     return torch.Generator(device=device).manual_seed(_seed_for(seed, stream))
 
 
@@ -220,38 +246,31 @@ def _optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.Optim
     )
 
 
-def _policy_loss(
-    new_lp: torch.Tensor,
-    old_lp: torch.Tensor,
-    adv: torch.Tensor,
-    mask: torch.Tensor,
-    clip_eps: float,
-    denom: float,
-    agg: str,
-    ref_lp: torch.Tensor | None,
-    kl_coef: float,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """PPO-clip loss of the given rows, summed and divided by ``denom`` (tokens or sequences)."""
-    ratio = torch.exp(new_lp - old_lp)
-    a = adv.unsqueeze(1)
-    per_token = -torch.minimum(ratio * a, ratio.clamp(1 - clip_eps, 1 + clip_eps) * a)
-    kl = torch.zeros_like(per_token)
-    if ref_lp is not None:
-        # k3 estimator of KL(pi || pi_ref): non-negative, unbiased, low variance.
-        log_r = ref_lp - new_lp
-        kl = torch.exp(log_r) - log_r - 1
-        per_token = per_token + kl_coef * kl
-    m = mask.to(per_token.dtype)
-    if agg == "token-mean":
-        loss = (per_token * m).sum() / denom
-    else:
-        loss = ((per_token * m).sum(1) / m.sum(1).clamp_min(1)).sum() / denom
-    clipped = ((ratio - 1).abs() > clip_eps).to(m.dtype)
-    return loss, (clipped * m).sum(), (kl.detach() * m).sum()
+@dataclass
+class Setup:
+    """The pieces of a run that every step reads, built once by :func:`_setup`."""
+
+    config: TrainConfig
+    out: Path
+    device: torch.device
+    task: Task
+    model: torch.nn.Module
+    tokenizer: Any
+    eos_id: int
+    pad_id: int
+    max_new: int
+    est: fade.Estimator
+    loss: losses.PolicyLoss
+    entropy: losses.EntropyTerm | None
+    optimizer: torch.optim.Optimizer
+    ref_model: torch.nn.Module | None
+    head0: torch.Tensor
 
 
-def train(config: TrainConfig, *, resume: bool = False) -> Path:
-    """Run (or resume) one RL training run; returns the output directory."""
+def _setup(config: TrainConfig, resume: bool) -> tuple[Setup, int, dict[str, tuple[Any, Any]]]:
+    """The run's pieces, restored from the checkpoint on resume; the step to start after; the
+    settings the resume changes. Everything that can be refused is checked before the run's
+    folder is created or touched."""
     config.validate()
     out = Path(config.out)
     ckpt_path = out / CHECKPOINT
@@ -259,7 +278,6 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
         raise ValueError(f"{out} already holds a run (found {CHECKPOINT}): pass --resume to continue it or choose another --out")
     if resume and not ckpt_path.exists():
         raise ValueError(f"--resume: no {CHECKPOINT} in {out} to resume from")
-    # Everything that can be refused is checked before the folder is created or touched.
     est = fade.estimator(config.estimator, **config.estimator_args)
     _check_learns(est, config)
     device = resolve_device(config.device)
@@ -280,210 +298,354 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
     if tokenizer is None:
         raise ValueError(f"{model_dir} holds no tokenizer: the trainer needs one to encode prompts and decode answers")
     eos_id = tokenizer.eos_token_id
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos_id
     if config.max_new_tokens is not None:
         max_new = config.max_new_tokens
     else:
         max_new = task.max_answer_chars + 1 if config.model is None else max(task.max_answer_chars * 4, 16)
-    optimizer = _optimizer(model, config)
-    ref_model = copy.deepcopy(model).eval().requires_grad_(False) if config.kl_coef > 0 else None
-    head0 = _head(model).detach().clone()
+    setup = Setup(
+        config=config, out=out, device=device, task=task, model=model, tokenizer=tokenizer, eos_id=eos_id,
+        pad_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos_id, max_new=max_new, est=est,
+        loss=config.build_policy_loss(), entropy=config.build_entropy_term(), optimizer=_optimizer(model, config),
+        ref_model=copy.deepcopy(model).eval().requires_grad_(False) if config.kl_coef > 0 else None,
+        head0=_head(model).detach().clone(),
+    )
     if state is not None:
         model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
+        setup.optimizer.load_state_dict(state["optimizer"])
         est.load_state_dict(state["estimator"])
-        head0 = state["head0"].to(device)
+        if setup.entropy is not None and state.get("entropy"):  # a checkpoint from before the term: its initial state
+            setup.entropy.load_state_dict(state["entropy"])
+        setup.head0 = state["head0"].to(device)
         _set_rng_states(state["rng"])
+    return setup, start, changes
+
+
+@dataclass
+class Logs:
+    """The run's per-step logs (compressed) and its record of resumes."""
+
+    metrics: JsonlLog
+    evals: JsonlLog
+    resumes: JsonlLog
+
+
+def _open_logs(setup: Setup, start: int, resume: bool, changes: dict[str, tuple[Any, Any]]) -> Logs:
+    """Make the run's folder and its logs: on resume the records past the checkpoint's step are
+    dropped (the resumed run writes them again) and the resume is recorded; a new run starts
+    them empty."""
+    out = setup.out
     out.mkdir(parents=True, exist_ok=True)
     _remove_orphans(out)
-    metrics_log, eval_log = JsonlLog(out / METRICS_FILE), JsonlLog(out / EVAL_FILE)
+    logs = Logs(JsonlLog(out / (METRICS_FILE + COMPRESSED)), JsonlLog(out / (EVAL_FILE + COMPRESSED)),
+                JsonlLog(out / RESUMES_FILE))
     if resume:
-        metrics_log.truncate_after(start)
-        eval_log.truncate_after(start)
-        changed = {k: list(v) for k, v in changes.items() if k != "progress"}
-        JsonlLog(out / RESUMES_FILE).append({"step": start, "changed": changed})
+        logs.metrics.truncate_after(start)
+        logs.evals.truncate_after(start)
+        logs.resumes.append({"step": start, "changed": {k: list(v) for k, v in changes.items() if k != "progress"}})
     else:
-        for log in (metrics_log, eval_log, JsonlLog(out / RESUMES_FILE)):
-            log.path.unlink(missing_ok=True)
-    write_json_atomic(out / RUN_FILE, dataclasses.asdict(config))
+        for log in (logs.metrics, logs.evals, logs.resumes):
+            log.remove()
+    write_json_atomic(out / RUN_FILE, dataclasses.asdict(setup.config))
+    return logs
 
-    test_set = task.problems("test", n=config.eval_prompts, seed=config.seed) if config.eval_prompts else []
-    writer = _tensorboard(out / "tb")
 
-    last_eval = ""
+# -- one step's parts -----------------------------------------------------------------------------
 
-    def run_eval(step: int, note: Callable[[str], None]) -> None:
-        nonlocal last_eval
-        if not test_set:
-            return
 
-        def done(prompts: int) -> None:
-            note(f"evaluating at step {step}: {prompts}/{len(test_set)} prompts x {config.eval_samples} samples")
+@dataclass
+class Batch:
+    """One step's scored rollouts: the groups the update trains on, and what the first draw measured.
 
-        done(0)
-        result = evaluate(
-            model, tokenizer, task, test_set, samples=config.eval_samples, max_new_tokens=max_new,
-            eos_id=eos_id, pad_id=pad_id, generator=_generator(device, config.seed, _EVAL_STREAM), on_prompts=done,
-        )
-        record = {"step": step, **result}
-        eval_log.append(record)
-        last_eval = f"  pass@1 {result['pass@1']:.3f} (step {step})"
-        if writer is not None:
-            for key, value in result.items():
-                writer.add_scalar(f"eval/{key}", value, step)
+    ``problems``, ``prompts``: one per group, in group order (``rollouts.prompt_index``);
+    ``rewards``: the verifier's score of each rollout trained on. ``first_rewards`` and
+    ``first_difficulty``: each rollout of the first draw (the whole batch without the filter),
+    which the step's reward and solve rate are logged on, so that a run with the filter reads
+    like one without. ``draws``: the draws of prompts made; ``filtered_share``: the share of the
+    first draw's groups the filter dropped (None without the filter).
+    """
 
-    def checkpoint(step: int) -> None:
-        save_checkpoint(ckpt_path, {
-            "step": step,
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "estimator": est.state_dict(),
-            "head0": head0,
-            "rng": _rng_states(),
-            "config": dataclasses.asdict(config),
-        })
+    problems: list[Problem]
+    prompts: list[list[int]]
+    rollouts: Rollouts
+    rewards: torch.Tensor
+    first_rewards: torch.Tensor
+    first_difficulty: torch.Tensor
+    draws: int = 1
+    filtered_share: float | None = None
+    sample_seconds: float = 0.0
 
-    wants = {*est.spec.needs, *est.spec.uses}
 
-    def extra_inputs(rollouts, problems: list[Problem], prompts: list[list[int]]) -> dict[str, torch.Tensor]:
-        """Per-rollout inputs the estimator needs or uses: response lengths, ReMax's greedy baseline."""
-        inputs: dict[str, torch.Tensor] = {}
-        if "lengths" in wants:
-            inputs["lengths"] = rollouts.lengths.to("cpu", torch.float32)
-        if "baseline_rewards" in wants:
-            ids, mask = greedy(model, prompts, max_new_tokens=max_new, eos_id=eos_id, pad_id=pad_id)
-            texts = decode_completions(tokenizer, ids, mask, eos_id)
-            per_prompt = torch.tensor([v.score for v in task.verify_many(problems, texts)], dtype=torch.float32)
-            inputs["baseline_rewards"] = per_prompt[rollouts.prompt_index.cpu()]
-        return inputs
+def _draw(setup: Setup, step: int, draw: int, n: int) -> Batch:
+    """Draw ``n`` training problems and sample ``group_size`` completions of each, at the
+    sampling temperature with a KV cache, then score them. The first draw of step t uses the
+    seeds (seed, t), as every run without the filter; a later draw d has its own, (seed, "t/d")."""
+    c = setup.config
+    stream = step if draw == 0 else f"{step}/{draw}"
+    problems = setup.task.problems("train", n=n, seed=_seed_for(c.seed, stream))
+    setup.model.eval()
+    prompts = [encode_prompt(setup.tokenizer, p.prompt) for p in problems]
+    t0 = time.perf_counter()
+    rollouts = sample(
+        setup.model, prompts, num_samples=c.group_size, max_new_tokens=setup.max_new, eos_id=setup.eos_id,
+        pad_id=setup.pad_id, temperature=c.temperature, generator=_generator(setup.device, c.seed, stream),
+    )
+    seconds = time.perf_counter() - t0
+    rewards = _score(setup, problems, rollouts)
+    difficulty = torch.tensor([problems[i].difficulty for i in rollouts.prompt_index.tolist()])
+    return Batch(problems, prompts, rollouts, rewards, rewards, difficulty, sample_seconds=seconds)
 
+
+def _score(setup: Setup, problems: list[Problem], rollouts: Rollouts) -> torch.Tensor:
+    """Each completion's reward: the task's verifier on its text (the raw outcome reward)."""
+    texts = decode_completions(setup.tokenizer, rollouts.completion_ids, rollouts.completion_mask, setup.eos_id)
+    owners = [problems[i] for i in rollouts.prompt_index.tolist()]
+    return torch.tensor([v.score for v in setup.task.verify_many(owners, texts)], dtype=torch.float32)
+
+
+def _sample_batch(setup: Setup, step: int) -> Batch:
+    """The step's batch: one draw of ``prompts_per_step`` problems, or, with the zero-variance
+    filter (DAPO's dynamic sampling), the groups whose raw rewards differ, drawn again for the
+    groups still missing until ``prompts_per_step`` are kept or ``filter_max_draws`` draws are
+    made; then the batch holds what was kept (possibly nothing)."""
+    c = setup.config
+    first = _draw(setup, step, 0, c.prompts_per_step)
+    if not c.filter_zero_variance:
+        return first
+    filtered = 1.0 - len(kept_groups(first.rewards, first.rollouts.prompt_index.cpu())) / len(first.problems)
+    parts, problems, prompts, rewards = [], [], [], []
+    batch, draw, seconds = first, 0, 0.0
+    while True:
+        seconds += batch.sample_seconds
+        index = batch.rollouts.prompt_index.cpu()
+        groups = kept_groups(batch.rewards, index, c.prompts_per_step - len(problems))  # the first ones
+        rows = torch.nonzero(torch.isin(index, torch.tensor(groups, dtype=index.dtype))).flatten()
+        parts.append((batch.rollouts, rows))
+        problems += [batch.problems[g] for g in groups]
+        prompts += [batch.prompts[g] for g in groups]
+        rewards.append(batch.rewards[rows])
+        draw += 1
+        if len(problems) == c.prompts_per_step or draw == c.filter_max_draws:
+            break
+        batch = _draw(setup, step, draw, c.prompts_per_step - len(problems))
+    return Batch(problems, prompts, join_rollouts(parts, setup.pad_id), torch.cat(rewards), first.first_rewards,
+                 first.first_difficulty, draws=draw, filtered_share=filtered, sample_seconds=seconds)
+
+
+@dataclass
+class PolicyPass:
+    """The policy's view of a batch before the update (no gradient): each completion token's
+    log-prob under it (and under the base policy when a KL term needs it), and its mean token
+    entropy."""
+
+    old_logprobs: torch.Tensor
+    ref_logprobs: torch.Tensor | None
+    entropy: float
+    tokens: int
+
+
+@torch.no_grad()
+def _policy_pass(setup: Setup, batch: Batch) -> PolicyPass:
+    """Recompute the old log-probs and the mean token entropy in one pass (the order verl uses)."""
+    r, t = batch.rollouts, setup.config.temperature
+    old_lp, tok_entropy = sequence_logprobs(setup.model, r.prompt_ids, r.prompt_mask, r.completion_ids,
+                                            r.completion_mask, temperature=t, with_entropy=True)
+    ref_lp = None
+    if setup.ref_model is not None:
+        ref_lp, _ = sequence_logprobs(setup.ref_model, r.prompt_ids, r.prompt_mask, r.completion_ids,
+                                      r.completion_mask, temperature=t)
+    tokens = int(r.completion_mask.sum())
+    return PolicyPass(old_lp, ref_lp, float(tok_entropy.sum()) / max(tokens, 1), tokens)
+
+
+def _advantages(setup: Setup, batch: Batch, policy: PolicyPass, step: int) -> tuple[torch.Tensor, dict[str, Any]]:
+    """Feed the estimator the batch's entropy, then weigh the batch: its advantages, once per
+    batch however many optimizer steps follow, and its diagnostics (the gradient mass of
+    :func:`fade.mass.batch_diagnostics`, the first-order entropy formula's terms before the
+    update, docs/method.md, section 4)."""
+    est = setup.est
+    est.observe(entropy=policy.entropy, step=step - 1)
+    setup.model.train()
+    groups = batch.rollouts.prompt_index.cpu()
+    adv = est(batch.rewards, groups, **_estimator_inputs(setup, batch))
+    diagnostics = batch_diagnostics(est, adv, batch.rewards, groups)
+    cov_adv_logp = token_covariance(adv, policy.old_logprobs, batch.rollouts.completion_mask)
+    mass_entropy_term = (float(diagnostics["positive_mass"]) - float(diagnostics["negative_mass"])) * policy.entropy
+    return adv, {
+        **diagnostics,
+        "cov_adv_logp": cov_adv_logp,
+        "mass_entropy_term": mass_entropy_term,
+        "entropy_drive": 0.0 - (mass_entropy_term + cov_adv_logp),  # 0.0 -: never a -0.0
+    }
+
+
+def _estimator_inputs(setup: Setup, batch: Batch) -> dict[str, torch.Tensor]:
+    """Per-rollout inputs the estimator needs or uses: response lengths, ReMax's greedy baseline."""
+    wants = {*setup.est.spec.needs, *setup.est.spec.uses}
+    r = batch.rollouts
+    inputs: dict[str, torch.Tensor] = {}
+    if "lengths" in wants:
+        inputs["lengths"] = r.lengths.to("cpu", torch.float32)
+    if "baseline_rewards" in wants:
+        ids, mask = greedy(setup.model, batch.prompts, max_new_tokens=setup.max_new, eos_id=setup.eos_id,
+                           pad_id=setup.pad_id)
+        texts = decode_completions(setup.tokenizer, ids, mask, setup.eos_id)
+        per_prompt = torch.tensor([v.score for v in setup.task.verify_many(batch.problems, texts)], dtype=torch.float32)
+        inputs["baseline_rewards"] = per_prompt[r.prompt_index.cpu()]
+    return inputs
+
+
+def _update(setup: Setup, batch: Batch, policy: PolicyPass, adv: torch.Tensor, step: int) -> dict[str, Any]:
+    """The policy loss and the optimizer steps on the batch (:func:`fade.testbed.update.update_policy`)."""
+    r, c = batch.rollouts, setup.config
+    tensors = UpdateBatch(r.prompt_ids, r.prompt_mask, r.completion_ids, r.completion_mask, policy.old_logprobs,
+                          policy.ref_logprobs, adv.to(device=setup.device, dtype=torch.float32))
+    return update_policy(
+        setup.model, setup.optimizer, tensors, config=c, loss=setup.loss, entropy=setup.entropy,
+        horizon=float(setup.max_new), order=torch.Generator().manual_seed(_seed_for(c.seed, -step)),
+        draws=_generator(setup.device, c.seed, f"{step}/loss"),
+    )
+
+
+def _record(setup: Setup, step: int, batch: Batch, policy: PolicyPass | None, weighed: dict[str, Any],
+            update: dict[str, Any], seconds: dict[str, float]) -> dict[str, Any]:
+    """The step's ``metrics.jsonl`` record, in the schema's order (:data:`~fade.testbed.runlog.METRIC_KEYS`)."""
+    share = rank1_share(_head(setup.model).detach() - setup.head0)
+    setup.est.observe(rank1_share=share)
+    rewards, difficulty = batch.first_rewards, batch.first_difficulty
+    solved = setup.est.as_success(rewards) == 1  # a success as the estimator reads the rewards
+    record: dict[str, Any] = {"step": step, "reward_mean": float(rewards.mean()), "solve_rate": float(solved.float().mean())}
+    for b in sorted(set(difficulty.tolist())):
+        sel = difficulty == b
+        record[bucket_key("reward_mean", b)] = float(rewards[sel].mean())
+        record[bucket_key("solve_rate", b)] = float(solved[sel].float().mean())
+    record.update({
+        "entropy": policy.entropy if policy else None,
+        "param_norm": _norm(setup.model.parameters()),
+        "grad_norm": update.get("grad_norm"),
+        "grad_norm_last": update.get("grad_norm_last"),
+        "rank1_share": share,
+        **{key: weighed.get(key) for key in (*DIAGNOSTICS, *ENTROPY_FORMULA_KEYS)},
+        **{key: update.get(key) for key in (*LOSS_KEYS, "kl", *ENTROPY_TERM_KEYS)},
+        "completion_tokens": policy.tokens if policy else 0,
+        "lr": setup.config.lr,
+    })
+    for key in SCHEDULE:
+        if policy is not None and key in setup.est.last:  # a step without a batch was weighed with nothing
+            record[key] = setup.est.last[key]
+    filtered = setup.config.filter_zero_variance
+    record.update({
+        "filtered_share": batch.filtered_share,
+        "sample_draws": batch.draws if filtered else None,
+        "groups_kept": len(batch.problems) if filtered else None,
+        "sample_seconds": batch.sample_seconds,
+        **seconds,
+    })
+    return record
+
+
+def _evaluate(setup: Setup, step: int, test_set: list[Problem], log: JsonlLog, writer: Any,
+              note: Callable[[str], None]) -> str:
+    """Evaluate the policy on the held-out problems, log it, and return the progress bar's note."""
+    c = setup.config
+
+    def done(prompts: int) -> None:
+        note(f"evaluating at step {step}: {prompts}/{len(test_set)} prompts x {c.eval_samples} samples")
+
+    done(0)
+    result = evaluate(
+        setup.model, setup.tokenizer, setup.task, test_set, samples=c.eval_samples, max_new_tokens=setup.max_new,
+        eos_id=setup.eos_id, pad_id=setup.pad_id, generator=_generator(setup.device, c.seed, _EVAL_STREAM),
+        on_prompts=done,
+    )
+    log.append({"step": step, **result})
+    if writer is not None:
+        for key, value in result.items():
+            writer.add_scalar(f"eval/{key}", value, step)
+    return f"  pass@1 {result['pass@1']:.3f} (step {step})"
+
+
+def _checkpoint(setup: Setup, step: int) -> None:
+    """Save everything the next step depends on, atomically (see the module docstring)."""
+    save_checkpoint(setup.out / CHECKPOINT, {
+        "step": step,
+        "model": setup.model.state_dict(),
+        "optimizer": setup.optimizer.state_dict(),
+        "estimator": setup.est.state_dict(),
+        "entropy": setup.entropy.state_dict() if setup.entropy is not None else {},
+        "head0": setup.head0,
+        "rng": _rng_states(),
+        "config": dataclasses.asdict(setup.config),
+    })
+
+
+def _progress_line(record: dict[str, Any]) -> str:
+    stats = f"reward {record['reward_mean']:.3f}  entropy {_number(record['entropy'])}"
+    if record.get("alpha") is not None:
+        stats += f"  alpha {record['alpha']:.2f}  delta {record['delta']:.2f}"
+    if record.get("groups_kept") is not None:
+        stats += f"  groups {record['groups_kept']} ({record['sample_draws']} draws)"
+    return stats
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _tensorboard_step(writer: Any, record: dict[str, Any], step: int) -> None:
+    if writer is not None:
+        for key, value in record.items():
+            if key != "step" and isinstance(value, (int, float)):
+                writer.add_scalar(f"train/{key}", value, step)
+
+
+# -- the run ----------------------------------------------------------------------------------------
+
+
+def train(config: TrainConfig, *, resume: bool = False) -> Path:
+    """Run (or resume) one RL training run; returns the output directory."""
+    setup, start, changes = _setup(config, resume)
+    logs = _open_logs(setup, start, resume, changes)
+    test_set = setup.task.problems("test", n=config.eval_prompts, seed=config.seed) if config.eval_prompts else []
+    writer = _tensorboard(setup.out / "tb")
     name = config.task if config.data is None else Path(config.data).name
+    last_eval = ""
     with step_bar(f"{config.estimator} on {name}", config.steps, start, config.progress) as advance:
 
         def note(text: str) -> None:  # the stats line during a pause, without counting a step
             advance(text, 0)
 
-        if start == 0 and config.eval_every:
-            run_eval(0, note)
-        model.train()
+        if start == 0 and test_set and config.eval_every:
+            last_eval = _evaluate(setup, 0, test_set, logs.evals, writer, note)
+        setup.model.train()
         for step in range(start + 1, config.steps + 1):
             t0 = time.perf_counter()
-            # 1. sample G completions of each drawn prompt
-            problems = task.problems("train", n=config.prompts_per_step, seed=_seed_for(config.seed, step))
-            gen = _generator(device, config.seed, step)
-            model.eval()
-            prompts = [encode_prompt(tokenizer, p.prompt) for p in problems]
-            rollouts = sample(
-                model, prompts, num_samples=config.group_size,
-                max_new_tokens=max_new, eos_id=eos_id, pad_id=pad_id, temperature=config.temperature, generator=gen,
-            )
-            t1 = time.perf_counter()
-            # 2. verify
-            texts = decode_completions(tokenizer, rollouts.completion_ids, rollouts.completion_mask, eos_id)
-            owner = rollouts.prompt_index.tolist()
-            rewards = torch.tensor([v.score for v in task.verify_many([problems[i] for i in owner], texts)], dtype=torch.float32)
-            difficulty = torch.tensor([problems[i].difficulty for i in owner])
-            # 3. old log-probs and the policy's entropy on this batch
-            p_ids, p_mask = rollouts.prompt_ids, rollouts.prompt_mask
-            c_ids, c_mask = rollouts.completion_ids, rollouts.completion_mask
-            with torch.no_grad():
-                old_lp, tok_entropy = sequence_logprobs(model, p_ids, p_mask, c_ids, c_mask, temperature=config.temperature, with_entropy=True)
-                ref_lp = None
-                if ref_model is not None:
-                    ref_lp, _ = sequence_logprobs(ref_model, p_ids, p_mask, c_ids, c_mask, temperature=config.temperature)
-            tokens = int(c_mask.sum())
-            entropy = float(tok_entropy.sum()) / max(tokens, 1)
-            est.observe(entropy=entropy, step=step - 1)
-            model.train()
-            # 4. advantages
-            t2 = time.perf_counter()
-            prompt_ids = rollouts.prompt_index.cpu()
-            adv = est(rewards, prompt_ids, **extra_inputs(rollouts, problems, prompts))
+            batch = _sample_batch(setup, step)  # sample and score, with the filter's draws
+            policy, weighed, update = None, {}, {}
+            t1 = t2 = time.perf_counter()
+            if batch.problems:  # else the filter kept nothing after its last draw: no update this step
+                policy = _policy_pass(setup, batch)
+                t1 = time.perf_counter()
+                adv, weighed = _advantages(setup, batch, policy, step)
+                t2 = time.perf_counter()
+                update = _update(setup, batch, policy, adv, step)
             t3 = time.perf_counter()
-            # On the rewards as the estimator reads them, as verl and TRL log them.
-            diagnostics = batch_diagnostics(est, adv, rewards, prompt_ids)
-            # The first-order entropy formula's terms on this batch, before the update (docs/method.md, section 4).
-            cov_adv_logp = token_covariance(adv, old_lp, c_mask)
-            mass_entropy_term = (float(diagnostics["positive_mass"]) - float(diagnostics["negative_mass"])) * entropy
-            adv_dev = adv.to(device=device, dtype=torch.float32)
-            # 5. PPO-clip update
-            rows = rewards.numel()
-            clip_sum = kl_sum = 0.0
-            grad_norms = []
-            for _ in range(config.epochs):
-                order = torch.randperm(rows, generator=torch.Generator().manual_seed(_seed_for(config.seed, -step)))
-                for mb in order.chunk(config.minibatches):
-                    mb = mb.to(device)
-                    denom = float(c_mask[mb].sum()) if config.loss_agg == "token-mean" else float(mb.numel())
-                    # Rows with zero advantage add nothing to the clipped loss: skip them unless KL needs them.
-                    active = mb if ref_lp is not None else mb[adv_dev[mb] != 0]
-                    optimizer.zero_grad(set_to_none=True)
-                    if active.numel() > 0:
-                        new_lp, _ = sequence_logprobs(model, p_ids[active], p_mask[active], c_ids[active], c_mask[active], temperature=config.temperature)
-                        loss, clipped, kl = _policy_loss(
-                            new_lp, old_lp[active], adv_dev[active], c_mask[active], config.clip_eps, max(denom, 1.0),
-                            config.loss_agg, None if ref_lp is None else ref_lp[active], config.kl_coef,
-                        )
-                        loss.backward()
-                        clip_sum += float(clipped)
-                        kl_sum += float(kl)
-                    grad_norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)))
-                    optimizer.step()
-            t4 = time.perf_counter()
-            # 6. metrics
-            share = rank1_share(_head(model).detach() - head0)
-            est.observe(rank1_share=share)
-            record: dict[str, Any] = {
-                "step": step,
-                "reward_mean": float(rewards.mean()),
-                "solve_rate": float((rewards == 1).float().mean()),
-            }
-            for b in sorted(set(difficulty.tolist())):
-                sel = difficulty == b
-                record[bucket_key("reward_mean", b)] = float(rewards[sel].mean())
-                record[bucket_key("solve_rate", b)] = float((rewards[sel] == 1).float().mean())
-            record.update({
-                "entropy": entropy,
-                "param_norm": _norm(model.parameters()),
-                "grad_norm": grad_norms[-1],
-                "rank1_share": share,
-                **diagnostics,
-                "cov_adv_logp": cov_adv_logp,
-                "mass_entropy_term": mass_entropy_term,
-                "entropy_drive": 0.0 - (mass_entropy_term + cov_adv_logp),  # 0.0 -: never a -0.0
-                "clip_fraction": clip_sum / max(tokens * config.epochs, 1),
-                "kl": kl_sum / max(tokens * config.epochs, 1) if ref_lp is not None else None,
-                "completion_tokens": tokens,
-                "lr": config.lr,
-            })
-            for key in SCHEDULE:
-                if key in est.last:
-                    record[key] = est.last[key]
-            record.update({
-                "sample_seconds": t1 - t0,
-                "advantage_seconds": t3 - t2,
-                "update_seconds": t4 - t3,
-                "step_seconds": time.perf_counter() - t0,
-            })
-            metrics_log.append(record)
-            if writer is not None:
-                for key, value in record.items():
-                    if key != "step" and isinstance(value, (int, float)):
-                        writer.add_scalar(f"train/{key}", value, step)
-            if config.eval_every and (step % config.eval_every == 0 or step == config.steps):
-                run_eval(step, note)
+            seconds = {"advantage_seconds": t2 - t1, "update_seconds": t3 - t2, "step_seconds": t3 - t0}
+            record = _record(setup, step, batch, policy, weighed, update, seconds)
+            logs.metrics.append(record)
+            _tensorboard_step(writer, record, step)
+            if test_set and config.eval_every and (step % config.eval_every == 0 or step == config.steps):
+                last_eval = _evaluate(setup, step, test_set, logs.evals, writer, note)
             if step % config.checkpoint_every == 0 or step == config.steps:
-                checkpoint(step)
+                _checkpoint(setup, step)
                 if writer is not None:
                     writer.flush()
-            stats = f"reward {record['reward_mean']:.3f}  entropy {record['entropy']:.3f}"
-            if record.get("alpha") is not None:
-                stats += f"  alpha {record['alpha']:.2f}  delta {record['delta']:.2f}"
-            advance(stats + last_eval)
+            advance(_progress_line(record) + last_eval)
+    for log in (logs.metrics, logs.evals):
+        log.close()
     if writer is not None:
         writer.close()
-    save_policy(model, tokenizer, out / "policy")
-    return out
+    save_policy(setup.model, setup.tokenizer, setup.out / "policy")
+    return setup.out
 
 
 def _rng_states() -> dict[str, Any]:

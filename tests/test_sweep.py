@@ -784,16 +784,24 @@ def test_the_entropy_preset_is_the_paper_design_with_the_controls_on_one_update_
     assert estimate_wall_seconds([estimate_seconds(r) for r in runs], 2) / 3600 == pytest.approx(2.38, abs=0.01)
 
 
+def test_every_setting_an_arm_may_set_is_a_trainer_setting():
+    from fade.experiments.presets import ARM_SETTINGS
+    from fade.testbed.config import TrainConfig
+
+    assert set(ARM_SETTINGS) <= {f.name for f in dataclasses.fields(TrainConfig)}
+
+
 @pytest.mark.parametrize("overrides, needle", [
     ({"policy_loss": "ppo_clipp"}, "unknown policy loss 'ppo_clipp'"),
     ({"policy_loss": "ppo_clip:clip_ratio_low=2"}, "clip_ratio_low must be a number in [0, 1]"),
     ({"policy_loss": "entropy_bonus"}, "'entropy_bonus' is an entropy term, not a policy loss"),
     ({"entropy": "adaptive_entropy:target_ratio=0"}, "target_ratio must be a finite number > 0"),
     ({"entropy": "adaptive_entropy:target=0.3,target_ratio=0.7"}, "give target or target_ratio, not both"),
-    ({"entropy": "entropy_bonus:target_ratio=0.7"}, "target_ratio belongs to adaptive_entropy"),
+    ({"entropy": "entropy_bonus:target_ratio=0.7"}, "'entropy_bonus' got unknown parameter(s) ['target_ratio']"),
     ({"entropy": "adaptive_entropy:coef=2"}, "must lie in [coef_min, coef_max]"),
-    ({"filter_zero_variance": 1}, "filter_zero_variance: expected true or false, got 1"),
-    ({"minibatches": 0}, "minibatches: expected a positive integer, got 0"),
+    ({"filter_zero_variance": 1}, "filter_zero_variance must be true or false, got 1"),
+    ({"minibatches": 0}, "minibatches must be a positive integer, got 0"),
+    ({"filter_max_draws": 3}, "--filter-max-draws 3 applies with --filter-zero-variance only"),
     ({"learning_rate": 1e-3}, "unknown training setting 'learning_rate'; an arm may set policy_loss, entropy"),
 ])
 def test_a_bad_arm_is_refused_before_any_run_trains(tmp_path, overrides, needle):

@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fade import losses
 from fade.registry import estimator
 from fade.specs import format_spec, format_value, parse_spec
 from fade.specs import identity as spec_identity
+from fade.testbed.config import TrainConfig
 
 __all__ = [
     "ABLATIONS",
@@ -143,64 +143,12 @@ def check_spec(text: str, steps: int = 100) -> None:
 # -- arms: an estimator with training settings of its own ---------------------------------------
 
 
-def _loss_term(kind: str) -> Callable[[Any], None]:
-    def check(value: Any) -> None:
-        losses.from_spec(value, kind)
-
-    return check
-
-
-def _entropy_term(value: Any) -> None:
-    """An entropy term's spec, or None for none. ``adaptive_entropy:target_ratio=R`` is the trainer's
-    reading of the adaptive target as R times the first observed entropy (as FADE's h_star_ratio):
-    R must be a number > 0, and the rest of the spec must build with a target in its place."""
-    if value is None:
-        return
-    name, params = parse_spec(value, what="entropy term")
-    if "target_ratio" in params:
-        ratio = params.pop("target_ratio")
-        if name != "adaptive_entropy":
-            raise ValueError(f"entropy term spec {value!r}: target_ratio belongs to adaptive_entropy, not {name!r}")
-        if "target" in params:
-            raise ValueError(f"entropy term spec {value!r}: give target or target_ratio, not both")
-        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not math.isfinite(ratio) or ratio <= 0:
-            raise ValueError(f"entropy term spec {value!r}: target_ratio must be a finite number > 0 (a fraction of the "
-                             f"first entropy), got {ratio!r}")
-        params["target"] = 0.0  # the target is known once the first entropy is; any valid one checks the rest
-    try:
-        losses.entropy_term(name, **params)
-    except ValueError as exc:
-        raise ValueError(f"entropy term spec {value!r}: {exc}") from None
-
-
-def _flag(value: Any) -> None:
-    if not isinstance(value, bool):
-        raise ValueError(f"expected true or false, got {value!r}")
-
-
-def _count(value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"expected a positive integer, got {value!r}")
-
-
-def _aggregation(value: Any) -> None:
-    if value not in losses.AGGREGATIONS:
-        raise ValueError(f"expected one of {', '.join(losses.AGGREGATIONS)}, got {value!r}")
-
-
-#: The training settings an arm may set beyond its plan's (TrainConfig fields), each with the check
-#: of its value: a loss term's spec must build (:func:`fade.losses.from_spec`), a count must be a
-#: positive integer. The trainer checks them again when a run starts; these catch a bad preset
-#: before any run of it does.
-ARM_SETTINGS: Mapping[str, Callable[[Any], None]] = {
-    "policy_loss": _loss_term("policy"),
-    "entropy": _entropy_term,
-    "filter_zero_variance": _flag,
-    "filter_max_draws": _count,
-    "epochs": _count,
-    "minibatches": _count,
-    "loss_agg": _aggregation,
-}
+#: The training settings an arm may set beyond its plan's: TrainConfig fields, whose values the
+#: trainer's own validation checks (:meth:`Arm.check` builds the config an arm's settings give), so
+#: a bad preset is refused before any of its runs starts, with the trainer's message.
+ARM_SETTINGS: tuple[str, ...] = (
+    "policy_loss", "entropy", "filter_zero_variance", "filter_max_draws", "epochs", "minibatches", "loss_agg",
+)
 #: The settings whose values are loss-term specs, kept in canonical form, by the kind of term.
 _LOSS_SPECS = {"policy_loss": "policy loss", "entropy": "entropy term"}
 
@@ -232,16 +180,17 @@ class Arm:
         return identity(self.estimator), self.overrides
 
     def check(self, steps: int = 100) -> None:
-        """Raise ValueError naming the arm when its estimator does not build or a setting is unknown or bad."""
+        """Raise ValueError naming the arm when its estimator does not build, a setting is not one
+        an arm may set, or the trainer refuses the settings (TrainConfig.validate)."""
         check_spec(self.estimator, steps)
-        for key, value in self.overrides:
+        for key, _ in self.overrides:
             if key not in ARM_SETTINGS:
                 raise ValueError(f"arm {self.text!r}: unknown training setting {key!r}; an arm may set "
                                  f"{', '.join(ARM_SETTINGS)}")
-            try:
-                ARM_SETTINGS[key](value)
-            except ValueError as exc:
-                raise ValueError(f"arm {self.text!r}: {key}: {exc}") from None
+        try:
+            TrainConfig(out=".", **dict(self.overrides)).validate()  # validation reads no folder
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"arm {self.text!r}: {exc}") from None
 
 
 def _setting(key: str, value: Any) -> Any:

@@ -891,11 +891,11 @@ def test_fade_against_the_controls_is_computed_from_the_runs(tmp_path):
     match = _section(sections, "controls_match", "countdown_multi")
     answers = {row[0]: row[-1] for row in match.tables[0].rows}
     assert answers == {"dr_grpo (no control)": "below FADE's pass@k", "entropy bonus, tuned": "pass@1 not equal",
-                       "clip-higher, recommended": "matches FADE's pass@k"}  # FADE + clip-higher is FADE
+                       "clip-higher, recommended": "matches FADE's pass@k (not resolved apart)"}  # FADE + clip-higher is FADE
     assert match.verdicts[0].outcome == UNRESOLVED
     assert [name for name, _ in match.verdicts[0].parts] == ["pass@k mean vs dr_grpo (no control)",
                                                               "pass@k mean vs clip-higher, recommended"]
-    assert any("these arms match or exceed FADE's pass@k: clip-higher, recommended." in n for n in match.notes)
+    assert any("not resolved above these arms'" in n and n.endswith(": clip-higher, recommended.") for n in match.notes)
 
     # the plain-arm claims read dr_grpo and FADE only; the collapse check reads every arm
     assert {s.key for s in sections} >= {"controls", "controls_match"}

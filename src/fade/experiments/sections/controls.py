@@ -77,8 +77,9 @@ def controls_match(key: str, r: MatchedPassk) -> ClaimSection:
         section.notes.append("No arm's peak pass@1 equals FADE's by this definition, so the question has no answer at "
                              "this resolution; the table shows how far each arm's accuracy lies from FADE's.")
     elif matching:
-        section.notes.append("At equal pass@1, these arms match or exceed FADE's pass@k: "
-                             + ", ".join(c.name for c in matching) + ".")
+        section.notes.append("At equal pass@1, FADE's final pass@k mean is not resolved above these arms' (a match "
+                             "within what the seeds resolve, whatever the point estimate; the table gives each "
+                             "interval): " + ", ".join(c.name for c in matching) + ".")
     else:
         section.notes.append("Every arm at equal pass@1 has a final pass@k mean resolved below FADE's.")
     return section

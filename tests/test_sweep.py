@@ -766,7 +766,10 @@ def test_the_entropy_preset_is_the_paper_design_with_the_controls_on_one_update_
     assert entropy.seeds == paper.seeds and entropy.tuning is None
     for field in ("task", "steps", "eval_every", "eval_prompts", "eval_samples", "prompts_per_step", "group_size"):
         assert getattr(plan, field) == getattr(adam, field), field
-    assert dict(plan.trainer) == {**dict(adam.trainer), "minibatches": 4}
+    # four optimizer steps a batch at a quarter of the paper preset's learning rate: a batch moves the weights
+    # about as far as the paper preset's one step (at the paper preset's own rate four steps over-stepped)
+    assert dict(plan.trainer) == {**dict(adam.trainer), "minibatches": 4, "lr": dict(adam.trainer)["lr"] / 4}
+    assert all(r.train_kwargs("OUT")["lr"] == 5e-5 for r in entropy.runs())
     arms = [ENTROPY_BASELINE, ENTROPY_FADE, *ENTROPY_CONTROLS, ENTROPY_FADE_COMBINED]
     assert plan.arms == tuple(c.arm for c in arms) and len(arms) == 14
     assert ENTROPY_FADE.arm.text == "fade:h_star_ratio=0.7" and ENTROPY_BASELINE.arm.text == "dr_grpo"

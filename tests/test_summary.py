@@ -17,13 +17,17 @@ from fade.testbed.summary import (
     ENTROPY_BLOCK,
     FINAL_SHARE,
     PEAK_WINDOW,
+    THRESHOLD_SHARE,
     drive_blocks,
     final_mean,
     final_window,
     mass_imbalance,
+    pass1_area,
     share_below,
     smoothed_peak,
     summarise,
+    threshold,
+    threshold_step,
 )
 
 
@@ -104,6 +108,46 @@ def test_the_smoothed_peak_reads_only_full_windows():
     share = full[1:-1] / draws
     assert share.min() > 0.6 / 9 and share.max() < 1.6 / 9  # about 1/9 each
     assert shrunk[-1] / draws > 1.5 / 11  # the bias the full windows remove
+
+
+def test_time_to_threshold_on_hand_made_curves():
+    """The first evaluation whose 3-evaluation centred average reaches the threshold: a rising run
+    crosses where its average does, a run that never gets there counts one evaluation past its end,
+    and a run already there at its first evaluation crosses at that evaluation."""
+    steps = np.arange(0, 110, 10, dtype=float)  # 100 steps, evaluated every 10
+    rising = np.linspace(0.1, 0.3, 11)  # +0.02 an evaluation: the centred average is the value itself inside
+    level = threshold(0.1, 0.2)  # base 0.1 plus 75% of a gain of 0.2
+    assert THRESHOLD_SHARE == 0.75 and level == pytest.approx(0.25)
+    # Crossing: the average passes 0.25 between the evaluations of steps 70 (0.24) and 80 (0.26).
+    assert threshold_step(steps, rising, level, steps=100, eval_every=10) == (80.0, True)
+    # The smoothing decides, not one lucky evaluation: a single spike to 0.4 at step 30 is averaged away.
+    spiky = np.array([0.1, 0.1, 0.1, 0.4, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1])
+    assert threshold_step(steps, spiky, level, steps=100, eval_every=10) == (110.0, False)
+    assert threshold_step(steps, spiky, 0.2, steps=100, eval_every=10) == (20.0, True)  # (0.1 + 0.1 + 0.4) / 3
+    # Never crossing: counted at the run's length plus one evaluation interval.
+    assert threshold_step(steps, np.full(11, 0.2), level, steps=100, eval_every=10) == (110.0, False)
+    # Crossing at the first evaluation: the window shrinks there (steps 0 and 10 averaged).
+    assert threshold_step(steps, np.full(11, 0.3), level, steps=100, eval_every=10) == (0.0, True)
+    assert threshold_step(steps, np.r_[0.3, 0.2, np.full(9, 0.0)], level, steps=100, eval_every=10) == (0.0, True)
+    # Evaluations that failed (nan) are dropped before smoothing; none at all: no step.
+    holes = np.where(np.arange(11) == 8, np.nan, rising)
+    # Step 70 now averages 0.22, 0.24 and 0.28 (0.247 < 0.25); step 90 averages 0.24, 0.28 and 0.30.
+    assert threshold_step(steps, holes, level, steps=100, eval_every=10) == (90.0, True)
+    assert math.isnan(threshold_step(steps, np.full(11, np.nan), level, steps=100, eval_every=10)[0])
+    for bad, needle in ((dict(steps=0, eval_every=10), "steps"), (dict(steps=100, eval_every=0), "eval_every")):
+        with pytest.raises(ValueError, match=needle):
+            threshold_step(steps, rising, level, **bad)
+    with pytest.raises(ValueError, match="threshold"):
+        threshold_step(steps, rising, math.nan, steps=100, eval_every=10)
+
+
+def test_the_pass1_area_is_the_trapezoid_mean_over_training():
+    steps = np.array([0.0, 10.0, 30.0])
+    assert pass1_area(steps, np.array([0.1, 0.3, 0.3])) == pytest.approx((10 * 0.2 + 20 * 0.3) / 30)
+    assert pass1_area(steps, np.full(3, 0.25)) == pytest.approx(0.25)  # a flat curve's mean is its level
+    early, late = np.array([0.1, 0.3, 0.3]), np.array([0.1, 0.1, 0.3])
+    assert pass1_area(steps, early) > pass1_area(steps, late)  # the same final gain, made earlier
+    assert math.isnan(pass1_area(steps[:1], early[:1]))
 
 
 def _write_run(directory: Path, steps: int) -> None:

@@ -97,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         from rich.table import Table
 
+        sweep.check_design(preset, args.out)
         rows = sweep.plan_rows(preset, args.out)
         table = Table(title=f"fade sweep --preset {args.preset}: {len(rows)} runs into {args.out}")
         for col in ("run", "steps", "evaluations", "est. CPU min", "state"):

@@ -38,6 +38,7 @@ __all__ = [
     "ARM_SETTINGS",
     "BALANCED",
     "ENTROPY_BASELINE",
+    "ENTROPY_COMPARED",
     "ENTROPY_CONTROLS",
     "ENTROPY_FADE",
     "ENTROPY_FADE_COMBINED",
@@ -50,7 +51,13 @@ __all__ = [
     "PRESETS",
     "STATIC_BASELINES",
     "SUCCESS_BIASED",
+    "CONFIRM_ARMS",
+    "CONFIRM_FADE",
+    "CONFIRM_MEASURES",
+    "CONFIRM_SEEDS",
+    "ENTROPY_STATIC_TWIN",
     "Arm",
+    "Comparison",
     "Control",
     "Preset",
     "RunSpec",
@@ -59,6 +66,7 @@ __all__ = [
     "as_arm",
     "canonical_spec",
     "check_spec",
+    "comparisons",
     "estimate_seconds",
     "estimate_wall_seconds",
     "format_minutes",
@@ -331,6 +339,31 @@ class TaskPlan:
 
 
 @dataclass(frozen=True)
+class Comparison:
+    """One comparison a preset fixes before its runs: the claim that ``arm`` has a higher (``greater``)
+    or lower run scalar ``measure`` than ``against`` (both arms of the same plan, canonical), judged
+    on the paired per-seed differences (:func:`~fade.experiments.stats.compare`)."""
+
+    arm: Arm
+    against: Arm
+    measure: str
+    greater: bool = True
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """The comparison as the sweep folder's design record holds it (JSON)."""
+        return {"arm": self.arm.text, "against": self.against.text, "measure": self.measure, "greater": self.greater}
+
+
+def comparisons(arms: Iterable[str | Arm], against: Iterable[str | Arm], measures: Iterable[str],
+                greater: bool = True) -> tuple[Comparison, ...]:
+    """Every arm of ``arms`` against every arm of ``against`` on every measure, in that order."""
+    against, measures = [as_arm(a) for a in against], tuple(measures)
+    return tuple(Comparison(as_arm(arm), other, measure, greater)
+                 for arm in arms for other in against for measure in measures)
+
+
+@dataclass(frozen=True)
 class Tuning:
     """FADE's defaults chosen on one task: the candidate specs and the score that picks one.
 
@@ -346,13 +379,21 @@ class Tuning:
 
 @dataclass(frozen=True)
 class Preset:
-    """A named sweep: tasks with their plans, seeds, and optionally a tuning of FADE's defaults."""
+    """A named sweep: tasks with their plans, seeds, and optionally a tuning of FADE's defaults.
+
+    ``comparisons`` are fixed with the preset, before any of its runs: the sweep records them in its
+    folder when it starts one and refuses to go on once they differ from the record, as a changed
+    setting is refused on resume. ``claims``, when given, limits the report to those claims' keys, so
+    a confirmation reads only what it declared (None: every claim the runs cover).
+    """
 
     name: str
     description: str
     seeds: tuple[int, ...]
     plans: tuple[TaskPlan, ...]
     tuning: Tuning | None = None
+    comparisons: tuple[Comparison, ...] = ()
+    claims: tuple[str, ...] | None = None
 
     @property
     def tasks(self) -> tuple[str, ...]:
@@ -441,12 +482,16 @@ class Preset:
                 raise ValueError(f"seeds must be integers >= 0, got {bad}")
             new_seeds = tuple(dict.fromkeys(seeds))
         custom = any(x is not None for x in (estimators, seeds, tasks, steps))
+        # A custom list of estimators has none of the preset's fixed comparisons to make.
+        fixed = self.comparisons if estimators is None else ()
         return Preset(
             name=self.name if not custom else f"{self.name} (custom)",
             description=self.description if not custom else f"A custom sweep with the {self.name} preset's trainer settings.",
             seeds=new_seeds,
             plans=tuple(plans),
             tuning=tuning,
+            comparisons=fixed,
+            claims=self.claims if estimators is None else None,
         )
 
     def check(self) -> None:
@@ -464,6 +509,18 @@ class Preset:
             missing = [c for c in self.tuning.candidates if as_arm(c) not in tuning_plan.arms]
             if missing:
                 raise ValueError(f"tuning candidates {missing} are not trained on {self.tuning.task!r}")
+        trained = {arm for plan in self.plans for arm in plan.arms}
+        for comparison in self.comparisons:
+            for arm in (comparison.arm, comparison.against):
+                if arm not in trained:
+                    raise ValueError(f"preset {self.name!r} compares {arm.text!r}, which none of its plans trains")
+
+    @property
+    def design(self) -> dict[str, Any]:
+        """What the preset fixes before its runs, as the sweep records it in its folder: the
+        comparisons and the claims its report reads."""
+        return {"comparisons": [c.record for c in self.comparisons],
+                "claims": None if self.claims is None else list(self.claims)}
 
 
 def _ordered(*groups: Iterable[str]) -> tuple[str, ...]:
@@ -673,17 +730,26 @@ ENTROPY_CONTROLS: tuple[Control, ...] = (
             "DAPO as it runs: clip_ratio_high 0.28, groups whose rewards all agree dropped and prompts resampled "
             "(at most 10 draws, verl's max_num_gen_batches in the DAPO and entropy recipes), token-mean"),
 )
+#: FADE's static twin: on this task FADE's alpha reaches its cap of 3 within about 60 steps and
+#: stays there while delta stays near 1 (docs/results/paper), so Power(alpha = 3) is the static
+#: estimator FADE mostly behaves as, and the control that tells what its schedule adds.
+ENTROPY_STATIC_TWIN = Control(
+    "Power(alpha=3), FADE's static twin", as_arm("power:alpha=3"),
+    "the static estimator FADE's schedule settles at here: alpha at its cap of 3, delta near 1 (docs/results/paper)")
 #: FADE with DAPO's clip-higher: whether the two add up.
 ENTROPY_FADE_COMBINED = Control(
     "FADE + clip-higher", as_arm("fade:h_star_ratio=0.7", policy_loss="ppo_clip:clip_ratio_high=0.28"),
     "FADE's arm with DAPO's clip_ratio_high 0.28")
+
+#: The arms FADE is compared with in the entropy preset, in the report's order.
+ENTROPY_COMPARED: tuple[Control, ...] = (ENTROPY_BASELINE, ENTROPY_STATIC_TWIN, *ENTROPY_CONTROLS, ENTROPY_FADE_COMBINED)
 
 _ENTROPY = Preset(
     name="entropy",
     description=(
         "FADE against what practitioners use instead against entropy collapse, on the paper preset's task and "
         "schedule (countdown_multi, G = 16, 16 prompts a step, 200 steps, 5 seeds paired by seed): dr_grpo; FADE at "
-        "h_star_ratio = 0.7; dr_grpo with an entropy bonus, TRL's adaptive entropy coefficient, clip-higher, Clip-Cov "
+        "h_star_ratio = 0.7; Power(alpha = 3), the static estimator FADE's schedule settles at; dr_grpo with an entropy bonus, TRL's adaptive entropy coefficient, clip-higher, Clip-Cov "
         "and KL-Cov, each at its recommended setting and at one setting tuned by a rule fixed in advance; DAPO's "
         "clip-higher with dynamic sampling; FADE with clip-higher. Every arm takes 4 optimizer steps a batch, so "
         "the clips act, at a quarter of the paper preset's learning rate. Verdicts from paired bootstrap intervals."
@@ -692,14 +758,48 @@ _ENTROPY = Preset(
     plans=(
         TaskPlan(
             task=PAPER_TASK,
-            estimators=tuple(c.arm for c in (ENTROPY_BASELINE, ENTROPY_FADE, *ENTROPY_CONTROLS, ENTROPY_FADE_COMBINED)),
+            estimators=tuple(c.arm for c in (ENTROPY_BASELINE, ENTROPY_FADE, *ENTROPY_CONTROLS, ENTROPY_FADE_COMBINED,
+                                             ENTROPY_STATIC_TWIN)),
             **PAPER_SCHEDULE, trainer=ENTROPY_TRAINER,
         ),
     ),
 )
 
+# -- the confirmation preset: FADE against its static twin, out of sample --------------------------
+
+#: Seeds no other preset has used, so that nothing chosen on seeds 0-4 (h_star_ratio = 0.7 was the best
+#: of six FADE settings there) is judged on the seeds it was chosen on.
+CONFIRM_SEEDS: tuple[int, ...] = tuple(range(5, 15))
+#: FADE at its defaults and at the setting chosen on the paper preset's seeds.
+CONFIRM_FADE: tuple[str, ...] = (FADE, "fade:h_star_ratio=0.7")
+#: The static arms they are compared with: the balanced baselines, FADE's static twin Power(alpha = 3)
+#: (the estimator its schedule settles at on this task) and pass@k training at k = 4 (above every FADE
+#: arm at every k on the paper preset).
+CONFIRM_STATIC: tuple[str, ...] = ("dr_grpo", "grpo", "power:alpha=3", "passk:k=4")
+CONFIRM_ARMS: tuple[str, ...] = (*CONFIRM_STATIC, *CONFIRM_FADE)
+#: The measures, each a run scalar of fade.testbed.summary: the final pass@k mean, the peak pass@1
+#: smoothed over 3 evaluations (a single evaluation's maximum is noisy), the final entropy and the
+#: distinct correct answers per problem at the last evaluation.
+CONFIRM_MEASURES: tuple[str, ...] = ("passk_mean", "smoothed_peak_pass1", "entropy_final", "distinct_correct_final")
+
+_CONFIRM = Preset(
+    name="confirm",
+    description=(
+        "A confirmation, out of sample: the paper preset's task and schedule (countdown_multi, G = 16, 16 prompts a "
+        "step, 200 steps, lr 2e-4) evaluated every 10 steps, on 10 seeds no other preset used (5-14). FADE at its "
+        "defaults and at h_star_ratio = 0.7 (chosen on seeds 0-4) against dr_grpo, grpo, Power(alpha = 3) (the static "
+        "estimator FADE's schedule settles at) and pass@k training at k = 4, on four measures; every comparison was "
+        "fixed in the preset before any run, and the report reads only those and the time to threshold."
+    ),
+    seeds=CONFIRM_SEEDS,
+    plans=(TaskPlan(task=PAPER_TASK, estimators=CONFIRM_ARMS, **{**PAPER_SCHEDULE, "eval_every": 10},
+                    trainer=PAPER_TRAINER),),
+    comparisons=comparisons(CONFIRM_FADE, CONFIRM_STATIC, CONFIRM_MEASURES),
+    claims=("comparisons", "time_to_threshold"),
+)
+
 #: The presets ``fade sweep --preset`` knows, by name.
-PRESETS: dict[str, Preset] = {p.name: p for p in (_QUICK, _FULL, _PAPER, _ENTROPY)}
+PRESETS: dict[str, Preset] = {p.name: p for p in (_QUICK, _FULL, _PAPER, _ENTROPY, _CONFIRM)}
 
 
 def get_preset(name: str) -> Preset:

@@ -19,6 +19,7 @@ regeneration.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import math
 import os
@@ -45,7 +46,7 @@ from .claims.entropy_formula import EntropyFormula
 from .claims.regime import REGIME_NOT_CALIBRATED
 from .claims.sign_knob import REQUIREMENT_NOT_MET
 from .presets import FADE, Arm, Preset, RunSpec, as_arm, estimate_seconds
-from .runs import Runs, SweepRun
+from .runs import Runs, SweepRun, copies
 from .sections import ClaimSection, Table, VerdictLine, design_checks
 from .stats import (
     CONTRADICTED,
@@ -59,6 +60,7 @@ from .stats import (
     UNRESOLVED,
     PairedVerdict,
     Stat,
+    Verdict,
     minimum_detectable_difference,
     paired_differences,
     pooled_paired_sd,
@@ -80,6 +82,18 @@ _EXPLAIN = {
     CONTRADICTED: "the 95% interval of the paired difference lies entirely on the side opposite to the claim (or the "
                   "target was not reached on most seeds)",
 }
+
+_NO_INTERVAL = ("no interval was computed for this comparison: it is not a mean of paired differences (see its "
+                "detail), so it was read by a rule of its own, and no half-width says how large an effect it could "
+                "have resolved")
+
+
+def _explain(verdict: VerdictLine) -> str:
+    """Why a verdict is what it is, in words; an unresolved one without any interval says so."""
+    if verdict.outcome in (UNRESOLVED, CONTRADICTED) and not any(p.interval is not None for _, p in verdict.parts):
+        return _NO_INTERVAL
+    return _EXPLAIN[verdict.outcome]
+
 
 #: The power at which the report states the minimum detectable difference (the usual 80%).
 POWER = 0.8
@@ -124,7 +138,7 @@ def _role_groups(arms: dict[str, Arm], fade: str) -> list[tuple[str, list[str]]]
         ("FADE ablations and H*", pick([FADE, *presets.ABLATIONS, *(spec for _, spec in presets.H_STAR_LEVELS)])),
     ]
     if pick(c.arm for c in presets.ENTROPY_CONTROLS):
-        everyone = (presets.ENTROPY_FADE, presets.ENTROPY_BASELINE, *presets.ENTROPY_CONTROLS, presets.ENTROPY_FADE_COMBINED)
+        everyone = (presets.ENTROPY_FADE, *presets.ENTROPY_COMPARED)
         groups.append(("FADE vs the entropy controls", pick(c.arm for c in everyone)))
     covered = {spec for _, specs in groups for spec in specs}
     groups.append(("other estimators", [spec for spec in present if spec not in covered]))
@@ -331,7 +345,14 @@ def write_report(
     if verdict_rows:
         summary = Table(["task", "claim", "verdict"])
         summary.rows = [[s.task, v.statement, f"**{v.outcome}**"] for s, v in verdict_rows]
-        lines += ["## Verdicts at a glance", "", _verdict_count(verdict_rows, paired), ""] + _md_table(summary) + [""]
+        lines += ["## Verdicts at a glance", "", _verdict_count(verdict_rows, paired, sections), ""]
+        lines += _md_table(summary) + [""]
+        copied = copies(summaries)
+        if copied:
+            lines += ["Arms that are copies of one another: their runs are the same on every seed, bit for bit (every "
+                      "evaluation, reward and entropy), so they are one experiment under several names and a claim "
+                      "resting on one of them is counted once:", ""]
+            lines += [f"- {task}: " + " = ".join(f"`{arm}`" for arm in arms) for task, arms in copied] + [""]
     else:
         lines += ["## Verdicts at a glance", "", "No claim could be measured: no finished run covers one.", ""]
     if paired:
@@ -404,7 +425,7 @@ def write_report(
         lines += ["Every claim measured here is supported by the rule above.", ""]
     else:
         for section, verdict in not_reproduced:
-            lines += [f"- {section.task}: {verdict.statement} — **{verdict.outcome}**: {_EXPLAIN[verdict.outcome]}. "
+            lines += [f"- {section.task}: {verdict.statement} — **{verdict.outcome}**: {_explain(verdict)}. "
                       f"<sub>{verdict.detail}</sub>"]
         lines += ["", "Measured scale of these runs, against which to read them:", ""]
         for task in tasks:
@@ -436,8 +457,12 @@ def write_report(
     tmp = readme.with_suffix(".md.tmp")
     tmp.write_text("\n".join(lines))
     os.replace(tmp, readme)
+    computed = _interval_verdicts(sections)
     design = {"rule": "paired" if paired else "spread",
-              "minimum_detectable_pass1": {task: m for task in tasks if (m := _minimum_detectable(task, summaries))}}
+              "minimum_detectable_pass1": {task: m for task in tasks if (m := _minimum_detectable(task, summaries))},
+              "intervals": {"computed": len(computed), "distinct": len({_numbers(v) for v in computed})},
+              "copies": [{"task": task, "arms": list(arms)} for task, arms in copies(summaries)],
+              "fixed": preset.design}
     write_json_atomic(out / RESULTS_JSON,
                       _results_json(preset, runs, summaries, sections, failures, command, choice, design, checks))
     return readme
@@ -464,19 +489,61 @@ def _reads_peaks(verdict: VerdictLine) -> bool:
     return "peak" in verdict.statement or any("peak" in name for name, _ in verdict.parts)
 
 
-def _verdict_count(verdict_rows, paired: bool) -> str:
-    """One line: how many claims got each verdict, and, for paired intervals, how many comparisons
-    stand behind them (each interval is 95% on its own; nothing corrects for their number)."""
+def _interval_verdicts(sections: Sequence[ClaimSection]) -> list[Verdict]:
+    """Every comparison behind the report that was judged on a paired interval, whether a verdict
+    line or only a table reads it (each once)."""
+    found: dict[int, Verdict] = {}
+
+    def walk(x: Any) -> None:
+        if isinstance(x, Verdict):
+            if x.interval is not None:
+                found.setdefault(id(x), x)
+        elif dataclasses.is_dataclass(x) and not isinstance(x, type):
+            for f in dataclasses.fields(x):
+                walk(getattr(x, f.name))
+        elif isinstance(x, dict):
+            for value in x.values():
+                walk(value)
+        elif isinstance(x, (list, tuple)):
+            for value in x:
+                walk(value)
+
+    for section in sections:
+        walk(section.result)
+        for line in section.verdicts:
+            walk([part for _, part in line.parts])
+    return list(found.values())
+
+
+def _numbers(verdict: Verdict) -> tuple:
+    iv = verdict.interval
+    return (iv.mean, iv.low, iv.high, iv.n) if iv is not None else (verdict.outcome, verdict.detail)
+
+
+def _verdict_count(verdict_rows, paired: bool, sections: Sequence[ClaimSection] = ()) -> str:
+    """One line: how many claims got each verdict, and, for paired intervals, how many the report
+    computed (each 95% on its own; nothing corrects for their number) and how many of them are
+    distinct: a comparison that involves an arm whose runs copy another arm's repeats that
+    comparison's numbers exactly, so it is counted once, and so is a claim resting on it."""
     counts = Counter(v.outcome for _, v in verdict_rows)
     resolved = counts[SUPPORTED] + counts[CONTRADICTED]
     others = [f"{n} {outcome}" for outcome, n in counts.items() if outcome not in (SUPPORTED, CONTRADICTED)]
     text = (f"{len(verdict_rows)} claims: {resolved} resolved ({counts[SUPPORTED]} {SUPPORTED}, "
             f"{counts[CONTRADICTED]} {CONTRADICTED})" + (f"; {', '.join(others)}" if others else "") + ".")
+    distinct_claims = {(v.outcome, tuple(_numbers(part) for _, part in v.parts)) for _, v in verdict_rows}
+    if len(distinct_claims) < len(verdict_rows):
+        text += (f" {len(verdict_rows) - len(distinct_claims)} of them repeat another claim's comparisons exactly (an "
+                 f"arm that copies another, listed below), so {len(distinct_claims)} are distinct.")
     if paired:
-        intervals = sum(1 for _, v in verdict_rows for _, part in v.parts if part.interval is not None)
-        text += (f" Behind them are {intervals} paired intervals, each at 95% on its own with no correction for "
-                 f"their number: were no difference real, about {0.05 * intervals:.0f} of them would exclude 0 by "
-                 "chance, so a claim resting on one comparison is weaker evidence than one whose comparisons agree.")
+        computed = _interval_verdicts(sections) or [part for _, v in verdict_rows for _, part in v.parts
+                                                    if part.interval is not None]
+        distinct = len({_numbers(v) for v in computed})
+        repeats = (f", {distinct} of them distinct ({len(computed) - distinct} repeat another's numbers exactly)"
+                   if distinct < len(computed) else "")
+        text += (f" The report computed {len(computed)} paired intervals{repeats}, each at 95% on its own with no "
+                 f"correction for their number: were no difference real, about {0.05 * distinct:.0f} of them would "
+                 "exclude 0 by chance, so a claim resting on one comparison is weaker evidence than one whose "
+                 "comparisons agree.")
     return text
 
 

@@ -28,7 +28,7 @@ from fade.testbed.summary import summarise as summarise_run
 from .presets import Arm, RunSpec, as_arm
 from .stats import Stat
 
-__all__ = ["DONE_FILE", "Runs", "SweepRun", "summarise"]
+__all__ = ["DONE_FILE", "Runs", "SweepRun", "copies", "summarise"]
 
 DONE_FILE = "done.json"
 
@@ -104,3 +104,35 @@ class Runs:
 
     def present(self, arms: Iterable[str | Arm]) -> list[str | Arm]:
         return [arm for arm in arms if self.has(arm)]
+
+
+#: What two runs must agree on, exactly, to be copies of one another: every evaluation and the
+#: per-step reward and entropy.
+_COPY_CURVES = ("reward_mean", "entropy")
+
+
+def _same_run(a: SweepRun, b: SweepRun) -> bool:
+    if a.base != b.base or a.final != b.final or not np.array_equal(a.pass1, b.pass1, equal_nan=True):
+        return False
+    return all(np.array_equal(a.curves[k], b.curves[k], equal_nan=True) for k in _COPY_CURVES)
+
+
+def copies(summaries: Sequence[SweepRun]) -> list[tuple[str, tuple[str, ...]]]:
+    """(task, arm texts) of each group of arms whose runs are the same on every seed: the same seeds,
+    and on each the same evaluations, rewards and entropies bit for bit. Such arms (``fade`` and
+    ``fade_alpha`` when FADE's sign knob never acts) are one experiment under two names, so a claim
+    that rests on one of them is evidence once, not twice."""
+    groups: list[tuple[str, tuple[str, ...]]] = []
+    for task in dict.fromkeys(s.task for s in summaries):
+        runs = Runs([s for s in summaries if s.task == task])
+        arms = {text: runs.by_seed(text) for text in runs.spec_of.values()}
+        seen: set[str] = set()
+        for text, by_seed in arms.items():
+            if text in seen:
+                continue
+            same = [other for other, theirs in arms.items() if other != text and other not in seen
+                    and set(theirs) == set(by_seed) and all(_same_run(by_seed[k], theirs[k]) for k in by_seed)]
+            if same:
+                seen.update(same)
+                groups.append((task, (text, *same)))
+    return groups

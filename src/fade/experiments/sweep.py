@@ -46,18 +46,23 @@ from .presets import Preset, RunSpec, estimate_seconds, estimate_wall_seconds, f
 __all__ = [
     "CONFLICT",
     "DONE",
+    "DESIGN_FILE",
     "DONE_FILE",
     "ERROR_FILE",
     "NEW",
     "RESUME",
     "SweepOutcome",
+    "check_claims",
+    "check_design",
     "execute_run",
+    "fix_design",
     "inspect_run",
     "plan_rows",
     "run_sweep",
 ]
 
 DONE_FILE, ERROR_FILE, TUNING_FILE, LOCK_FILE = "done.json", "error.txt", "tuning.json", ".sweep.lock"
+DESIGN_FILE = "design.json"
 DONE, RESUME, NEW, CONFLICT = "done", "resume", "new", "conflict"
 _CHECKPOINT = "checkpoint.pt"  # the trainer's checkpoint file name
 _NOT_COMPARED = ("out", "progress")  # where a run lives and whether it drew a bar do not change it
@@ -412,11 +417,72 @@ def run_sweep(
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
     preset.check()
+    check_claims(preset)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     with _lock(out):
+        fix_design(preset, out)
         return _sweep(preset, out, workers, keep_checkpoints, progress, command or default_command(preset, out), log,
                       report)
+
+
+def _started(preset: Preset, out: Path) -> list[str]:
+    """The keys of the preset's runs that have left anything in ``out`` (a run folder with files)."""
+    return [r.key for r in preset.runs() if r.directory(out).is_dir() and any(r.directory(out).iterdir())]
+
+
+def check_claims(preset: Preset) -> None:
+    """Raise ValueError when the preset names a claim its report should read that is not one."""
+    if preset.claims is None:
+        return
+    from .claims import CLAIMS
+
+    known = [claim.key for claim in CLAIMS]
+    unknown = [key for key in preset.claims if key not in known]
+    if unknown:
+        raise ValueError(f"preset {preset.name!r} reads unknown claim(s) {unknown}; known claims: {', '.join(known)}")
+
+
+def check_design(preset: Preset, out: str | Path) -> dict[str, Any] | None:
+    """The design record of the sweep folder ``out`` (None when it has none); ValueError when the
+    record holds other comparisons or claims than ``preset`` fixes, or is unreadable."""
+    path = Path(out) / DESIGN_FILE
+    if not path.exists():
+        return None
+    saved = _read_json(path)
+    if saved is None:
+        raise ValueError(f"{path} is not a readable design record: expected the JSON object a `fade sweep` wrote")
+    planned = preset.design
+    changed = [key for key in planned if saved.get(key) != planned[key]]
+    if changed:
+        detail = "; ".join(f"{key}: {_brief(saved.get(key))} recorded, {_brief(planned[key])} planned" for key in changed)
+        raise ValueError(f"{out} was started with other {' and '.join(changed)} than preset {preset.name!r} now fixes "
+                         f"({detail}): a preset's comparisons are fixed before its runs, so choose another --out, or "
+                         "remove the folder to start over")
+    return saved
+
+
+def _brief(value: Any) -> str:
+    if isinstance(value, list):
+        return f"{len(value)} entries" if len(value) != 1 else "1 entry"
+    return repr(value)
+
+
+def fix_design(preset: Preset, out: str | Path) -> None:
+    """Record what ``preset`` fixes before its runs (:attr:`Preset.design`) in ``out``, or check it
+    against the record there: a changed comparison is refused as a changed setting is on resume.
+
+    A folder without a record whose runs have started gets one only when the preset fixes no
+    comparison (folders from before records existed); comparisons cannot be fixed after the fact.
+    """
+    out = Path(out)
+    if check_design(preset, out) is not None:
+        return
+    started = _started(preset, out)
+    if preset.comparisons and started:
+        raise ValueError(f"{out} holds runs of preset {preset.name!r} ({len(started)}, e.g. {started[0]}) but no "
+                         f"{DESIGN_FILE}: its comparisons would be fixed after its runs started; choose another --out")
+    write_json_atomic(out / DESIGN_FILE, {"preset": preset.name, **preset.design})
 
 
 @contextlib.contextmanager
@@ -534,9 +600,11 @@ def report_sweep(preset: Preset, out: str | Path, *, workers: int = 2, command: 
     Safe while a sweep is running into the same folder: it only reads the finished runs' logs.
     """
     preset.check()
+    check_claims(preset)
     out = Path(out)
     if not out.is_dir():
         raise ValueError(f"{out} holds no sweep: expected the folder a `fade sweep` wrote")
+    check_design(preset, out)
     outcome = SweepOutcome(runs=preset.runs())
     if preset.tuning is not None and (out / TUNING_FILE).is_file():
         outcome.choice = (_read_json(out / TUNING_FILE) or {}).get("choice")

@@ -45,6 +45,7 @@ __all__ = [
     "PEAK_WINDOW",
     "RISE_SHARE",
     "SIGN_CLASSES",
+    "THRESHOLD_SHARE",
     "RunSummary",
     "block_spans",
     "drive_blocks",
@@ -58,6 +59,7 @@ __all__ = [
     "last_finite",
     "mass_imbalance",
     "ols_slope",
+    "pass1_area",
     "pearson",
     "peak",
     "share_below",
@@ -65,6 +67,8 @@ __all__ = [
     "smoothed_peak",
     "summarise",
     "term_key",
+    "threshold",
+    "threshold_step",
 ]
 
 #: The share of a run's last steps whose mean is its "final" value of a training signal (one step
@@ -85,6 +89,11 @@ PEAK_WINDOW = 3
 #: ``rise_step`` is the first step where the smoothed pass@1 has made this share of its gain: on a
 #: flat, wandering plateau the peak can fall anywhere, while this step says when the gain stopped.
 RISE_SHARE = 0.9
+#: Time to threshold: a run has reached the gain a good static run makes once its smoothed pass@1 is at
+#: least its base pass@1 plus this share of the best static arm's seed-mean smoothed gain
+#: (:func:`threshold_step`). Fixed before the confirmation preset's runs: 75% asks for most of the
+#: gain while staying below the plateau, where a run's smoothed pass@1 wanders by its evaluation noise.
+THRESHOLD_SHARE = 0.75
 #: The per-step metrics a summary keeps as curves. Runs logged before a key existed read it as NaN
 #: throughout, and the readers that need it skip them.
 CURVES = ("entropy", "rank1_share", *DIAGNOSTICS, *ENTROPY_FORMULA_KEYS, "reward_mean", *SCHEDULE, "step_seconds",
@@ -293,6 +302,55 @@ def smoothed_peak(eval_steps: np.ndarray, pass1: np.ndarray, window: int = PEAK_
     return float(steps[best]), float(smooth[best]), rise
 
 
+def threshold(base_pass1: float, gain: float, share: float = THRESHOLD_SHARE) -> float:
+    """The pass@1 a run must reach in :func:`threshold_step`: its own base pass@1 plus ``share`` of
+    ``gain``, the best static arm's seed-mean smoothed gain (``smoothed_gain``)."""
+    return float(base_pass1) + share * float(gain)
+
+
+def threshold_step(eval_steps: np.ndarray, pass1: np.ndarray, threshold: float, *, steps: int,
+                   eval_every: int, window: int = PEAK_WINDOW) -> tuple[float, bool]:
+    """(step, crossed): the first evaluation step at which pass@1's centred moving average over
+    ``window`` evaluations (the smoothing of :func:`smoothed_peak`, its window shrinking at the two
+    ends so the first evaluation can count) is at least ``threshold``.
+
+    A run that never gets there is counted at ``steps + eval_every``, one evaluation past its end:
+    it did not cross within the run, and counting it at infinity would leave no mean to compare,
+    while counting it at its last step would credit it with a crossing it never made; ``crossed``
+    says which it was. A run without a finite pass@1 gives (nan, False).
+    """
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 1:
+        raise ValueError(f"eval_every must be a positive integer, got {eval_every!r}")
+    if not math.isfinite(threshold):
+        raise ValueError(f"threshold must be a finite pass@1, got {threshold!r}")
+    eval_steps, pass1 = np.asarray(eval_steps, float), np.asarray(pass1, float)
+    if eval_steps.shape != pass1.shape:
+        raise ValueError(f"eval_steps and pass1 differ in shape: {eval_steps.shape} and {pass1.shape}")
+    keep = np.isfinite(pass1) & np.isfinite(eval_steps)
+    if not keep.any():
+        return math.nan, False
+    smooth = moving_average(pass1[keep], window)
+    hit = np.flatnonzero(smooth >= threshold)
+    if hit.size:
+        return float(eval_steps[keep][hit[0]]), True
+    return float(steps + eval_every), False
+
+
+def pass1_area(eval_steps: np.ndarray, pass1: np.ndarray) -> float:
+    """The area under the pass@1 curve per training step: the trapezoid rule over the finite
+    evaluations, divided by the steps they span, so it reads as the run's mean pass@1 over
+    training (a run that gains early scores higher than one that gains as much late). nan with
+    fewer than two evaluations."""
+    eval_steps, pass1 = np.asarray(eval_steps, float), np.asarray(pass1, float)
+    keep = np.isfinite(pass1) & np.isfinite(eval_steps)
+    x, y = eval_steps[keep], pass1[keep]
+    if x.size < 2 or x[-1] <= x[0]:
+        return math.nan
+    return float(np.sum((x[1:] - x[:-1]) * (y[1:] + y[:-1]) / 2) / (x[-1] - x[0]))
+
+
 # -- one run --------------------------------------------------------------------------------------
 
 
@@ -310,7 +368,8 @@ class RunSummary:
     - ``peak_pass1``, ``peak_step``: the first evaluation at the highest pass@1; ``peak_fraction``:
       its step over the planned steps; ``smoothed_peak_step``, ``smoothed_peak_pass1``,
       ``rise_step``, ``smoothed_peak_fraction``: :func:`smoothed_peak`; ``base_pass1``,
-      ``final_pass1``: the first and last evaluation's; ``pass@k`` for every k of the last
+      ``final_pass1``: the first and last evaluation's; ``smoothed_gain``: ``smoothed_peak_pass1``
+      minus ``base_pass1``; ``pass1_area``: :func:`pass1_area`; ``pass@k`` for every k of the last
       evaluation, ``passk_mean`` their mean; ``gain/d<b>``: last minus first pass@1 of bucket b;
       ``distinct_correct_final``: the last evaluation's distinct correct answers per problem
       (``distinct_correct``: the mean over its problems of how many different correct answers its
@@ -408,6 +467,8 @@ def summarise(run: Run, steps: int | None = None) -> RunSummary:
     scalars["peak_fraction"] = scalars["peak_step"] / planned if planned else math.nan
     scalars["smoothed_peak_step"], scalars["smoothed_peak_pass1"], scalars["rise_step"] = smoothed_peak(eval_steps, pass1)
     scalars["smoothed_peak_fraction"] = scalars["smoothed_peak_step"] / planned if planned else math.nan
+    scalars["smoothed_gain"] = scalars["smoothed_peak_pass1"] - scalars["base_pass1"]
+    scalars["pass1_area"] = pass1_area(eval_steps, pass1)
     scalars["delta_below1"] = share_below(curves["delta"], 1.0)
     # The entropy formula with both terms: the early change per step against the early mean drive
     # (compared across runs), and the per-block change against the block-mean drive (within a run).

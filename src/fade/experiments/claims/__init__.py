@@ -19,6 +19,7 @@ from . import (
     ablations,
     ablations_engaged,
     collapse,
+    comparisons,
     controls,
     controls_match,
     defaults,
@@ -30,6 +31,7 @@ from . import (
     regime,
     sign_axis,
     sign_knob,
+    time_to_threshold,
 )
 from .base import Claim, Context, Finding, Judgement, fade_spec
 
@@ -40,6 +42,7 @@ CHECKS: tuple[Claim, ...] = (regime.CLAIM, sign_knob.CLAIM, collapse.CLAIM)
 
 #: The claims, in the report's order.
 CLAIMS: tuple[Claim, ...] = (
+    comparisons.CLAIM,
     sign_axis.CLAIM,
     entropy_check.CLAIM,
     entropy_formula.CLAIM,
@@ -52,6 +55,7 @@ CLAIMS: tuple[Claim, ...] = (
     defaults.CONFIRM,
     controls.CLAIM,
     controls_match.CLAIM,
+    time_to_threshold.CLAIM,
 )
 
 
@@ -70,8 +74,10 @@ def _measure(claims: Sequence[Claim], summaries: Sequence[SweepRun], preset: Pre
 
 
 def measure(summaries: Sequence[SweepRun], preset: Preset | None = None, choice: str | None = None) -> list[Finding]:
-    """Every claim of :data:`CLAIMS` the runs cover, measured on each task it applies to."""
-    return _measure(CLAIMS, summaries, preset, choice)
+    """Every claim of :data:`CLAIMS` the runs cover, measured on each task it applies to; where the
+    preset names the claims its report reads (:attr:`Preset.claims`), only those."""
+    chosen = CLAIMS if preset is None or preset.claims is None else tuple(c for c in CLAIMS if c.key in preset.claims)
+    return _measure(chosen, summaries, preset, choice)
 
 
 def measure_checks(summaries: Sequence[SweepRun]) -> list[Finding]:

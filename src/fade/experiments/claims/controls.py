@@ -2,8 +2,8 @@
 entropy comparison, FADE minus that arm on the final pass@k mean, the peak pass@1, the final
 entropy and the distinct correct answers, paired by seed.
 
-The arms are the entropy preset's (:data:`~fade.experiments.presets.ENTROPY_CONTROLS` and its
-neighbours): dr_grpo alone, dr_grpo with each control at its recommended and its tuned setting,
+The arms are the entropy preset's (:data:`~fade.experiments.presets.ENTROPY_COMPARED`): dr_grpo alone, FADE's
+static twin Power(alpha = 3), dr_grpo with each control at its recommended and its tuned setting,
 DAPO's clip-higher with dynamic sampling, and FADE with clip-higher. Applies to a task where
 FADE's arm (:data:`~fade.experiments.presets.ENTROPY_FADE`) and at least one control ran, so a
 sweep without the controls (the paper preset, whose FADE and dr_grpo arms are the same specs) has
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..presets import ENTROPY_BASELINE, ENTROPY_CONTROLS, ENTROPY_FADE, ENTROPY_FADE_COMBINED, Control
+from ..presets import ENTROPY_COMPARED, ENTROPY_CONTROLS, ENTROPY_FADE, Control
 from ..runs import Runs
 from ..stats import compare
 from .base import Claim, Context, Judgement, StatTable, judge, stat_table
@@ -31,11 +31,12 @@ MEASURES: tuple[tuple[str, str, str], ...] = (
 
 
 def compared(runs: Runs) -> list[Control]:
-    """The arms FADE is compared with that these runs trained: dr_grpo, the controls, FADE with
-    clip-higher; none unless FADE's arm and at least one control ran."""
+    """The arms FADE is compared with that these runs trained: dr_grpo, FADE's static twin
+    Power(alpha = 3), the controls, FADE with clip-higher; none unless FADE's arm and at least one
+    control ran."""
     if not runs.has(ENTROPY_FADE.arm) or not any(runs.has(c.arm) for c in ENTROPY_CONTROLS):
         return []
-    return [c for c in (ENTROPY_BASELINE, *ENTROPY_CONTROLS, ENTROPY_FADE_COMBINED) if runs.has(c.arm)]
+    return [c for c in ENTROPY_COMPARED if runs.has(c.arm)]
 
 
 @dataclass(frozen=True)

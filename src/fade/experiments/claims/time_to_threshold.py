@@ -1,0 +1,108 @@
+"""How soon each arm makes most of the gain a good static arm makes: the testbed's reading of "peak
+pass@1 earlier", with the threshold and the counting fixed before the runs.
+
+The best static arm is the static one (an estimator without a schedule, trained as its plan says)
+with the highest seed-mean smoothed gain (``smoothed_gain``: the smoothed peak pass@1 minus the
+base's). On each seed an arm's threshold is its own base pass@1 plus
+:data:`~fade.testbed.summary.THRESHOLD_SHARE` of that mean gain (:func:`~fade.testbed.summary.threshold`),
+and its time to threshold is the first evaluation step where its smoothed pass@1 reaches it, a seed
+that never does counted one evaluation past the run's end (:func:`~fade.testbed.summary.threshold_step`).
+Every arm is compared with the best static arm on that step (lower is earlier) and on the area
+under its pass@1 curve (``pass1_area``), paired by seed; the arms with a schedule (FADE's family)
+carry the claim's verdicts, the others are shown beside them. Applies to a task with a static arm
+and at least one other arm.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fade.registry import spec as estimator_spec
+from fade.specs import parse_spec
+from fade.testbed.summary import THRESHOLD_SHARE, threshold, threshold_step
+
+from ..runs import Runs, SweepRun
+from ..stats import Stat, Verdict, compare
+from .base import Claim, Context, Judgement, judge
+
+
+@dataclass(frozen=True)
+class ArmTiming:
+    """One arm: its time to threshold per seed (``steps``; a seed that never crossed counted one
+    evaluation past the run's end), how many of its ``seeds`` ``never`` crossed, its pass@1 area
+    per seed, and, for an arm other than the best static one, the comparisons with it."""
+
+    arm: str
+    scheduled: bool
+    steps: Stat
+    never: int
+    seeds: int
+    area: Stat
+    earlier: Verdict | None = None
+    larger_area: Verdict | None = None
+
+
+@dataclass(frozen=True)
+class TimeToThreshold:
+    """The best static arm, its seed-mean smoothed gain, the threshold share, each arm's timing
+    (the best first), and the verdicts of the scheduled arms by arm text."""
+
+    task: str
+    best: str
+    gain: Stat
+    share: float
+    threshold: Stat
+    arms: tuple[ArmTiming, ...]
+    verdicts: dict[str, dict[str, Judgement]]
+
+
+def scheduled(arm_estimator: str) -> bool:
+    """Whether an estimator spec schedules its parameters from training signals (FADE's family)."""
+    return estimator_spec(parse_spec(arm_estimator)[0]).schedule is not None
+
+
+def _timing(runs: list[SweepRun], gain: float, scheduled_arm: bool, text: str) -> ArmTiming:
+    steps, areas, never = [], [], 0
+    for s in runs:
+        level = threshold(s.scalars["base_pass1"], gain)
+        step, crossed = (threshold_step(s.eval_steps, s.pass1, level, steps=s.run.steps, eval_every=s.run.eval_every)
+                         if math.isfinite(level) else (math.nan, False))
+        never += int(math.isfinite(step) and not crossed)
+        steps.append((s.seed, step))
+        areas.append((s.seed, s.scalars["pass1_area"]))
+    return ArmTiming(text, scheduled_arm, Stat.by_seed(steps), never, len(runs), Stat.by_seed(areas))
+
+
+def measure(task: str, context: Context) -> TimeToThreshold | None:
+    runs: Runs = context.runs(task)
+    arms = {text: runs.of(text) for text in runs.spec_of.values()}
+    arms = {text: of for text, of in arms.items() if of and any(np.isfinite(s.pass1).any() for s in of)}
+    static = [text for text, of in arms.items() if not of[0].run.overrides and not scheduled(of[0].run.estimator)]
+    if not static or len(arms) < 2:
+        return None
+    gains = {text: runs.stat(text, "smoothed_gain") for text in static}
+    best = max(static, key=lambda text: gains[text].mean if gains[text].n else -math.inf)
+    gain = gains[best]
+    if not gain.n:
+        return None
+    timings = {text: _timing(of, gain.mean, scheduled(of[0].run.estimator), text) for text, of in arms.items()}
+    reference = timings[best]
+    compared, verdicts = [], {}
+    for text in [best, *(t for t in arms if t != best)]:
+        timing = timings[text]
+        if text != best:
+            timing = ArmTiming(**{**vars(timing), "earlier": compare(timing.steps, reference.steps, greater=False),
+                                  "larger_area": compare(timing.area, reference.area, greater=True)})
+            if timing.scheduled:
+                verdicts[text] = {"earlier": judge([(f"time to threshold vs {best}", timing.earlier)]),
+                                  "area": judge([(f"pass@1 area vs {best}", timing.larger_area)])}
+        compared.append(timing)
+    levels = Stat.by_seed((s.seed, threshold(s.scalars["base_pass1"], gain.mean)) for s in runs.of(best))
+    return TimeToThreshold(task=task, best=best, gain=gain, share=THRESHOLD_SHARE, threshold=levels,
+                           arms=tuple(compared), verdicts=verdicts)
+
+
+CLAIM = Claim("time_to_threshold", measure, reads_overrides=True)

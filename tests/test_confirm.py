@@ -167,7 +167,8 @@ def test_time_to_threshold_compares_every_arm_with_the_best_static_arm(tmp_path)
     """FADE makes the best static arm's gain in half the steps on every seed, power:alpha=3 never gets
     there: the best static arm is chosen by its gain, FADE is earlier with a larger area, and the
     arm that never crosses counts one evaluation past the end, said in the table."""
-    arms = {"dr_grpo": (0.10, 80, 0.0), "power:alpha=3": (0.05, 80, 0.0), "fade": (0.10, 40, 0.0)}
+    arms = {"dr_grpo": (0.10, 80, 0.0), "power:alpha=3": (0.05, 80, 0.0), "fade": (0.10, 40, 0.0),
+            "psr": (0.20, 80, 0.0)}  # a sign-axis probe with the largest gain: not a baseline, it sets no bar
     preset, summaries = _hand_sweep(tmp_path, arms)
     (section,) = [s for s in evaluate(summaries, preset) if s.key == "time_to_threshold"]
     r = section.result
@@ -185,7 +186,7 @@ def test_time_to_threshold_compares_every_arm_with_the_best_static_arm(tmp_path)
                           "fade has a larger area under its pass@1 curve than dr_grpo"]
     row = next(row for row in section.tables[0].rows if "power" in row[0])
     assert row[2] == "5 of 5"
-    assert "5 of 15 runs never crossed" in section.notes[0]
+    assert "5 of 20 runs never crossed" in section.notes[0]
 
 
 def test_the_report_reads_only_the_fixed_comparisons_and_counts_copies_once(tmp_path):
@@ -211,6 +212,8 @@ def test_the_report_reads_only_the_fixed_comparisons_and_counts_copies_once(tmp_
                  command="fade sweep --preset hand", workers=1)
     text = (out / "README.md").read_text()
     assert "- countdown_multi: `fade` = `fade_alpha`" in text
+    # 4 samples per prompt: pass@k up to k = 4, so no label claims a pass@64
+    assert "final pass@k for k = 1, 2, 4" in text and "pass@k over k = 1, 2, 4." in text and "..., 64" not in text
     # 4 fixed comparisons + 2 arms x (step, area) against dr_grpo = 8 intervals; fade_alpha's 4 repeat fade's
     assert "8 claims" in text and "4 of them repeat another claim's comparisons exactly" in text
     assert "The report computed 8 paired intervals, 4 of them distinct (4 repeat another's numbers exactly)" in text
@@ -239,3 +242,13 @@ def test_an_unresolved_verdict_without_an_interval_says_none_was_computed(tmp_pa
     text = (out / "README.md").read_text()
     line = next(line for line in text.splitlines() if line.startswith("- countdown_multi: FADE reaches"))
     assert "no interval was computed for this comparison" in line
+
+
+def test_the_k_label_follows_the_samples_per_prompt():
+    from fade.testbed.evaluation import ks_text, reported_ks
+
+    assert reported_ks(32) == (1, 2, 4, 8, 16, 32) and reported_ks(64)[-1] == 64 and reported_ks(5) == (1, 2, 4)
+    assert ks_text(32) == "k = 1, 2, 4, ..., 32" and ks_text(2) == "k = 1, 2"
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match="samples must be a positive int"):
+            reported_ks(bad)

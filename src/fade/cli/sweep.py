@@ -30,8 +30,10 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", default="quick", metavar="NAME",
                    help="quick (about 10 minutes on 2 cores), full (every claim on arithmetic and countdown, a few "
                         "hours), paper (the calibrated instrument: countdown_multi, 5 paired seeds, FADE's arms, "
-                        "about 8 CPU hours) or entropy (FADE against entropy bonus, adaptive entropy, clip-higher, "
-                        "Clip-Cov, KL-Cov and DAPO on the paper preset's design, about 5 CPU hours); --dry-run "
+                        "about 8 CPU hours), entropy (FADE against entropy bonus, adaptive entropy, clip-higher, "
+                        "Clip-Cov, KL-Cov, DAPO and power:alpha=3 on the paper preset's design, about 5 CPU hours) "
+                        "or confirm (FADE against its static twins on new seeds 5-14, comparisons fixed in advance, "
+                        "about 3 CPU hours measured); --dry-run "
                         "prints each run's cost (default: quick)")
     p.add_argument("--out", required=True, metavar="DIR", help="the sweep's folder; rerunning into it resumes (required)")
     p.add_argument("--workers", type=int, default=2, metavar="N", help="runs trained at once, one core each (default: 2)")

@@ -6,7 +6,7 @@
   panel per estimator, one line per seed (start circled, end starred).
 - :func:`draw_pass1`: pass@1 against step, one panel per claim group, each run a thin line with
   its peak starred, the seed mean thick.
-- :func:`draw_passk`: the final pass@k curves, k = 1..64, seed mean with a +- std band.
+- :func:`draw_passk`: the final pass@k curves at every k the evaluations report, seed mean with a +- std band.
 - :func:`draw_entropy_rank1`: training entropy and the head update's rank-1 share against step.
 - :func:`draw_entropy_check`: predicted against observed entropy change (the first-order check).
 - :func:`draw_entropy_formula`: observed entropy change against the formula's drive and each of its

@@ -367,7 +367,7 @@ def comparisons(arms: Iterable[str | Arm], against: Iterable[str | Arm], measure
 class Tuning:
     """FADE's defaults chosen on one task: the candidate specs and the score that picks one.
 
-    The score is ``passk_mean`` (the mean over k = 1, 2, 4, ..., 64 of the final pass@k, averaged
+    The score is ``passk_mean`` (the mean over the reported k = 1, 2, 4, ... of the final pass@k, averaged
     over seeds): one number that rewards accuracy (small k) and diversity (large k) alike, the
     trade-off FADE claims to win. Ties go to the earlier candidate.
     """

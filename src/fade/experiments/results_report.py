@@ -35,6 +35,7 @@ import numpy as np
 
 from fade.atomic import write_json_atomic
 from fade.geometry import PAPER_RANK1_SHARE
+from fade.testbed.evaluation import EVAL_KS, ks_text
 from fade.testbed.report import compare_runs
 from fade.testbed.summary import early_steps
 
@@ -99,6 +100,16 @@ def _explain(verdict: VerdictLine) -> str:
 POWER = 0.8
 
 
+def _ks_label(summaries: Sequence[SweepRun]) -> str:
+    """The k the runs' evaluations report, from their samples per prompt (one label per distinct count)."""
+    counts = sorted({s.run.eval_samples for s in summaries})
+    if not counts:
+        return ks_text(EVAL_KS[-1])
+    if len(counts) == 1:
+        return ks_text(counts[0])
+    return "; ".join(f"{ks_text(n)} with {n} samples" for n in counts)
+
+
 def _md_table(table: Table) -> list[str]:
     lines = ["| " + " | ".join(table.header) + " |", "|" + "|".join("---" for _ in table.header) + "|"]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in table.rows]
@@ -161,6 +172,7 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
         arms.setdefault(s.run.arm.text, s.run.arm)
     present = list(runs_by_spec)
     groups = _role_groups(arms, fade)
+    ks = _ks_label(summaries)
     drawn: list[tuple[str, str]] = []
 
     def draw(name: str, caption: str, fn) -> None:
@@ -174,7 +186,7 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
     if any(s.pass1.size for s in summaries):
         draw(f"{task}-pass1.png", "pass@1 against step; each run's peak starred",
              lambda p: figures.draw_pass1(groups, runs_by_spec, palette, p, title=task))
-        draw(f"{task}-passk.png", "final pass@k for k = 1..64",
+        draw(f"{task}-passk.png", f"final pass@k for {ks}",
              lambda p: figures.draw_passk(groups, runs_by_spec, palette, p, title=task))
     draw(f"{task}-entropy-rank1.png", "training entropy and rank-1 share of the head's update against step",
          lambda p: figures.draw_entropy_rank1(groups, runs_by_spec, palette, p, title=task))
@@ -313,7 +325,7 @@ def write_report(
         f"**{OVERLAP}** otherwise; with fewer than {MIN_SEEDS} seeds a comparison is **{FEW_SEEDS}**. ")
     glossary = ("The entropy drop rate is the least-squares slope of the training entropy over "
                 "the first third of the run (sign flipped); final entropy is the mean over the last tenth of the steps; "
-                "pass@k mean is the mean of the final pass@k over k = 1, 2, 4, ..., 64.")
+                f"pass@k mean is the mean of the final pass@k over {_ks_label(summaries)}.")
     lines += ["## How to read the verdicts", ""]
     if not paired:
         lines += ["Every number is a mean ± standard deviation over seeds (n = seeds with a finished run). A claim that X "

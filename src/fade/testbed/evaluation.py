@@ -20,10 +20,25 @@ from fade.passk import pass_at_k
 from .sampling import greedy, sample
 from .tasks import Problem, Task
 
-__all__ = ["EVAL_KS", "decode_completions", "encode_prompt", "evaluate", "pass_at_k_table", "solve_counts"]
+__all__ = ["EVAL_KS", "decode_completions", "ks_text", "reported_ks", "encode_prompt", "evaluate", "pass_at_k_table", "solve_counts"]
 
 #: The k of pass@k the testbed reports: powers of two up to the 64 samples per prompt.
 EVAL_KS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def reported_ks(samples: int) -> tuple[int, ...]:
+    """The k of :data:`EVAL_KS` an evaluation with ``samples`` samples per prompt reports (k <= samples)."""
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        raise ValueError(f"samples must be a positive int, got {samples!r}")
+    return tuple(k for k in EVAL_KS if k <= samples)
+
+
+def ks_text(samples: int) -> str:
+    """The k an evaluation with ``samples`` samples reports, as a label: ``k = 1, 2, 4, ..., 32``."""
+    ks = reported_ks(samples)
+    if len(ks) <= 3:
+        return "k = " + ", ".join(map(str, ks))
+    return f"k = 1, 2, 4, ..., {ks[-1]}"
 
 
 def encode_prompt(tokenizer: Any, text: str) -> list[int]:

@@ -1,8 +1,8 @@
 """How soon each arm makes most of the gain a good static arm makes: the testbed's reading of "peak
 pass@1 earlier", with the threshold and the counting fixed before the runs.
 
-The best static arm is the static one (an estimator without a schedule, trained as its plan says)
-with the highest seed-mean smoothed gain (``smoothed_gain``: the smoothed peak pass@1 minus the
+The best static arm is the static baseline (one of :data:`BASELINE_POOL`, without a schedule and
+trained as its plan says; any static arm when none of them ran) with the highest seed-mean smoothed gain (``smoothed_gain``: the smoothed peak pass@1 minus the
 base's). On each seed an arm's threshold is its own base pass@1 plus
 :data:`~fade.testbed.summary.THRESHOLD_SHARE` of that mean gain (:func:`~fade.testbed.summary.threshold`),
 and its time to threshold is the first evaluation step where its smoothed pass@1 reaches it, a seed
@@ -24,9 +24,15 @@ from fade.registry import spec as estimator_spec
 from fade.specs import parse_spec
 from fade.testbed.summary import THRESHOLD_SHARE, threshold, threshold_step
 
+from ..presets import STATIC_BASELINES, canonical_spec
 from ..runs import Runs, SweepRun
 from ..stats import Stat, Verdict, compare
 from .base import Claim, Context, Judgement, judge
+
+#: The static arms the threshold's best arm is chosen from: the static baselines and FADE's static
+#: twin power:alpha=3. The sign-axis probes (psr, nsr, asym_grpo:delta=2) are not baselines: a
+#: collapsing or success-only arm must not set the bar.
+BASELINE_POOL: tuple[str, ...] = (*STATIC_BASELINES, "power:alpha=3")
 
 
 @dataclass(frozen=True)
@@ -83,8 +89,10 @@ def measure(task: str, context: Context) -> TimeToThreshold | None:
     static = [text for text, of in arms.items() if not of[0].run.overrides and not scheduled(of[0].run.estimator)]
     if not static or len(arms) < 2:
         return None
-    gains = {text: runs.stat(text, "smoothed_gain") for text in static}
-    best = max(static, key=lambda text: gains[text].mean if gains[text].n else -math.inf)
+    pool = {canonical_spec(spec) for spec in BASELINE_POOL}
+    candidates = [text for text in static if canonical_spec(arms[text][0].run.estimator) in pool] or static
+    gains = {text: runs.stat(text, "smoothed_gain") for text in candidates}
+    best = max(candidates, key=lambda text: gains[text].mean if gains[text].n else -math.inf)
     gain = gains[best]
     if not gain.n:
         return None

@@ -87,8 +87,8 @@ def time_to_threshold(key: str, r: TimeToThreshold) -> ClaimSection:
     never = sum(arm.never for arm in r.arms)
     runs = sum(arm.seeds for arm in r.arms)
     section.notes.append(
-        f"The best static arm is the one without a schedule whose seed-mean smoothed gain (smoothed peak pass@1 minus "
-        f"the base's) is highest: {best}, {r.gain.text()}. On each seed an arm's threshold is its base pass@1 plus "
+        f"The best static arm is the static baseline (grpo, dr_grpo, rloo, maxrl, w_reinforce, passk, power; no "
+        f"schedule, no sign-axis probe) whose seed-mean smoothed gain (smoothed peak pass@1 minus the base's) is highest: {best}, {r.gain.text()}. On each seed an arm's threshold is its base pass@1 plus "
         f"{r.share:.0%} of that gain ({r.threshold.text()} over {best}'s seeds); its time to threshold is the first "
         f"evaluation step where its pass@1, averaged over 3 consecutive evaluations, reaches it. {never} of {runs} runs "
         "never crossed and are counted one evaluation interval past the run's end. The pass@1 area is the trapezoid "

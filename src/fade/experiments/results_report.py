@@ -295,6 +295,7 @@ def write_report(
     summaries = list(summaries)
     tasks = [t for t in preset.tasks if any(r.task == t for r in runs)]
     palette = figures.colours(list(dict.fromkeys(s.run.arm.text for s in summaries)))
+    copied = copies(summaries)
 
     lines = [f"# FADE's claims on the CPU testbed: preset `{preset.name}`", "", "Regenerate this report (finished runs are "
              "skipped, interrupted ones resumed):", "", "```", command, "```", ""]
@@ -359,7 +360,6 @@ def write_report(
         summary.rows = [[s.task, v.statement, f"**{v.outcome}**"] for s, v in verdict_rows]
         lines += ["## Verdicts at a glance", "", _verdict_count(verdict_rows, paired, sections), ""]
         lines += _md_table(summary) + [""]
-        copied = copies(summaries)
         if copied:
             lines += ["Arms that are copies of one another: their runs are the same on every seed, bit for bit (every "
                       "evaluation, reward and entropy), so they are one experiment under several names and a claim "
@@ -473,7 +473,7 @@ def write_report(
     design = {"rule": "paired" if paired else "spread",
               "minimum_detectable_pass1": {task: m for task in tasks if (m := _minimum_detectable(task, summaries))},
               "intervals": {"computed": len(computed), "distinct": len({_numbers(v) for v in computed})},
-              "copies": [{"task": task, "arms": list(arms)} for task, arms in copies(summaries)],
+              "copies": [{"task": task, "arms": list(arms)} for task, arms in copied],
               "fixed": preset.design}
     write_json_atomic(out / RESULTS_JSON,
                       _results_json(preset, runs, summaries, sections, failures, command, choice, design, checks))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -187,6 +188,9 @@ def test_time_to_threshold_compares_every_arm_with_the_best_static_arm(tmp_path)
     row = next(row for row in section.tables[0].rows if "power" in row[0])
     assert row[2] == "5 of 5"
     assert "5 of 20 runs never crossed" in section.notes[0]
+    # steps print whole, as the evaluations are whole steps
+    assert re.search(r"\(n=5\) vs \d+ ± \d+ \(n=5\); paired difference [+-]\d+ \[[+-]\d+, [+-]\d+\]",
+                     timing["fade"].earlier.detail), timing["fade"].earlier.detail
 
 
 def test_the_report_reads_only_the_fixed_comparisons_and_counts_copies_once(tmp_path):

@@ -565,8 +565,11 @@ def _paired(verdict_rows: Sequence[tuple[ClaimSection, VerdictLine]]) -> bool:
 
 
 def _decimals(x: float) -> int:
-    """Decimals that show ``x`` to two significant digits (at least 3)."""
-    return 3 if not (math.isfinite(x) and x > 0) else max(3, 1 - math.floor(math.log10(x)))
+    """Decimals that show ``x`` to two significant digits: at least 3 below 1 (a rate, a share),
+    none from 10 on (steps)."""
+    if not (math.isfinite(x) and x > 0):
+        return 3
+    return max(3 if x < 1 else 0, 1 - math.floor(math.log10(x)))
 
 
 def _verdict_table(verdict_rows: Sequence[tuple[ClaimSection, VerdictLine]]) -> Table:

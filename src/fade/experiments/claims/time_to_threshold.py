@@ -102,8 +102,9 @@ def measure(task: str, context: Context) -> TimeToThreshold | None:
     for text in [best, *(t for t in arms if t != best)]:
         timing = timings[text]
         if text != best:
-            timing = ArmTiming(**{**vars(timing), "earlier": compare(timing.steps, reference.steps, greater=False),
-                                  "larger_area": compare(timing.area, reference.area, greater=True)})
+            earlier = compare(timing.steps, reference.steps, greater=False, digits=0)
+            larger_area = compare(timing.area, reference.area, greater=True)
+            timing = ArmTiming(**{**vars(timing), "earlier": earlier, "larger_area": larger_area})
             if timing.scheduled:
                 verdicts[text] = {"earlier": judge([(f"time to threshold vs {best}", timing.earlier)]),
                                   "area": judge([(f"pass@1 area vs {best}", timing.larger_area)])}

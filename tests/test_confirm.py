@@ -13,18 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fade.experiments.presets import (
-    CONFIRM_FADE,
-    CONFIRM_MEASURES,
-    CONFIRM_STATIC,
-    PAPER_SCHEDULE,
-    PRESETS,
-    Preset,
-    TaskPlan,
-    comparisons,
-    estimate_seconds,
-    get_preset,
-)
+from fade.experiments.costs import estimate_seconds
+from fade.experiments.design import Preset, TaskPlan, comparisons
+from fade.experiments.presets import PRESETS, get_preset
+from fade.experiments.presets.confirm import CONFIRM_FADE, CONFIRM_MEASURES, CONFIRM_STATIC
+from fade.experiments.presets.paper import PAPER_SCHEDULE
 from fade.experiments.runs import copies, summarise
 from fade.experiments.sections import evaluate
 from fade.experiments.stats import CONTRADICTED, SUPPORTED, UNRESOLVED

@@ -658,7 +658,7 @@ def test_fade_compare_and_the_claims_read_one_final_entropy_and_one_delta_share(
     """19 steps, where a floor of 10% (the claims' old window: the last step alone) and a ceiling (the
     compare table's: the last two) disagree: both now read the mean of the last two steps, and the
     same share of steps with delta < 1."""
-    from fade.experiments.presets import TaskPlan
+    from fade.experiments.design import TaskPlan
     from fade.experiments.runs import summarise
 
     run = TaskPlan(task="arithmetic", estimators=("fade",), steps=19, eval_every=19, eval_prompts=4,

@@ -17,7 +17,8 @@ from fade.cli import main
 from fade.experiments.claims.defaults import choose_tuned
 from fade.experiments.claims.regime import REGIME_CALIBRATED, REGIME_NOT_CALIBRATED
 from fade.experiments.claims.sign_knob import REQUIREMENT_MET, REQUIREMENT_NOT_MET
-from fade.experiments.presets import PRESETS, Preset, TaskPlan, Tuning, get_preset
+from fade.experiments.design import Preset, TaskPlan, Tuning
+from fade.experiments.presets import PRESETS, get_preset
 from fade.experiments.runs import summarise
 from fade.experiments.sections import design_checks, evaluate
 from fade.experiments.stats import (
@@ -196,7 +197,7 @@ def test_bad_names_are_clear_errors(argv, needle, tmp_path, capsys):
 
 
 def test_presets_cover_the_claims_within_budget():
-    from fade.experiments.presets import estimate_seconds, estimate_wall_seconds
+    from fade.experiments.costs import estimate_seconds, estimate_wall_seconds
 
     quick, full = get_preset("quick"), get_preset("full")
     assert set(PRESETS) == {"quick", "full", "paper", "entropy", "confirm"}
@@ -215,7 +216,8 @@ def test_presets_cover_the_claims_within_budget():
 
 
 def test_the_paper_preset_is_the_calibrated_paired_design_within_eight_cpu_hours():
-    from fade.experiments.presets import PAPER_FADE_ARMS, estimate_seconds
+    from fade.experiments.costs import estimate_seconds
+    from fade.experiments.presets.paper import PAPER_FADE_ARMS
 
     paper = get_preset("paper")
     paper.check()
@@ -727,7 +729,7 @@ def test_the_shipped_presets_keep_their_run_keys_and_folders(name, folder):
 
 
 def test_an_arm_names_its_training_in_its_key_and_folder():
-    from fade.experiments.presets import as_arm
+    from fade.experiments.design import as_arm
 
     plan = TaskPlan(task="countdown_multi", estimators=(
         "dr_grpo", as_arm("dr_grpo", policy_loss="ppo_clip:clip_ratio_high=0.28", filter_zero_variance=True),
@@ -751,14 +753,13 @@ def test_an_arm_names_its_training_in_its_key_and_folder():
 
 
 def test_the_entropy_preset_is_the_paper_design_with_the_controls_on_one_update_schedule():
-    from fade.experiments.presets import (
+    from fade.experiments.costs import estimate_seconds, estimate_wall_seconds
+    from fade.experiments.presets.entropy import (
         ENTROPY_BASELINE,
         ENTROPY_CONTROLS,
         ENTROPY_FADE,
         ENTROPY_FADE_COMBINED,
         ENTROPY_STATIC_TWIN,
-        estimate_seconds,
-        estimate_wall_seconds,
     )
 
     entropy, paper = get_preset("entropy"), get_preset("paper")
@@ -790,7 +791,7 @@ def test_the_entropy_preset_is_the_paper_design_with_the_controls_on_one_update_
 
 
 def test_every_setting_an_arm_may_set_is_a_trainer_setting():
-    from fade.experiments.presets import ARM_SETTINGS
+    from fade.experiments.design import ARM_SETTINGS
     from fade.testbed.config import TrainConfig
 
     assert set(ARM_SETTINGS) <= {f.name for f in dataclasses.fields(TrainConfig)}
@@ -810,7 +811,7 @@ def test_every_setting_an_arm_may_set_is_a_trainer_setting():
     ({"learning_rate": 1e-3}, "unknown training setting 'learning_rate'; an arm may set policy_loss, entropy"),
 ])
 def test_a_bad_arm_is_refused_before_any_run_trains(tmp_path, overrides, needle):
-    from fade.experiments.presets import as_arm
+    from fade.experiments.design import as_arm
 
     bad = as_arm("dr_grpo", **overrides)
     preset = _one()
@@ -836,7 +837,12 @@ def _entropy_like_sweep(out: Path, names=tuple(ENTROPY_LIKE), clip_gap: float = 
     """An entropy-preset layout of 5 seeds written by hand: FADE, dr_grpo with the same peak pass@1
     and less pass@k, an entropy bonus that loses pass@1 and keeps more entropy, clip-higher at FADE's
     pass@1 whose pass@k is FADE's plus ``clip_gap``, and FADE with clip-higher."""
-    from fade.experiments.presets import ENTROPY_BASELINE, ENTROPY_CONTROLS, ENTROPY_FADE, ENTROPY_FADE_COMBINED
+    from fade.experiments.presets.entropy import (
+        ENTROPY_BASELINE,
+        ENTROPY_CONTROLS,
+        ENTROPY_FADE,
+        ENTROPY_FADE_COMBINED,
+    )
 
     controls = {c.name: c for c in (ENTROPY_FADE, ENTROPY_BASELINE, *ENTROPY_CONTROLS, ENTROPY_FADE_COMBINED)}
     plan = TaskPlan(task="countdown_multi", estimators=tuple(controls[name].arm for name in names), steps=30,

@@ -19,7 +19,7 @@ from fade.testbed.runlog import read_log_bytes
 SWEEP = textwrap.dedent(
     """
     import sys
-    from fade.experiments.presets import Preset, TaskPlan
+    from fade.experiments.design import Preset, TaskPlan
     from fade.experiments.sweep import run_sweep
 
     if __name__ == "__main__":  # workers are spawned: they import this file without running the sweep

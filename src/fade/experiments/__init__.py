@@ -1,7 +1,8 @@
 """Experiments on the testbed: the paper's claims tested at small scale by one resumable sweep.
 
-:mod:`.presets` holds the design as data (which estimators play which role, the ``quick`` and
-``full`` presets, the cost model); :mod:`.sweep` runs a preset's grid in parallel worker
+:mod:`.design` holds the design's records (which estimators play which role, arms, run specs,
+presets), :mod:`.presets` the presets themselves as data, one module each, and :mod:`.costs` the
+cost model; :mod:`.sweep` runs a preset's grid in parallel worker
 processes and skips what is finished; :mod:`.runs` reads the finished runs (each summarised by
 :mod:`fade.testbed.summary`); :mod:`.claims` measures each claim on them, one module per claim,
 with the statistics of :mod:`.stats`; :mod:`.sections` words the claims, and :mod:`.figures` and
@@ -9,7 +10,8 @@ with the statistics of :mod:`.stats`; :mod:`.sections` words the claims, and :mo
 package sits above the testbed and imports it, never the reverse; it needs the testbed extra.
 """
 
-from .presets import PRESETS, Preset, RunSpec, TaskPlan, Tuning, get_preset
+from .design import Preset, RunSpec, TaskPlan, Tuning
+from .presets import PRESETS, get_preset
 from .sweep import SweepOutcome, run_sweep
 
 __all__ = ["PRESETS", "Preset", "RunSpec", "SweepOutcome", "TaskPlan", "Tuning", "get_preset", "run_sweep"]

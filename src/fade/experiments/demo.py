@@ -32,7 +32,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .presets import PAPER_TASK, Preset, get_preset
+from .design import Preset
+from .presets import get_preset
+from .presets.paper import PAPER_TASK
 
 __all__ = ["DEMO_BASELINE", "DEMO_FADE", "DEMO_SEED", "DemoOutcome", "demo_preset", "run_demo"]
 

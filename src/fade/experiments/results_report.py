@@ -11,7 +11,7 @@ gradient-mass atlas of every estimator trained); per task ``<task>-pass1.png``,
 ``<task>-buckets.png``, ``<task>-fade-family-seed<k>.png`` (the testbed's
 :func:`~fade.testbed.report.compare_runs` on FADE and its ablations) and ``<task>-controls.png``
 (FADE against the entropy controls: every arm's pass@k curve and entropy) where the runs exist;
-and ``results.json``. Runs are shown per arm (:class:`~fade.experiments.presets.Arm`): an
+and ``results.json``. Runs are shown per arm (:class:`~fade.experiments.design.Arm`): an
 estimator, with the training settings of its own when it has some. A hand-written
 ``ANALYSIS.md`` in the same folder, if present, is included verbatim, so an analysis survives
 regeneration.
@@ -39,14 +39,16 @@ from fade.testbed.evaluation import EVAL_KS, ks_text
 from fade.testbed.report import compare_runs
 from fade.testbed.summary import early_steps
 
-from . import figures, presets
+from . import design, figures
 from .claims import fade_spec
 from .claims.controls import Controls
 from .claims.entropy_check import EntropyCheck
 from .claims.entropy_formula import EntropyFormula
 from .claims.regime import REGIME_NOT_CALIBRATED
 from .claims.sign_knob import REQUIREMENT_NOT_MET
-from .presets import FADE, Arm, Preset, RunSpec, as_arm, estimate_seconds
+from .costs import estimate_seconds
+from .design import FADE, Arm, Preset, RunSpec, as_arm
+from .presets import entropy as entropy_preset
 from .runs import Runs, SweepRun, copies
 from .sections import ClaimSection, Table, VerdictLine, design_checks
 from .stats import (
@@ -143,13 +145,13 @@ def _role_groups(arms: dict[str, Arm], fade: str) -> list[tuple[str, list[str]]]
         return list(dict.fromkeys(by_identity[i] for i in (as_arm(spec).identity for spec in specs) if i in by_identity))
 
     groups = [
-        ("sign axis", pick([*presets.SUCCESS_BIASED, *presets.BALANCED, *presets.FAILURE_BIASED])),
-        ("difficulty axis: Power(alpha)", pick([spec for _, spec in presets.POWER_LEVELS])),
-        ("FADE vs static baselines", pick([fade, *presets.STATIC_BASELINES])),
-        ("FADE ablations and H*", pick([FADE, *presets.ABLATIONS, *(spec for _, spec in presets.H_STAR_LEVELS)])),
+        ("sign axis", pick([*design.SUCCESS_BIASED, *design.BALANCED, *design.FAILURE_BIASED])),
+        ("difficulty axis: Power(alpha)", pick([spec for _, spec in design.POWER_LEVELS])),
+        ("FADE vs static baselines", pick([fade, *design.STATIC_BASELINES])),
+        ("FADE ablations and H*", pick([FADE, *design.ABLATIONS, *(spec for _, spec in design.H_STAR_LEVELS)])),
     ]
-    if pick(c.arm for c in presets.ENTROPY_CONTROLS):
-        everyone = (presets.ENTROPY_FADE, *presets.ENTROPY_COMPARED)
+    if pick(c.arm for c in entropy_preset.ENTROPY_CONTROLS):
+        everyone = (entropy_preset.ENTROPY_FADE, *entropy_preset.ENTROPY_COMPARED)
         groups.append(("FADE vs the entropy controls", pick(c.arm for c in everyone)))
     covered = {spec for _, specs in groups for spec in specs}
     groups.append(("other estimators", [spec for spec in present if spec not in covered]))
@@ -212,7 +214,7 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
     if delta_arms:
         draw(f"{task}-delta.png", "FADE's sign knob: delta against step for each FADE arm",
              lambda p: figures.draw_delta(delta_arms, palette, p, title=task))
-    levels = [(f"alpha={a} ({spec})", runs_by_spec.get(spec, [])) for a, spec in presets.POWER_LEVELS]
+    levels = [(f"alpha={a} ({spec})", runs_by_spec.get(spec, [])) for a, spec in design.POWER_LEVELS]
     levels = [(label, runs) for label, runs in levels if runs]
     if len(levels) > 1 and any(r.buckets() for _, runs in levels for r in runs):
         draw(f"{task}-buckets.png", "pass@1 gain per difficulty bucket under Power(alpha)",
@@ -266,7 +268,7 @@ def _context(task: str, summaries: Sequence[SweepRun]) -> list[str]:
     peaks = Stat.of(s.scalars["peak_pass1"] for s in runs)
     if base.n:
         facts.append(f"base pass@1 {base.mean:.3f}; peak pass@1 over all runs {min(peaks.values):.3f}–{max(peaks.values):.3f}")
-    balanced = {as_arm(b).identity for b in presets.BALANCED}
+    balanced = {as_arm(b).identity for b in design.BALANCED}
     ratios = Stat.of(s.scalars["entropy_final"] / s.scalars["entropy_first"] for s in runs if s.identity in balanced)
     if ratios.n:
         facts.append(f"entropy of balanced runs (grpo, dr_grpo) at the end / at the start: {ratios.text(2)}")
@@ -605,7 +607,7 @@ def _minimum_detectable(task: str, summaries: Sequence[SweepRun]) -> dict[str, A
         return None
     runs = Runs(task_summaries)
     specs = list(runs.spec_of.values())
-    balanced = runs.present(presets.BALANCED)
+    balanced = runs.present(design.BALANCED)
     pool = balanced if len(balanced) >= 2 else specs
     peak = {spec: runs.stat(spec, "peak_pass1").per_seed() or {} for spec in pool}
     pairs = list(combinations(pool, 2))

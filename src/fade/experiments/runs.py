@@ -5,7 +5,7 @@ plan it ran, grouped by task, estimator and seed.
 :class:`~fade.testbed.summary.RunSummary` (every number a run is summarised by, defined there
 once) with the :class:`~fade.experiments.presets.RunSpec` it ran, its arm's identity, and its
 timing (``done.json``). :class:`Runs` finds one task's runs by arm (an estimator spec, or an
-:class:`~fade.experiments.presets.Arm` with training settings of its own), matched by identity so
+:class:`~fade.experiments.design.Arm` with training settings of its own), matched by identity so
 that ``asym_grpo`` and ``asym_grpo:delta=0.5`` are one estimator while dr_grpo with an entropy
 bonus is another arm than dr_grpo, and gathers a metric over seeds into a
 :class:`~fade.experiments.stats.Stat`.
@@ -25,7 +25,7 @@ from fade.testbed.runlog import load_run, read_json_object
 from fade.testbed.summary import RunSummary
 from fade.testbed.summary import summarise as summarise_run
 
-from .presets import Arm, RunSpec, as_arm
+from .design import Arm, RunSpec, as_arm
 from .stats import Stat
 
 __all__ = ["DONE_FILE", "Runs", "SweepRun", "copies", "summarise"]
@@ -36,7 +36,7 @@ DONE_FILE = "done.json"
 @dataclass
 class SweepRun(RunSummary):
     """One finished run of a sweep: its summary, the plan it ran, its arm's identity
-    (:attr:`~fade.experiments.presets.Arm.identity`) and its timing in seconds (``train_seconds``: the
+    (:attr:`~fade.experiments.design.Arm.identity`) and its timing in seconds (``train_seconds``: the
     logged step times; ``cpu_seconds``, ``wall_seconds``, ``resumed`` from ``done.json``)."""
 
     run: RunSpec = field(kw_only=True)
@@ -71,7 +71,7 @@ class Runs:
     """The summaries of one task's runs, found by arm (by identity) and seed.
 
     An arm is asked for by an estimator spec (the arm that sets nothing else), an
-    :class:`~fade.experiments.presets.Arm`, or the text of an arm these runs trained (``spec_of``'s
+    :class:`~fade.experiments.design.Arm`, or the text of an arm these runs trained (``spec_of``'s
     values are those texts).
     """
 

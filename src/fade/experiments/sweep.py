@@ -17,7 +17,7 @@ evaluation (each log compressed, as the trainer writes it, or plain, as runs fro
 Workers are ``spawn``-ed processes with one torch thread each, so N workers use N cores; with
 one worker the runs train in this process, one after another. A run that raises writes its
 traceback to ``error.txt`` and is reported as failed; the others keep going, and the sweep ends
-with a report and a non-zero status. FADE's tuned runs (see :class:`~.presets.Tuning`) are
+with a report and a non-zero status. FADE's tuned runs (see :class:`~.design.Tuning`) are
 submitted as soon as the tuning candidates have all finished. One sweep at a time may write into a
 folder (``.sweep.lock`` holds its process id while it runs).
 """
@@ -41,7 +41,8 @@ from fade.atomic import write_json_atomic
 from fade.progress import make_progress, spinner
 from fade.testbed.runlog import EVAL_FILE, METRICS_FILE, log_path, read_log_bytes
 
-from .presets import Preset, RunSpec, estimate_seconds, estimate_wall_seconds, format_minutes
+from .costs import estimate_seconds, estimate_wall_seconds, format_minutes
+from .design import Preset, RunSpec
 
 __all__ = [
     "CONFLICT",

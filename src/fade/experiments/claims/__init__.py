@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..presets import Preset
+from ..design import Preset
 from ..runs import SweepRun
 from . import (
     ablations,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from fade.specs import parse_spec
 
-from ..presets import ABLATIONS, FADE, H_STAR_LEVELS
+from ..design import ABLATIONS, FADE, H_STAR_LEVELS
 from ..runs import Runs
 from ..stats import compare
 from .base import Claim, Context, Judgement, StatTable, judge, stat_table

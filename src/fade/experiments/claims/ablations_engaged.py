@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from fade.specs import format_spec, parse_spec
 
-from ..presets import ABLATIONS, FADE
+from ..design import ABLATIONS, FADE
 from .ablations import Ablation, ablate
 from .base import Claim, Context, StatTable, stat_table
 

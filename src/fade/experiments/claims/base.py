@@ -2,7 +2,7 @@
 
 A claim is a :class:`Claim`: a key, the tasks it reads (every task the runs cover, unless it says
 otherwise), whether it reads the arms that set training of their own (a policy loss, an entropy
-term: :class:`~fade.experiments.presets.Arm`; a claim about estimators does not, so it compares
+term: :class:`~fade.experiments.design.Arm`; a claim about estimators does not, so it compares
 runs trained alike), and ``measure(task, context)``, which returns the claim's typed result on that task's
 runs, or None where those runs do not cover it (the estimators it compares were not trained).
 The result is a frozen dataclass of the claim's own: the numbers it measured (each a
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Generic, TypeVar
 
-from ..presets import FADE, Preset
+from ..design import FADE, Preset
 from ..runs import Runs, SweepRun
 from ..stats import Stat, Verdict, combine
 

@@ -1,7 +1,7 @@
 """Design check: no run ends far below its base, so no claim compares a collapsed run.
 
 Applies to a task with a run that logged pass@1 at its base and last evaluations, of any arm (a
-control's runs too: :class:`~fade.experiments.presets.Arm`). A run whose last
+control's runs too: :class:`~fade.experiments.design.Arm`). A run whose last
 evaluation's pass@1 is below :data:`COLLAPSE_FRACTION` of its base evaluation's collapsed (a
 diverged step size, or an estimator that destroys the policy); the claims still count it, and
 the check names it so that no verdict is read without knowing.

@@ -1,4 +1,4 @@
-"""The comparisons a preset fixed before its runs (:attr:`~fade.experiments.presets.Preset.comparisons`),
+"""The comparisons a preset fixed before its runs (:attr:`~fade.experiments.design.Preset.comparisons`),
 each judged on the paired per-seed differences of one run scalar.
 
 Nothing here chooses what to compare: the preset's list is the claim, recorded in the sweep folder
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..presets import Comparison
+from ..design import Comparison
 from ..stats import Stat, Verdict, compare
 from .base import Claim, Context, Judgement, judge
 

@@ -2,10 +2,10 @@
 entropy comparison, FADE minus that arm on the final pass@k mean, the peak pass@1, the final
 entropy and the distinct correct answers, paired by seed.
 
-The arms are the entropy preset's (:data:`~fade.experiments.presets.ENTROPY_COMPARED`): dr_grpo alone, FADE's
+The arms are the entropy preset's (:data:`~fade.experiments.presets.entropy.ENTROPY_COMPARED`): dr_grpo alone, FADE's
 static twin Power(alpha = 3), dr_grpo with each control at its recommended and its tuned setting,
 DAPO's clip-higher with dynamic sampling, and FADE with clip-higher. Applies to a task where
-FADE's arm (:data:`~fade.experiments.presets.ENTROPY_FADE`) and at least one control ran, so a
+FADE's arm (:data:`~fade.experiments.presets.entropy.ENTROPY_FADE`) and at least one control ran, so a
 sweep without the controls (the paper preset, whose FADE and dr_grpo arms are the same specs) has
 no such section. Each measure is its own verdict, "FADE is higher", read by
 :func:`~fade.experiments.stats.compare`: a control that keeps more entropy than FADE and less
@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..presets import ENTROPY_COMPARED, ENTROPY_CONTROLS, ENTROPY_FADE, Control
+from ..design import Control
+from ..presets.entropy import ENTROPY_COMPARED, ENTROPY_CONTROLS, ENTROPY_FADE
 from ..runs import Runs
 from ..stats import compare
 from .base import Claim, Context, Judgement, StatTable, judge, stat_table
@@ -41,7 +42,7 @@ def compared(runs: Runs) -> list[Control]:
 
 @dataclass(frozen=True)
 class Controls:
-    """FADE's arm and the arms it is compared with (each a :class:`~fade.experiments.presets.Control`,
+    """FADE's arm and the arms it is compared with (each a :class:`~fade.experiments.design.Control`,
     keyed in ``stats`` and ``verdicts`` by its arm's text), the final pass@k of each at every logged
     k (``ks``), the measures over seeds, and per arm one verdict per measure, "FADE is higher"."""
 

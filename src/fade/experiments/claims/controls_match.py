@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..presets import ENTROPY_FADE, ENTROPY_FADE_COMBINED, Control
+from ..design import Control
+from ..presets.entropy import ENTROPY_FADE, ENTROPY_FADE_COMBINED
 from ..stats import CONTRADICTED, SUPPORTED, Verdict, compare
 from .base import Claim, Context, Judgement, judge
 from .controls import compared

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from fade.specs import parse_spec
 
-from ..presets import STATIC_BASELINES, Tuning, canonical_spec
+from ..design import STATIC_BASELINES, Tuning, canonical_spec
 from ..runs import Runs, SweepRun
 from ..stats import Stat, compare
 from .base import Claim, Context, Judgement, judge

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..presets import POWER_LEVELS
+from ..design import POWER_LEVELS
 from ..stats import compare
 from .base import Claim, Context, Judgement, StatTable, judge, stat_table
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from fade.specs import parse_spec
 
-from ..presets import BALANCED, FADE
+from ..design import BALANCED, FADE
 from ..stats import compare
 from .base import Claim, Context, Judgement, StatTable, judge, stat_table
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import stats
-from ..presets import STATIC_BASELINES
+from ..design import STATIC_BASELINES
 from ..runs import Runs
 from ..stats import Stat, Verdict, compare
 from .base import Claim, Context, Judgement, StatTable, judge, stat_table

@@ -18,7 +18,7 @@ import numpy as np
 
 from fade.testbed.summary import smoothed_peak
 
-from ..presets import BALANCED
+from ..design import BALANCED
 from ..runs import SweepRun
 from ..stats import NOT_MEASURED
 from .base import Claim, Context

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from fade.testbed.summary import early_steps
 
-from ..presets import BALANCED, FAILURE_BIASED, SUCCESS_BIASED
+from ..design import BALANCED, FAILURE_BIASED, SUCCESS_BIASED
 from ..stats import compare
 from .base import Claim, Context, Judgement, StatTable, judge, stat_table
 

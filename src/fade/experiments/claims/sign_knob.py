@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..presets import FADE
+from ..design import FADE
 from ..runs import SweepRun
 from ..stats import Stat
 from .base import Claim, Context

@@ -24,7 +24,7 @@ from fade.registry import spec as estimator_spec
 from fade.specs import parse_spec
 from fade.testbed.summary import THRESHOLD_SHARE, threshold, threshold_step
 
-from ..presets import STATIC_BASELINES, canonical_spec
+from ..design import STATIC_BASELINES, canonical_spec
 from ..runs import Runs, SweepRun
 from ..stats import Stat, Verdict, compare
 from .base import Claim, Context, Judgement, judge

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import claims
-from ..presets import Preset
+from ..design import Preset
 from ..runs import SweepRun
 from . import axes, checks, controls, entropy, fade, fixed  # noqa: F401  (each registers its wording on import)
 from .base import ClaimSection, Table, VerdictLine, line, section, words

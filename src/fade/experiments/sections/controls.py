@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..claims.controls import MEASURES, Controls
 from ..claims.controls_match import MatchedPassk
-from ..presets import ENTROPY_TUNING_RULES
+from ..presets.entropy import ENTROPY_TUNING_RULES
 from ..stats import Verdict
 from .base import ClaimSection, Table, line, words
 

@@ -7,7 +7,7 @@ from ..claims.ablations_engaged import ENGAGED_FADE, AblationsEngaged
 from ..claims.defaults import Confirm, Defaults
 from ..claims.fade_arms import FadeArms
 from ..claims.fade_vs_baselines import FadeVsBaselines
-from ..presets import FADE
+from ..design import FADE
 from .base import ClaimSection, Table, VerdictLine, line, words
 
 #: What each axis of FADE's arms claims, by scalar: (the claim's verb, the scalar's name).

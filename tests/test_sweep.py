@@ -959,3 +959,24 @@ def test_without_a_control_the_report_has_no_control_claims(tmp_path):
                  failures={}, command="fade sweep", workers=1)
     assert not list((tmp_path / "report").glob("*-controls.png"))
     assert "entropy controls" not in (tmp_path / "report" / "README.md").read_text()
+
+
+def test_a_run_fills_the_run_length_its_estimator_declares_not_a_name_it_knows(monkeypatch):
+    """The sweep fills whatever parameter an estimator's registration names as the run's length
+    (fade_decay's total_steps), and leaves a given one alone; registering a run length that is not
+    one of the estimator's parameters is refused."""
+    import fade.registry as registry
+
+    def formula(rewards, groups, *, horizon=None):
+        return rewards - rewards.mean()
+
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    registry.register("horizon_probe", run_length="horizon", horizon=None)(formula)
+    plan = TaskPlan(task="arithmetic", estimators=("horizon_probe", "horizon_probe:horizon=7", "fade_decay"),
+                    steps=30, eval_every=10, eval_prompts=4)
+    runs = {run.estimator: run.train_kwargs("out")["estimator_args"] for run in (plan.run(a, 0) for a in plan.arms)}
+    assert runs["horizon_probe"] == {"horizon": 30}
+    assert runs["horizon_probe:horizon=7"] == {"horizon": 7}
+    assert runs["fade_decay"]["total_steps"] == 30
+    with pytest.raises(ValueError, match="run_length 'steps' is not one of its parameters"):
+        registry.register("bad_probe", run_length="steps", horizon=None)(formula)

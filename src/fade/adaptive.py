@@ -384,7 +384,8 @@ _DEFAULTS: dict[str, Any] = dict(
 )
 
 #: FADE's variants: how each schedules its knobs (:attr:`EstimatorSpec.schedule`) and the
-#: parameters it adds to or fixes among the defaults.
+#: parameters it adds to or fixes among the defaults. The decay schedule's ``total_steps`` is the
+#: run's length (:attr:`EstimatorSpec.run_length`).
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "fade": ("feedback", {}),
     "fade_alpha": ("feedback", {"delta": 1.0}),
@@ -397,7 +398,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 def _register_variants() -> None:
     for name, (schedule, extra) in VARIANTS.items():
         register(name, rewards="unit", check=_check_fade, cls=FadeEstimator, schedule=schedule,
-                 **{**_DEFAULTS, **extra})(_fade_formula)
+                 run_length="total_steps" if "total_steps" in extra else None, **{**_DEFAULTS, **extra})(_fade_formula)
 
 
 def _fade_formula(r: torch.Tensor, g: Groups, **params: Any) -> torch.Tensor:

@@ -72,6 +72,9 @@ class EstimatorSpec:
     #: "feedback", "entropy", "decay"); None for a stateless one. The class reads it, so a
     #: variant describes itself instead of being looked up by name.
     schedule: str | None = None
+    #: The parameter that is the run's length in steps (fade_decay's ``total_steps``): a runner that
+    #: knows the length fills it when it is left unset. None: the estimator needs no run length.
+    run_length: str | None = None
 
 
 _REGISTRY: dict[str, EstimatorSpec] = {}
@@ -87,6 +90,7 @@ def register(
     check: Callable[[dict[str, Any]], None] | None = None,
     cls: type[Estimator] | None = None,
     schedule: str | None = None,
+    run_length: str | None = None,
     **defaults: Any,
 ) -> Callable[[Callable[..., torch.Tensor]], Callable[..., torch.Tensor]]:
     """Register ``fn(rewards, groups, **params, **inputs) -> advantages`` under ``name``.
@@ -100,6 +104,7 @@ def register(
         check: validates a full parameter dict, raising ValueError.
         cls: the :class:`Estimator` subclass to build (stateful estimators).
         schedule: how that class schedules this variant's parameters (see :class:`EstimatorSpec`).
+        run_length: the parameter that is the run's length in steps, one of ``defaults``.
         **defaults: the parameters and their default values.
     """
     if rewards not in ("any", "unit", "binary"):
@@ -108,6 +113,8 @@ def register(
         if key not in INPUTS:
             raise ValueError(f"unknown per-rollout input {key!r}; known: {sorted(INPUTS)}")
 
+    if run_length is not None and run_length not in defaults:
+        raise ValueError(f"estimator {name!r}: run_length {run_length!r} is not one of its parameters {sorted(defaults)}")
     clash = sorted(set(defaults) & set(SUCCESS_OPTIONS))
     if clash:
         raise ValueError(f"estimator {name!r}: parameter(s) {clash} are reserved for the success options")
@@ -130,6 +137,7 @@ def register(
             cls=cls,
             summary=doc[0] if doc else "",
             schedule=schedule,
+            run_length=run_length,
         )
         return fn
 

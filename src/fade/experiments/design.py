@@ -21,12 +21,12 @@ costs is :mod:`fade.experiments.costs`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fade.registry import estimator
+from fade.registry import estimator, spec
 from fade.specs import format_spec, format_value, parse_spec
 from fade.specs import identity as spec_identity
 from fade.testbed.config import TrainConfig
@@ -114,9 +114,11 @@ def identity(text: str) -> tuple[str, tuple[tuple[str, Any], ...]]:
 
 
 def _auto_params(name: str, params: dict[str, Any], steps: int) -> dict[str, Any]:
-    """Parameters a run fills in from its own settings: fade_decay's schedule spans the run."""
-    if name == "fade_decay" and params.get("total_steps") is None:
-        return {**params, "total_steps": steps}
+    """Parameters a run fills in from its own settings: an estimator's run length (fade_decay's
+    schedule spans the run) when the spec leaves it unset."""
+    key = spec(name).run_length
+    if key is not None and params.get(key) is None:
+        return {**params, key: steps}
     return params
 
 
@@ -204,6 +206,9 @@ def as_arm(arm: str | Arm, **overrides: Any) -> Arm:
 
 # -- the run grid -------------------------------------------------------------------------------
 
+#: TrainConfig's defaults: a run or plan that leaves a setting unset trains at the trainer's own.
+_TRAIN_DEFAULTS: Mapping[str, Any] = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -224,9 +229,9 @@ class RunSpec:
     eval_every: int
     eval_prompts: int
     eval_samples: int
-    prompts_per_step: int = 32
-    group_size: int = 8
-    checkpoint_every: int = 50
+    prompts_per_step: int = _TRAIN_DEFAULTS["prompts_per_step"]
+    group_size: int = _TRAIN_DEFAULTS["group_size"]
+    checkpoint_every: int = _TRAIN_DEFAULTS["checkpoint_every"]
     trainer: tuple[tuple[str, Any], ...] = ()
     tuned_from: str | None = None
     trains_on: str | None = None
@@ -295,10 +300,10 @@ class TaskPlan:
     steps: int
     eval_every: int
     eval_prompts: int
-    eval_samples: int = 64
-    prompts_per_step: int = 32
-    group_size: int = 8
-    checkpoint_every: int = 50
+    eval_samples: int = _TRAIN_DEFAULTS["eval_samples"]
+    prompts_per_step: int = _TRAIN_DEFAULTS["prompts_per_step"]
+    group_size: int = _TRAIN_DEFAULTS["group_size"]
+    checkpoint_every: int = _TRAIN_DEFAULTS["checkpoint_every"]
     tuned: tuple[str, ...] = ()
     trainer: tuple[tuple[str, Any], ...] = ()
     trains_on: str | None = None

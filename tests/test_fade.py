@@ -526,14 +526,21 @@ def test_the_state_record_is_frozen_valid_and_holds_the_state_dicts_keys():
             FadeState(**kwargs)
 
 
-def test_the_states_fields_read_and_write_through_the_estimator_validated():
+def test_the_states_fields_read_through_the_estimator_and_change_only_as_a_record():
+    from dataclasses import replace
+
     est = fade.estimator("fade")
     est.observe(entropy=1.0, step=5)
     assert (est.p_hat, est.h_hat, est.h_first, est.h_star, est.step, est.rank1_share) == (0.5, 1.0, 1.0, 0.5, 5, None)
-    est.p_hat = 0.25
-    assert est.state.p_hat == 0.25 and "p_hat" not in vars(est)
+    with pytest.raises(AttributeError, match=r"^p_hat is a field of FADE's state record and is read-only"):
+        est.p_hat = 0.25
+    assert est.p_hat == 0.5 and "p_hat" not in vars(est)
+    est.state = replace(est.state, p_hat=0.25)
+    assert est.p_hat == 0.25
     with pytest.raises(ValueError, match=r"FADE state p_hat must be .* got 2"):
-        est.p_hat = 2
+        est.state = replace(est.state, p_hat=2)
+    with pytest.raises(TypeError, match="state must be a FadeState record, got dict"):
+        est.state = {"p_hat": 0.3}
     assert est.p_hat == 0.25
     with pytest.raises(AttributeError, match="no attribute 'p_hta'"):
         _ = est.p_hta

@@ -248,8 +248,15 @@ class FadeEstimator(Estimator):
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in _STATE_KEYS:  # est.p_hat = x: a new record, validated
-            value, name = replace(self.state, **{name: value}), "state"
+        # est.p_hat reads the state record; writing it would either shadow the record or replace it
+        # behind the caller's back, so the record changes only as a whole, in one visible place.
+        if name in _STATE_KEYS:
+            raise AttributeError(
+                f"{name} is a field of FADE's state record and is read-only on the estimator; replace the record "
+                f"(est.state = dataclasses.replace(est.state, {name}=...)) or load one with est.load_state_dict(...)"
+            )
+        if name == "state" and not isinstance(value, FadeState):
+            raise TypeError(f"state must be a FadeState record, got {type(value).__name__}")
         object.__setattr__(self, name, value)
 
     @property

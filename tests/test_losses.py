@@ -380,6 +380,8 @@ def with_nan(at):
         (lambda: losses.policy_loss("ppo_clip", clip_ratio_low=1.5),
          "clip_ratio_low must be a number in [0, 1] (the ratio is kept above 1 - it), got 1.5"),
         (lambda: losses.policy_loss("ppo_clip", clip_ratio_high=-0.1), "clip_ratio_high must be a finite number >= 0"),
+        # an int past float range is not finite: a one-line refusal, not Python's OverflowError
+        (lambda: losses.policy_loss("ppo_clip", clip_ratio_high=10**400), "clip_ratio_high must be a finite number >= 0"),
         (lambda: losses.policy_loss("ppo_clip", clip_ratio_c=1.0), "clip_ratio_c must be a finite number > 1"),
         (lambda: losses.policy_loss("ppo_clip", clip_ratio_c=True),
          "clip_ratio_c must be a finite number > 1 (dual clip's bound, verl's requirement), or None for no dual clip, "

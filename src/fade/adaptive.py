@@ -38,10 +38,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from .estimators import _check_delta_value, _number, _plain, focal
+from .estimators import check_delta_value, focal
 from .mass import decompose_grouped
-from .registry import Estimator, _check_signal, register
+from .registry import Estimator, check_signal, register
 from .segments import Groups
+from .validation import in_range, plain, require
 
 __all__ = ["SCHEDULE", "VARIANTS", "FadeEstimator", "FadeState", "advance", "init", "observe", "schedule", "update"]
 
@@ -107,15 +108,9 @@ def _state_number(key: str, v: Any, what: str, *, optional: bool, high: float | 
         return None
     if isinstance(v, np.generic) and v.dtype.kind in "iuf":
         v = v.item()
-    x = math.nan
-    if not isinstance(v, bool) and isinstance(v, (int, float)):
-        try:
-            x = float(v)
-        except OverflowError:  # an int beyond float range, such as 10**400
-            pass
-    if not (math.isfinite(x) and x >= 0 and (high is None or x <= high)):
+    if not in_range(v, low=0.0, high=high):
         raise ValueError(f"FADE state {key} must be {what}, got {v!r}")
-    return x
+    return float(v)
 
 
 def _state_step(step: Any) -> int:
@@ -144,7 +139,7 @@ def observe(state: FadeState, params: Mapping[str, Any], **signals: float) -> Fa
     The first entropy starts H_hat and, with ``h_star_ratio``, sets H_star; each later one moves
     H_hat one EMA step (weight ``ema``). Every signal is checked before any is applied.
     """
-    values = {key: _check_signal(key, value) for key, value in signals.items()}
+    values = {key: check_signal(key, value) for key, value in signals.items()}
     changes: dict[str, Any] = {}
     if "entropy" in values:
         h = values["entropy"]
@@ -350,29 +345,29 @@ _STATE_KEYS = frozenset(f.name for f in fields(FadeState))
 
 
 def _check_fade(p: dict[str, Any]) -> None:
-    _number(p, "alpha_max", low=1.0)
-    _check_delta_value(p, "delta_min")
+    require(p, "alpha_max", low=1.0)
+    check_delta_value(p, "delta_min")
     if p["delta_min"] > 1:
         raise ValueError(f"delta_min must be in (0, 1], got {p['delta_min']!r}")
-    _number(p, "ema", low=0.0, strict=True)
+    require(p, "ema", low=0.0, low_open=True)
     if p["ema"] > 1:
         raise ValueError(f"ema (the new value's weight) must be in (0, 1], got {p['ema']!r}")
-    _number(p, "p_init", low=0.0)
+    require(p, "p_init", low=0.0)
     if p["p_init"] > 1:
         raise ValueError(f"p_init must be in [0, 1], got {p['p_init']!r}")
-    _number(p, "h_star_ratio", low=0.0, strict=True)
+    require(p, "h_star_ratio", low=0.0, low_open=True)
     if p["h_star"] is not None:
-        _number(p, "h_star", low=0.0)
+        require(p, "h_star", low=0.0)
     if p["alpha"] is not None:
-        _number(p, "alpha", low=0.0)
+        require(p, "alpha", low=0.0)
     if p["delta"] is not None:
-        _check_delta_value(p, "delta")
+        check_delta_value(p, "delta")
     if p["rank_guard"] is not None:
-        _number(p, "rank_guard", low=0.0)
+        require(p, "rank_guard", low=0.0)
     if p["baseline"] not in ("group", "batch"):
         raise ValueError(f"baseline must be 'group' or 'batch', got {p['baseline']!r}")
     if "total_steps" in p and p["total_steps"] is not None:
-        _plain(p, "total_steps")
+        plain(p, "total_steps")
     if "total_steps" in p and (isinstance(p["total_steps"], bool) or not isinstance(p["total_steps"], int) or p["total_steps"] < 1):
         raise ValueError(f"fade_decay needs total_steps=, a positive integer (the run's length), got {p['total_steps']!r}")
 

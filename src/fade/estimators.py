@@ -19,11 +19,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 import torch
 
 from .registry import register
 from .segments import Groups
+from .validation import plain, require
 
 # -- parameter checks ------------------------------------------------------------------------
 
@@ -37,31 +37,8 @@ LONE = ("zero", "verl")
 DELTA_FLOOR = 1 / torch.finfo(torch.float32).max
 
 
-def _plain(params: dict[str, Any], key: str) -> Any:
-    """The parameter, with a numpy scalar (np.float64(0.5), np.int64(4)) made a Python number."""
-    value = params[key]
-    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
-        value = params[key] = value.item()
-    return value
-
-
-def _number(params: dict[str, Any], key: str, *, low: float | None = None, strict: bool = False) -> None:
-    value = _plain(params, key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value):
-        raise ValueError(f"{key} must be a finite number, got {value!r}")
-    if low is not None and (value < low or (strict and value == low)):
-        raise ValueError(f"{key} must be {'>' if strict else '>='} {low}, got {value!r}")
-
-
-def _finite(value: int | float) -> bool:
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an int beyond float range, such as 10**400
-        return False
-
-
-def _check_delta_value(params: dict[str, Any], key: str) -> None:
-    _number(params, key, low=0.0, strict=True)
+def check_delta_value(params: dict[str, Any], key: str) -> None:
+    require(params, key, low=0.0, low_open=True)
     if params[key] < DELTA_FLOOR:
         raise ValueError(
             f"{key} must be >= {DELTA_FLOOR:.3g} (failures are divided by it, and 1/{key} must be finite "
@@ -76,11 +53,11 @@ def _tiny_std(dtype: torch.dtype) -> float:
 
 
 def _check_eps(p: dict[str, Any]) -> None:
-    _number(p, "eps", low=0.0)
+    require(p, "eps", low=0.0)
 
 
 def _check_k(p: dict[str, Any]) -> None:
-    k = _plain(p, "k")
+    k = plain(p, "k")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
 
@@ -268,7 +245,7 @@ def maxrl(r: torch.Tensor, g: Groups) -> torch.Tensor:
 
 
 def _check_alpha(p: dict[str, Any]) -> None:
-    _number(p, "alpha", low=0.0)
+    require(p, "alpha", low=0.0)
 
 
 def focal(r: torch.Tensor, baseline: torch.Tensor, alpha: float, delta: float, groups: Groups | None = None) -> torch.Tensor:
@@ -305,7 +282,7 @@ def power(r: torch.Tensor, g: Groups, *, alpha: float) -> torch.Tensor:
 
 
 def _check_delta(p: dict[str, Any]) -> None:
-    _check_delta_value(p, "delta")
+    check_delta_value(p, "delta")
 
 
 @register("asym_grpo", check=_check_delta, delta=0.5)
@@ -358,7 +335,7 @@ def pkpo(r: torch.Tensor, g: Groups, *, k: int) -> torch.Tensor:
 
 
 def _check_beta(p: dict[str, Any]) -> None:
-    _number(p, "beta")
+    require(p, "beta")
     if abs(p["beta"]) < torch.finfo(torch.float64).smallest_normal:
         raise ValueError(
             f"beta must be non-zero, at least {torch.finfo(torch.float64).smallest_normal:.3g} in "
@@ -406,7 +383,7 @@ def gpg(r: torch.Tensor, g: Groups, *, lone: str) -> torch.Tensor:
 
 def _check_grpo_passk(p: dict[str, Any]) -> None:
     _check_eps(p)
-    if not isinstance(_plain(p, "norm_by_std"), bool):
+    if not isinstance(plain(p, "norm_by_std"), bool):
         raise ValueError(f"norm_by_std must be True or False, got {p['norm_by_std']!r}")
 
 
@@ -588,7 +565,7 @@ def nsr(r: torch.Tensor, g: Groups) -> torch.Tensor:
 
 
 def _check_lam(p: dict[str, Any]) -> None:
-    _number(p, "lam", low=0.0)
+    require(p, "lam", low=0.0)
 
 
 @register("w_reinforce", rewards="unit", check=_check_lam, lam=0.1)

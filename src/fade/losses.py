@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from .specs import merge_params, parse_spec
+from .validation import in_range, require
 
 __all__ = [
     "AGGREGATIONS",
@@ -102,7 +103,7 @@ def aggregate(
     values = _matrix(values, "values")
     mask = _mask(mask, values, "values")
     for key, given in (("tokens", tokens), ("sequences", sequences), ("horizon", horizon)):
-        if given is not None and not _is_number(given, low=0.0, low_open=True):
+        if given is not None and not in_range(given, low=0.0, low_open=True):
             raise ValueError(f"{key} must be a finite number > 0 (or None to count it from the mask), got {given!r}")
     masked = torch.where(mask, values, 0.0)
     if agg == "token-mean":
@@ -412,12 +413,12 @@ class AdaptiveEntropy(EntropyTerm):
             names = ", ".join(map(repr, keys[:-1])) + f" and {keys[-1]!r}"
             raise ValueError(f"{self.name!r} state must hold {names}, got keys {sorted(state)}")
         coef, last = state["coef"], state["last_entropy"]
-        if not _is_number(coef):
+        if not in_range(coef):
             raise ValueError(f"{self.name!r} state: coef must be a finite number, got {coef!r}")
         target = self.target
         if self.relative:
             target = state["target"]
-            if (target is None) != (last is None) or not (target is None or _is_number(target, low=0.0)):
+            if (target is None) != (last is None) or not (target is None or in_range(target, low=0.0)):
                 raise ValueError(f"{self.name!r} state: target must be an entropy >= 0 set with the first "
                                  f"measurement (None before it), got target={target!r}, last_entropy={last!r}")
         self.coef = float(coef)
@@ -445,14 +446,14 @@ def adaptive_entropy_coef(
 
 
 def _check_clip(params: dict[str, Any]) -> None:
-    _require(params, "clip_ratio_low", low=0.0, high=1.0, what="a number in [0, 1] (the ratio is kept above 1 - it)")
-    _require(params, "clip_ratio_high", low=0.0, what="a finite number >= 0 (the ratio is kept below 1 + it)")
+    require(params, "clip_ratio_low", low=0.0, high=1.0, what="a number in [0, 1] (the ratio is kept above 1 - it)")
+    require(params, "clip_ratio_high", low=0.0, what="a finite number >= 0 (the ratio is kept below 1 + it)")
 
 
 def _check_ppo_clip(params: dict[str, Any]) -> None:
     _check_clip(params)
     if params["clip_ratio_c"] is not None:
-        _require(params, "clip_ratio_c", low=1.0, low_open=True,
+        require(params, "clip_ratio_c", low=1.0, low_open=True,
                  what="a finite number > 1 (dual clip's bound, verl's requirement), or None for no dual clip")
 
 
@@ -495,9 +496,9 @@ def ppo_clip(
 
 def _check_clip_cov(params: dict[str, Any]) -> None:
     _check_clip(params)
-    _require(params, "clip_cov_ratio", low=0.0, high=1.0, low_open=True, what="a number in (0, 1] (the share of tokens)")
-    _require(params, "clip_cov_lb", what="a finite number")
-    _require(params, "clip_cov_ub", what="a finite number")
+    require(params, "clip_cov_ratio", low=0.0, high=1.0, low_open=True, what="a number in (0, 1] (the share of tokens)")
+    require(params, "clip_cov_lb", what="a finite number")
+    require(params, "clip_cov_ub", what="a finite number")
     if not params["clip_cov_lb"] < params["clip_cov_ub"]:
         raise ValueError(f"clip_cov_lb must be below clip_cov_ub (the covariance band a token is drawn from), got "
                          f"clip_cov_lb={params['clip_cov_lb']!r}, clip_cov_ub={params['clip_cov_ub']!r}")
@@ -548,8 +549,8 @@ def clip_cov(
 
 
 def _check_kl_cov(params: dict[str, Any]) -> None:
-    _require(params, "kl_cov_ratio", low=0.0, high=1.0, low_open=True, what="a number in (0, 1] (the share of tokens)")
-    _require(params, "ppo_kl_coef", low=0.0, what="a finite number >= 0")
+    require(params, "kl_cov_ratio", low=0.0, high=1.0, low_open=True, what="a number in (0, 1] (the share of tokens)")
+    require(params, "ppo_kl_coef", low=0.0, what="a finite number >= 0")
 
 
 @register("kl_cov", kind="policy", check=_check_kl_cov, metrics=("ppo_kl_abs",), kl_cov_ratio=0.0002, ppo_kl_coef=0.1)
@@ -589,7 +590,7 @@ def kl_cov(t: Tokens, *, kl_cov_ratio: float, ppo_kl_coef: float) -> tuple[torch
 
 
 def _check_bonus(params: dict[str, Any]) -> None:
-    _require(params, "coef", what="a finite number (the weight of the entropy in the loss)")
+    require(params, "coef", what="a finite number (the weight of the entropy in the loss)")
 
 
 @register("entropy_bonus", kind="entropy", check=_check_bonus, metrics=("entropy", "entropy_coef"), coef=0.0)
@@ -610,12 +611,12 @@ def entropy_bonus(entropy: torch.Tensor, *, coef: float) -> torch.Tensor:
 
 def _check_adaptive(params: dict[str, Any]) -> None:
     for key in ("coef", "coef_min", "coef_max"):
-        _require(params, key, what="a finite number")
-    _require(params, "target", low=0.0, what="a finite entropy >= 0 (nats per token)")
+        require(params, key, what="a finite number")
+    require(params, "target", low=0.0, what="a finite entropy >= 0 (nats per token)")
     if params["target_ratio"] is not None:
-        _require(params, "target_ratio", low=0.0, low_open=True,
+        require(params, "target_ratio", low=0.0, low_open=True,
                  what="a finite number > 0 (the target as a share of the first entropy), or None")
-    _require(params, "delta", low=0.0, what="a finite number >= 0 (the coefficient's step)")
+    require(params, "delta", low=0.0, what="a finite number >= 0 (the coefficient's step)")
     lo, hi, c = params["coef_min"], params["coef_max"], params["coef"]
     if not lo <= c <= hi:
         raise ValueError(f"coef (the initial coefficient) must lie in [coef_min, coef_max], got coef={c!r}, "
@@ -628,20 +629,6 @@ register("adaptive_entropy", kind="entropy", check=_check_adaptive, cls=Adaptive
 
 
 # -- validation ----------------------------------------------------------------------------------
-
-
-def _is_number(value: Any, *, low: float | None = None, high: float | None = None, low_open: bool = False) -> bool:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return False
-    if low is not None and (value <= low if low_open else value < low):
-        return False
-    return high is None or value <= high
-
-
-def _require(params: dict[str, Any], key: str, *, what: str, low: float | None = None, high: float | None = None,
-             low_open: bool = False) -> None:
-    if not _is_number(params[key], low=low, high=high, low_open=low_open):
-        raise ValueError(f"{key} must be {what}, got {params[key]!r}")
 
 
 def _check_entropy(value: Any) -> float:

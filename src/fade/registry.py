@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from .segments import Groups, as_groups, as_rewards, as_tensor, check_finite, first_non_finite
+from .validation import finite
 
 __all__ = [
     "INPUTS",
@@ -307,7 +308,7 @@ class Estimator:
     def observe(self, **signals: float) -> None:
         """Feed training signals (e.g. ``entropy=``). Stateless estimators validate and ignore them."""
         for key, value in signals.items():
-            _check_signal(key, value)
+            check_signal(key, value)
 
     def state_dict(self) -> dict[str, Any]:
         return {}
@@ -353,21 +354,13 @@ def _check_output(name: str, adv: torch.Tensor, r: torch.Tensor) -> None:
         )
 
 
-def _finite(value: int | float) -> bool:
-    """Whether ``value`` is a finite float64 (an int too large for one is not)."""
-    try:
-        return math.isfinite(float(value))
-    except OverflowError:
-        return False
-
-
 def _check_success_options(s: EstimatorSpec, params: dict[str, Any]) -> None:
     """The success options of ``params`` make sense together and for the estimator."""
     for key in SUCCESS_OPTIONS:
         value = params[key]
         if isinstance(value, np.generic) and value.dtype.kind in "iuf":
             value = params[key] = value.item()
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value)):
+        if value is not None and not finite(value):
             raise ValueError(f"{key} must be a finite number or None, got {value!r}")
     t, lo, hi = (params[k] for k in SUCCESS_OPTIONS)
     if (lo is None) != (hi is None):
@@ -407,7 +400,7 @@ SIGNALS: dict[str, str] = {
 }
 
 
-def _check_signal(key: str, value: Any) -> float:
+def check_signal(key: str, value: Any) -> float:
     if key not in SIGNALS:
         raise ValueError(f"unknown training signal {key!r}; known: {', '.join(SIGNALS)}")
     try:

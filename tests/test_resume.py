@@ -311,3 +311,21 @@ def test_remove_orphaned_temp_files_matches_only_the_named_targets(tmp_path):
     removed = atomic.remove_orphaned_temp_files(tmp_path, ["a.pt"])
     assert [p.name for p in removed] == [made[0]]
     assert [p.name for p in tmp_path.iterdir()] == [made[1]]
+
+
+def test_the_resume_help_is_the_rule_resume_changes_enforces():
+    """fade train --help names every flag exactly once, refused or allowed as RESUME_MAY_CHANGE says,
+    so a setting added to TrainConfig is in the help's rule at once, on the side the code enforces."""
+    import re
+
+    from fade.options import flags
+    from fade.testbed.config import resume_rule
+
+    text = resume_rule()
+    refused, allowed = text.split("differs from the checkpoint's: ", 1)[1].split(" may change", 1)[0].rsplit(". ", 1)
+    named = flags(TrainConfig)
+    assert refused.split(", ") == [f for k, f in named.items() if k not in RESUME_MAY_CHANGE]
+    assert allowed.split(", ") == [named[k] for k in RESUME_MAY_CHANGE if k != "out"]
+    for key, flag in named.items():  # --out is where the run lives, said once at the start
+        found = re.findall(re.escape(flag) + r"(?![\w-])", refused + ". " + allowed)
+        assert len(found) == (0 if key == "out" else 1), flag

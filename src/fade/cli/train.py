@@ -11,27 +11,13 @@ import dataclasses
 from pathlib import Path
 
 from fade import options
-from fade.testbed.config import TrainConfig
+from fade.testbed.config import TrainConfig, resume_rule
 
 from .extras import import_testbed
 from .output import console
 from .parsing import estimator_flags
 
-__all__ = ["TRAIN_RESUME_RULE", "add", "run"]
-
-TRAIN_RESUME_RULE = (
-    "--resume continues the run in --out from its checkpoint. It is refused, naming each changed "
-    "setting with its old and new value, when a setting that changes what the run computes differs "
-    "from the checkpoint's: the task, model, data, verifier, seed, estimator and its arguments, "
-    "prompts per step, group size, temperature, max new tokens, the optimizer (lr, weight decay, "
-    "Adam betas and eps, gradient clip), the update (epochs, minibatches, policy loss, clip, loss "
-    "aggregation, entropy term, KL), the zero-variance filter and the evaluation set (eval prompts and samples). --steps (to extend a run, "
-    "or end it early but not before the checkpoint), --eval-every, --checkpoint-every, --device and "
-    "--no-progress may change; the changes are recorded in resumes.jsonl. A different --device "
-    "continues the run but not bit for bit. A checkpoint that fails its sha256 check or holds NaN "
-    "or inf weights is refused; temporary files left by a kill are removed when the run restarts."
-)
-
+__all__ = ["add", "run"]
 
 def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -43,7 +29,7 @@ def add(sub: argparse._SubParsersAction) -> None:
             "the others). Writes metrics.jsonl.gz, eval.jsonl.gz, TensorBoard events (tb/), a checkpoint, the "
             "final policy (policy/) and PNG plots into --out."
         ),
-        epilog=TRAIN_RESUME_RULE,
+        epilog=resume_rule(),
     )
     options.add_options(p, TrainConfig, after={"out": lambda p: p.add_argument(
         "--resume", action="store_true", help="continue the run in --out from its checkpoint (see below)")})

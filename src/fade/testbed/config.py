@@ -14,13 +14,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from fade import losses
-from fade.options import option
+from fade.options import flags, option
 from fade.specs import parse_params, parse_spec
 
 from .datasets import VERIFIERS
 from .tasks import TASKS
 
-__all__ = ["DATA_FORMAT", "LOSS_AGGREGATIONS", "LOSS_AGG_ALIASES", "OPTIMIZERS", "PretrainConfig", "TrainConfig"]
+__all__ = [
+    "DATA_FORMAT", "LOSS_AGGREGATIONS", "LOSS_AGG_ALIASES", "OPTIMIZERS", "RESUME_MAY_CHANGE", "PretrainConfig", "TrainConfig",
+    "resume_rule",
+]
 
 #: The optimizers ``TrainConfig.optimizer`` names: AdamW (with the adam_* settings), or plain SGD
 #: (no momentum, no dampening, weight decay only if asked), the gradient step first-order theory
@@ -210,3 +213,32 @@ class PretrainConfig:
     test_samples: int = option(64, cli=False)
     device: str = option("auto", "auto, cpu or cuda")
     progress: bool = option(True, "no progress bar")
+
+
+#: Settings a resumed run may change, because the training trajectory does not depend on them:
+#: where the run lives and how it reports (out, progress, checkpoint_every, eval_every: evaluation
+#: draws from its own generator), the device (a different one continues the run but draws other
+#: random numbers from then on, so not bit for bit), and steps (to extend a run, or end it early;
+#: never below the checkpoint's step). Any other change (lr, seed, group size, estimator and its
+#: arguments, task, model, data, optimizer, eval_prompts and eval_samples, which define what
+#: eval.jsonl measures) is refused (:func:`fade.testbed.trainer.resume_changes`).
+RESUME_MAY_CHANGE = ("out", "progress", "checkpoint_every", "eval_every", "device", "steps")
+
+
+def resume_rule() -> str:
+    """The resume rule in words, as ``fade train --help`` prints it: the refused and the allowed
+    flags are read from :data:`RESUME_MAY_CHANGE` and TrainConfig's fields, so the help says what
+    :func:`~fade.testbed.trainer.resume_changes` enforces."""
+    named = flags(TrainConfig)
+    refused = [flag for key, flag in named.items() if key not in RESUME_MAY_CHANGE]
+    allowed = [named[key] for key in RESUME_MAY_CHANGE if key != "out"]
+    steps = (" (--steps to extend a run, or to end it early but not before the checkpoint)"
+             if "steps" in RESUME_MAY_CHANGE else "")
+    return (
+        "--resume continues the run in --out from its checkpoint. It is refused, naming each changed "
+        "setting with its old and new value, when a setting that changes what the run computes differs "
+        f"from the checkpoint's: {', '.join(refused)}. {', '.join(allowed)} may change{steps}; the changes "
+        "are recorded in resumes.jsonl. A different --device continues the run but not bit for bit. A "
+        "checkpoint that fails its sha256 check or holds NaN or inf weights is refused; temporary files "
+        "left by a kill are removed when the run restarts."
+    )

@@ -27,7 +27,7 @@ One step, as :func:`train` calls its parts:
 All randomness of step t comes from generators seeded by (seed, t), and a checkpoint holds the
 model, optimizer, estimator and entropy-term state, RNG states, step and configuration: a resumed
 run's metrics equal an uninterrupted run's. Resuming with other settings is refused when they
-would change what the run computes (see :data:`RESUME_MAY_CHANGE`); the settings that may change
+would change what the run computes (see :data:`~fade.testbed.config.RESUME_MAY_CHANGE`); the settings that may change
 are recorded in ``resumes.jsonl``, one line per resume. A checkpoint whose digest does not match or
 whose model holds NaN or inf is refused, and temporary files a kill left behind are removed when
 the run starts again. The per-step logs are written compressed (``metrics.jsonl.gz``,
@@ -61,7 +61,7 @@ from fade.mass import batch_diagnostics, carries_signal
 from fade.progress import step_bar
 
 from .checkpoint import JsonlLog, load_checkpoint, save_checkpoint
-from .config import LOSS_AGG_ALIASES, OPTIMIZERS, TrainConfig
+from .config import LOSS_AGG_ALIASES, OPTIMIZERS, RESUME_MAY_CHANGE, TrainConfig
 from .evaluation import decode_completions, encode_prompt, evaluate
 from .policy import load_policy, resolve_device, save_policy
 from .runlog import (
@@ -84,14 +84,6 @@ __all__ = ["OPTIMIZERS", "RESUME_MAY_CHANGE", "TrainConfig", "base_model_dir", "
 
 CHECKPOINT = "checkpoint.pt"
 RUN_FILE, RESUMES_FILE = CONFIG_FILE, "resumes.jsonl"
-#: Settings a resumed run may change, because the training trajectory does not depend on them:
-#: where the run lives and how it reports (out, progress, checkpoint_every, eval_every: evaluation
-#: draws from its own generator), the device (a different one continues the run but draws other
-#: random numbers from then on, so not bit for bit), and steps (to extend a run, or end it early;
-#: never below the checkpoint's step). Any other change (lr, seed, group size, estimator and its
-#: arguments, task, model, data, optimizer, eval_prompts and eval_samples, which define what
-#: eval.jsonl measures) is refused.
-RESUME_MAY_CHANGE = ("out", "progress", "checkpoint_every", "eval_every", "device", "steps")
 _EVAL_STREAM = 1_000_003  # keeps evaluation randomness apart from the training steps'
 
 
@@ -382,7 +374,6 @@ def _draw(setup: Setup, step: int, draw: int, n: int) -> Batch:
     c = setup.config
     stream = step if draw == 0 else f"{step}/{draw}"
     problems = setup.task.problems("train", n=n, seed=_seed_for(c.seed, stream))
-    setup.model.eval()
     prompts = [encode_prompt(setup.tokenizer, p.prompt) for p in problems]
     t0 = time.perf_counter()
     rollouts = sample(
@@ -457,14 +448,11 @@ def _policy_pass(setup: Setup, batch: Batch) -> PolicyPass:
     return PolicyPass(old_lp, ref_lp, float(tok_entropy.sum()) / max(tokens, 1), tokens)
 
 
-def _advantages(setup: Setup, batch: Batch, policy: PolicyPass, step: int) -> tuple[torch.Tensor, dict[str, Any]]:
-    """Feed the estimator the batch's entropy, then weigh the batch: its advantages, once per
-    batch however many optimizer steps follow, and its diagnostics (the gradient mass of
-    :func:`fade.mass.batch_diagnostics`, the first-order entropy formula's terms before the
-    update, docs/method.md, section 4)."""
+def _advantages(setup: Setup, batch: Batch, policy: PolicyPass) -> tuple[torch.Tensor, dict[str, Any]]:
+    """Weigh the batch: its advantages, once per batch however many optimizer steps follow, and
+    its diagnostics (the gradient mass of :func:`fade.mass.batch_diagnostics`, the first-order
+    entropy formula's terms before the update, docs/method.md, section 4)."""
     est = setup.est
-    est.observe(entropy=policy.entropy, step=step - 1)
-    setup.model.train()
     groups = batch.rollouts.prompt_index.cpu()
     adv = est(batch.rewards, groups, **_estimator_inputs(setup, batch))
     diagnostics = batch_diagnostics(est, adv, batch.rewards, groups)
@@ -506,11 +494,14 @@ def _update(setup: Setup, batch: Batch, policy: PolicyPass, adv: torch.Tensor, s
     )
 
 
+def _rank1_share(setup: Setup) -> float:
+    """The rank-1 share of the output head's change since the start of the run (docs/method.md)."""
+    return rank1_share(_head(setup.model).detach() - setup.head0)
+
+
 def _record(setup: Setup, step: int, batch: Batch, policy: PolicyPass | None, weighed: dict[str, Any],
-            update: dict[str, Any], seconds: dict[str, float]) -> dict[str, Any]:
+            update: dict[str, Any], seconds: dict[str, float], share: float) -> dict[str, Any]:
     """The step's ``metrics.jsonl`` record, in the schema's order (:data:`~fade.testbed.runlog.METRIC_KEYS`)."""
-    share = rank1_share(_head(setup.model).detach() - setup.head0)
-    setup.est.observe(rank1_share=share)
     rewards, difficulty = batch.first_rewards, batch.first_difficulty
     solved = setup.est.as_success(rewards) == 1  # a success as the estimator reads the rewards
     record: dict[str, Any] = {"step": step, "reward_mean": float(rewards.mean()), "solve_rate": float(solved.float().mean())}
@@ -616,21 +607,27 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
 
         if start == 0 and test_set and config.eval_every:
             last_eval = _evaluate(setup, 0, test_set, logs.evals, writer, note)
-        setup.model.train()
+        est = setup.est
         for step in range(start + 1, config.steps + 1):
             t0 = time.perf_counter()
+            setup.model.eval()  # sampling, the policy pass and the estimator's inputs only read the policy
             batch = _sample_batch(setup, step)  # sample and score, with the filter's draws
             policy, weighed, update = None, {}, {}
             t1 = t2 = time.perf_counter()
             if batch.problems:  # else the filter kept nothing after its last draw: no update this step
                 policy = _policy_pass(setup, batch)
                 t1 = time.perf_counter()
-                adv, weighed = _advantages(setup, batch, policy, step)
+                # FADE's step counts the updates before this batch (0 at the first), as in TRL and verl
+                est.observe(entropy=policy.entropy, step=step - 1)
+                adv, weighed = _advantages(setup, batch, policy)
                 t2 = time.perf_counter()
+                setup.model.train()
                 update = _update(setup, batch, policy, adv, step)
             t3 = time.perf_counter()
             seconds = {"advantage_seconds": t2 - t1, "update_seconds": t3 - t2, "step_seconds": t3 - t0}
-            record = _record(setup, step, batch, policy, weighed, update, seconds)
+            share = _rank1_share(setup)
+            est.observe(rank1_share=share)  # read by the next batch's weighing (FADE's rank guard)
+            record = _record(setup, step, batch, policy, weighed, update, seconds, share)
             logs.metrics.append(record)
             _tensorboard_step(writer, record, step)
             if test_set and config.eval_every and (step % config.eval_every == 0 or step == config.steps):

@@ -555,8 +555,8 @@ def test_trainer_feeds_fade_verls_entropy_and_step(trainer_base, example_config,
     got, raw = run_advantage_step(trainer, trainer_base, monkeypatch, seed=0, step=1, metrics=metrics)
     est = fv.estimator_for("fade", params)
     assert (est.h_first, est.h_hat, est.h_star) == (1.25, 1.25, 0.625)
-    assert est.last["step"] == 1.0 and est.last["delta"] == 1.0
-    ref.observe(entropy=1.25, step=1)
+    assert est.last["step"] == 0.0 and est.last["delta"] == 1.0  # verl's first update is FADE's step 0
+    ref.observe(entropy=1.25, step=0)
     torch.testing.assert_close(got, ref(raw["rewards"], raw["uids"]), rtol=0, atol=0)
     expected_keys = {f"fade/{k}" for k in ("alpha", "delta", "p_hat", "h_hat", "h_star", *DIAGNOSTICS)}
     assert expected_keys <= set(metrics)
@@ -565,9 +565,9 @@ def test_trainer_feeds_fade_verls_entropy_and_step(trainer_base, example_config,
     # entropy falls below H*: delta = 1 + H_hat - H* = 1 + 0.4 - 0.625 amplifies negative mass
     metrics = {fv.ENTROPY_METRIC: 0.4}
     got, raw = run_advantage_step(trainer, trainer_base, monkeypatch, seed=1, step=2, metrics=metrics)
-    ref.observe(entropy=0.4, step=2)
+    ref.observe(entropy=0.4, step=1)
     torch.testing.assert_close(got, ref(raw["rewards"], raw["uids"]), rtol=0, atol=0)
-    assert metrics["fade/delta"] == pytest.approx(0.775) and est.last["step"] == 2.0
+    assert metrics["fade/delta"] == pytest.approx(0.775) and est.last["step"] == 1.0
     assert est.state_dict() == ref.state_dict()
 
 

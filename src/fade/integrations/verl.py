@@ -50,7 +50,7 @@ from omegaconf import DictConfig, OmegaConf
 from verl.trainer.ppo import core_algos
 
 import fade
-from fade.integrations import verl_cpu
+from fade.integrations import verl_cpu, verl_preflight
 from fade.integrations.diagnostics import batch_metrics
 from fade.integrations.state import STATE_FILE, load_estimator_state, save_estimator_state
 from fade.registry import SUCCESS_OPTIONS
@@ -372,8 +372,8 @@ def check_run(config: Any) -> None:
     successes without a success option when the scores are not in [0, 1]: a reward model
     (``reward.reward_model.enable``) or a KL penalty in the reward (``algorithm.use_kl_in_reward``).
     ``FadeTrainer`` (verl's v1 trainer) calls it; the v1 trainer computes no ``reward_baselines``,
-    so ``fade_remax`` is refused there too. verl's own estimators pass.
-    """
+    so ``fade_remax`` is refused there too. Reward and resume settings: :mod:`.verl_preflight`."""
+    verl_preflight.check(config)
     algorithm = config.algorithm
     name = setting(algorithm, "adv_estimator")
     if not is_fade_name(name):

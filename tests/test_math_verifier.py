@@ -471,3 +471,74 @@ def test_settings_no_worker_can_honour_are_refused_at_construction(bad, match):
     if "timeout" in bad:  # verl's reward_kwargs.timeout reaches the same check, before anything is scored
         with pytest.raises(ValueError, match=match):
             rewards.compute_score("math", "\\boxed{7}", "7", timeout=bad["timeout"])
+
+
+# -- integers past Python's digit limit ------------------------------------------------------------
+
+HUGE = "1" * 5001  # past sys.get_int_max_str_digits() (4300)
+
+
+def _math_verify_unlimited(completion: str, gold: str) -> bool:
+    """The installed math-verify's own verdict on the pair, with Python's digit limit lifted."""
+    import sys
+
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        golds = parse(f"${gold}$", extraction_config=[LatexExtractionConfig(), ExprExtractionConfig()])
+        preds = parse(completion, extraction_config=[LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()])
+        return bool(golds) and verify(golds, preds)
+    finally:
+        sys.set_int_max_str_digits(before)
+
+
+def _huge_int(text: str) -> int:
+    import sys
+
+    sys.set_int_max_str_digits(0)
+    try:
+        return int(text)
+    finally:
+        sys.set_int_max_str_digits(4300)
+
+
+def test_under_pythons_digit_limit_math_verify_finds_no_answer_in_a_huge_integer():
+    # Why the workers lift the limit: math-verify (in a fresh process: it caches what it parsed)
+    # catches int()'s refusal and finds no answer in such a gold at all.
+    import subprocess
+    import sys
+
+    code = ("from math_verify import parse; import sys; assert sys.get_int_max_str_digits() == 4300; "
+            f"print(sorted({{type(x).__name__ for x in parse('${HUGE}$')}}))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() == ["[]"]
+
+
+@pytest.mark.parametrize("completion, gold, reason", [
+    (f"\\boxed{{{HUGE}}}", HUGE, "correct"),
+    (f"\\boxed{{0{HUGE}}}", HUGE, "correct"),
+    (f"\\boxed{{{HUGE[:-1]}2}}", HUGE, "wrong"),
+    ("\\boxed{3}", HUGE, "wrong"),
+    (f"\\boxed{{{HUGE}}}", "3", "wrong"),
+])
+def test_an_integer_past_pythons_digit_limit_is_judged_by_value_as_math_verify_judges_it(verifier, completion, gold, reason):
+    assert _math_verify_unlimited(completion, gold) is (reason == "correct")
+    assert verifier.score(completion, gold).reason == reason
+    # A gold that is a Python int of that size (str() refuses it) and the verl entry point.
+    assert verifier.score(completion, _huge_int(gold)).reason == reason
+    assert rewards.compute_score("math", completion, _huge_int(gold), timeout=2.0)["reason"] == reason
+
+
+def test_fade_eval_judges_integers_past_pythons_digit_limit(capsys, tmp_path):
+    from fade.cli import main
+
+    samples = tmp_path / "s.jsonl"
+    samples.write_text("".join(json.dumps(row) + "\n" for row in (
+        {"id": "a", "completion": f"so \\boxed{{{HUGE}}}", "answer": HUGE},
+        {"id": "a", "completion": f"\\boxed{{{HUGE}2}}", "answer": HUGE})))
+    out = tmp_path / "out"
+    assert main(["eval", str(samples), "--verifier", "math", "--k", "1", "--out", str(out), "--no-progress"]) == 0, \
+        capsys.readouterr().err
+    reasons = [json.loads(line)["reason"] for line in (out / "scores.jsonl").read_text().splitlines()]
+    assert sorted(reasons) == ["correct", "wrong"]

@@ -488,3 +488,38 @@ def test_a_traceback_names_none_of_the_supervisors_files():
             (record,) = list(run)
         tail = record["stderr_tail"]
         assert "<solution>" in tail and not any(name in tail for name in ("harness", "confinement", "benchmark_io")), tail
+
+
+@pytest.mark.parametrize("processes, offset", [(8, 0), (7, 1), (8, 1), (8, 400)])
+def test_the_none_mode_process_offset_is_clamped_to_the_hard_limit_without_root(processes, offset):
+    # none mode without root adds the caller's process count to `processes`; a sum past the hard
+    # RLIMIT_NPROC made setrlimit fail in every test's setup. Checked in a forked child that sets
+    # a hard limit of 8 and, where it runs as root, gives root up first.
+    import resource
+
+    from fade.verifiers import confinement
+
+    hard = 8
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read)
+            resource.setrlimit(resource.RLIMIT_NPROC, (hard, hard))
+            if os.geteuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            keep = {name: resource.getrlimit(getattr(resource, name))[1] for name in ("RLIMIT_AS", "RLIMIT_FSIZE")}
+            confinement.set_limits({"processes": processes, "processes_offset": offset,
+                                    "memory_bytes": keep["RLIMIT_AS"], "disk_bytes": keep["RLIMIT_FSIZE"]}, 5)
+            os.write(write, json.dumps(resource.getrlimit(resource.RLIMIT_NPROC)).encode())
+            code = 0
+        except BaseException as exc:
+            os.write(write, json.dumps(f"{type(exc).__name__}: {exc}").encode())
+        os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as f:
+        got = json.loads(f.read())
+    os.waitpid(pid, 0)
+    assert got == [min(processes + offset, hard)] * 2

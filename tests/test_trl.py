@@ -566,3 +566,34 @@ def test_the_testbed_verl_and_trl_log_one_batchs_diagnostics_alike(name, params,
     trainer.train()
     logged = {key: value for row in trainer.state.log_history for key, value in row.items() if key.startswith("fade/")}
     assert {key: logged[key] for key in want} == pytest.approx(want, rel=1e-6)
+
+
+def test_the_testbed_and_trl_feed_fade_decay_the_same_schedule_at_the_same_step(tiny_model, tmp_path):
+    """FADE's step counts the updates before a batch (docs/method.md): 0 at a run's first update.
+    fade_decay's logged schedule at training step s (1-based in both logs) is its closed form at
+    t = s - 1 in a real testbed run and in a real TRL run; verl's is checked in the CPU smoke
+    (tests/test_verl_cpu_e2e.py)."""
+    from dataclasses import replace
+
+    from fade.adaptive import schedule
+    from fade.testbed.trainer import TrainConfig, train
+
+    params = {"total_steps": 3}
+    est = fade.estimator("fade_decay", **params)
+    expected = {s: schedule(replace(est.state, step=s - 1), est.params, "decay") for s in (1, 2, 3)}
+    assert expected[1] == (3.0, 1.0) and expected[2] != expected[1]  # the first update explores fully
+
+    out = train(TrainConfig(out=str(tmp_path / "testbed"), model=tiny_model, task="arithmetic", estimator="fade_decay",
+                            estimator_args=params, steps=3, prompts_per_step=4, group_size=G, eval_every=0,
+                            eval_prompts=0, checkpoint_every=3, progress=False))
+    testbed = {row["step"]: (row["alpha"], row["delta"]) for row in load_run(out).metrics}
+
+    task = get_task("arithmetic")
+    trainer = tiny_trainer(FadeGRPOTrainer, tiny_model, tmp_path, steps=3, advantage="fade_decay",
+                           reward_funcs=[reward_function(task, task.problems("train", n=32, seed=0))],
+                           advantage_kwargs=params, config={"scale_rewards": "none"})
+    trainer.train()
+    trl = {row["step"]: (row["fade/alpha"], row["fade/delta"]) for row in trainer.state.log_history if "fade/alpha" in row}
+    assert sorted(testbed) == sorted(trl) == [1, 2, 3]
+    for s in (1, 2, 3):
+        assert testbed[s] == pytest.approx(expected[s], rel=1e-12) and trl[s] == pytest.approx(expected[s], rel=1e-6), s

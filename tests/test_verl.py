@@ -555,8 +555,8 @@ def test_trainer_feeds_fade_verls_entropy_and_step(trainer_base, example_config,
     got, raw = run_advantage_step(trainer, trainer_base, monkeypatch, seed=0, step=1, metrics=metrics)
     est = fv.estimator_for("fade", params)
     assert (est.h_first, est.h_hat, est.h_star) == (1.25, 1.25, 0.625)
-    assert est.last["step"] == 1.0 and est.last["delta"] == 1.0
-    ref.observe(entropy=1.25, step=1)
+    assert est.last["step"] == 0.0 and est.last["delta"] == 1.0  # verl's first update is FADE's step 0
+    ref.observe(entropy=1.25, step=0)
     torch.testing.assert_close(got, ref(raw["rewards"], raw["uids"]), rtol=0, atol=0)
     expected_keys = {f"fade/{k}" for k in ("alpha", "delta", "p_hat", "h_hat", "h_star", *DIAGNOSTICS)}
     assert expected_keys <= set(metrics)
@@ -565,9 +565,9 @@ def test_trainer_feeds_fade_verls_entropy_and_step(trainer_base, example_config,
     # entropy falls below H*: delta = 1 + H_hat - H* = 1 + 0.4 - 0.625 amplifies negative mass
     metrics = {fv.ENTROPY_METRIC: 0.4}
     got, raw = run_advantage_step(trainer, trainer_base, monkeypatch, seed=1, step=2, metrics=metrics)
-    ref.observe(entropy=0.4, step=2)
+    ref.observe(entropy=0.4, step=1)
     torch.testing.assert_close(got, ref(raw["rewards"], raw["uids"]), rtol=0, atol=0)
-    assert metrics["fade/delta"] == pytest.approx(0.775) and est.last["step"] == 2.0
+    assert metrics["fade/delta"] == pytest.approx(0.775) and est.last["step"] == 1.0
     assert est.state_dict() == ref.state_dict()
 
 
@@ -717,3 +717,61 @@ def test_a_corrupt_estimator_state_is_refused_by_file_name(tmp_path, text, messa
         load_estimator_state(est, tmp_path)
     assert str(tmp_path / STATE_FILE) in str(caught.value)
     assert est.state_dict() == before
+
+
+# -- settings that would fail only once the run is under way: refused before it starts -------------
+
+
+def test_bad_reward_kwargs_of_fades_reward_are_refused_before_the_run_starts(example_overrides):
+    # Before: accepted here, then every call of compute_score raised in verl's reward workers.
+    reward = ["reward.custom_reward_function.path=pkg://fade.verifiers.rewards",
+              "reward.custom_reward_function.name=compute_score"]
+    fv.check_run(_compose([*example_overrides, *reward, "+reward.custom_reward_function.reward_kwargs.timeout=2"]))
+    bad = _compose([*example_overrides, *reward, "+reward.custom_reward_function.reward_kwargs.timeout=0"])
+    line = r"^the run's reward settings are invalid \(verl: reward.custom_reward_function.reward_kwargs\): timeout must be"
+    with pytest.raises(ValueError, match=line) as caught:
+        fv.check_run(bad)
+    assert "\n" not in str(caught.value)
+    # verl's own loading of the function, called as verl calls it: the same line at the first reward
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+
+    with pytest.raises(ValueError, match=line):
+        get_custom_reward_fn(bad)(data_source="math", solution_str="\\boxed{1}", ground_truth="1", extra_info={})
+    with pytest.raises(ValueError, match=r"^the run's reward settings are invalid .*judge must be auto or one of"):
+        fv.check_run(_compose([*example_overrides, *reward, "+reward.custom_reward_function.reward_kwargs.judge=x"]))
+    # another reward function's kwargs are its own business
+    fv.check_run(_compose([*example_overrides, "reward.custom_reward_function.path=my_reward.py",
+                           "reward.custom_reward_function.name=compute_score",
+                           "+reward.custom_reward_function.reward_kwargs.timeout=0"]))
+
+
+def _saved_loader(folder, workers: int) -> None:
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    loader = StatefulDataLoader(list(range(32)), batch_size=4, num_workers=workers)
+    batches = iter(loader)
+    next(batches)
+    folder.mkdir(parents=True)
+    torch.save(loader.state_dict(), folder / "data.pt")
+
+
+@pytest.mark.parametrize("saved, now", [(0, 1), (1, 0), (1, 2)])
+def test_a_resume_with_another_dataloader_worker_count_is_refused_in_one_line(tmp_path, example_overrides, saved, now):
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    ckpt = tmp_path / "ckpt"
+    _saved_loader(ckpt / "global_step_2", saved)
+    (ckpt / "latest_checkpointed_iteration.txt").write_text("2")
+    # verl's own behaviour, side by side: torchdata takes the saved state, then fails at the first batch
+    loader = StatefulDataLoader(list(range(32)), batch_size=4, num_workers=now)
+    loader.load_state_dict(torch.load(ckpt / "global_step_2" / "data.pt", weights_only=False))
+    with pytest.raises(AssertionError):
+        next(iter(loader))
+    for mode in ([], ["trainer.resume_mode=resume_path", f"trainer.resume_from_path={ckpt}/global_step_2"]):
+        run = [*example_overrides, f"trainer.default_local_dir={ckpt}", *mode]
+        with pytest.raises(ValueError, match=rf"^data.dataloader_num_workers={now}, but the checkpoint .*global_step_2 "
+                                             rf"saved its data loader with {saved}: .*dataloader_num_workers={saved}"):
+            fv.check_run(_compose([*run, f"data.dataloader_num_workers={now}"]))
+        fv.check_run(_compose([*run, f"data.dataloader_num_workers={saved}"]))
+    fv.check_run(_compose([*example_overrides, f"trainer.default_local_dir={ckpt}", "trainer.resume_mode=disable",
+                           f"data.dataloader_num_workers={now}"]))

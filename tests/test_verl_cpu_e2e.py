@@ -2,9 +2,11 @@
 ``python -m verl.trainer.main_ppo`` (the GPU recipe with ``FADE_VERL_CPU=1``, a tiny model, small
 sizes) for 3 steps with a checkpoint at step 2, then step 3 again in a new process resumed from it;
 two more runs compare ``fade_grpo`` with verl's ``grpo`` under verl's own ``trainer_mode=sync``,
-across the two runs and, on each batch, inside the ``fade_grpo`` run.
+across the two runs and, on each batch, inside the ``fade_grpo`` run; one runs ``fade_decay``, whose
+schedule must be the testbed's at each step; two stop before their first step, on a bad reward
+setting and on a resume with another data-loader worker count.
 
-Marked ``e2e`` (four ``main_ppo`` processes, about 4 to 5 minutes on 2 cores): ``make test`` leaves
+Marked ``e2e`` (five ``main_ppo`` runs and two refused ones, about 6 to 7 minutes on 2 cores): ``make test`` leaves
 it out, ``make test-e2e`` (and CI, after the suite) runs it. A test instrument
 (tests/verl_recorder.py) records, inside verl's TaskRunner, the rows the actor update receives.
 """
@@ -47,7 +49,8 @@ SAME = [("critic/score/mean", 1e-6, 0), ("response_length/mean", 1e-6, 0), ("act
         ("actor/grad_norm", 1e-3, 0)]
 
 
-def smoke(out: Path, *overrides: str, resume: bool = True, record: bool = False) -> subprocess.CompletedProcess:
+def smoke(out: Path, *overrides: str, resume: bool = True, record: bool = False, fails: bool = False
+          ) -> subprocess.CompletedProcess:
     if shutil.which("bash") is None:
         pytest.skip("bash is needed to run the smoke script")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FADE_", "VERL_USE_EXTERNAL"))}
@@ -61,7 +64,7 @@ def smoke(out: Path, *overrides: str, resume: bool = True, record: bool = False)
     proc = subprocess.run(["bash", str(SCRIPT), str(out), *overrides], env=env, capture_output=True, text=True,
                           timeout=1200)
     (out / "script.out").write_text(proc.stdout + proc.stderr)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+    assert (proc.returncode != 0) is fails, (proc.stdout + proc.stderr)[-6000:]
     return proc
 
 
@@ -147,11 +150,11 @@ def test_the_update_applies_the_advantages_fades_estimator_returned(fade_run):
         est = fade.estimator("fade", **RECIPE)
         if record["state_before"] is not None:
             est.load_state_dict(record["state_before"])
-        est.observe(entropy=record["entropy"], step=step)
+        est.observe(entropy=record["entropy"], step=step - 1)  # FADE's step: the updates before this one
         rewards = torch.tensor([r["reward"] for r in rows])
         uids = [r["uid"] for r in rows]
         expected = est(rewards, uids)
-        assert est.state_dict() == record["state_after"]
+        assert est.state_dict() == record["state_after"] and record["state_after"]["step"] == step
         applied = []
         for row in rows:
             mask = torch.tensor(row["mask"], dtype=torch.bool)
@@ -202,3 +205,53 @@ def test_fade_grpo_gives_verls_grpo_losses_in_two_runs_while_their_rollouts_agre
         assert not any(k.startswith("fade/") for k in a)  # verl's own grpo: fade stays out of it
         compared.append(step)
     assert compared[0] == 1
+
+
+# -- FADE's step, and settings refused before the first step ---------------------------------------
+
+
+def test_fade_decays_logged_schedule_is_the_testbeds_at_every_step(tmp_path, tiny_model):
+    """verl's step 1 is FADE's step 0, as in the testbed (docs/method.md): the schedule verl's logger
+    got from a fade_decay run equals a testbed run's at the same training step, and its closed form."""
+    from dataclasses import replace
+
+    from fade.adaptive import schedule
+    from fade.testbed.runlog import load_run
+    from fade.testbed.trainer import TrainConfig, train
+
+    smoke(tmp_path / "verl", "algorithm.adv_estimator=fade_decay", "+algorithm.fade.total_steps=3", resume=False)
+    verl = logged(tmp_path / "verl" / "full.metrics.jsonl")
+    out = train(TrainConfig(out=str(tmp_path / "testbed"), model=tiny_model, task="arithmetic", estimator="fade_decay",
+                            estimator_args={"total_steps": 3, **RECIPE}, steps=3, prompts_per_step=2, group_size=4,
+                            eval_every=0, eval_prompts=0, checkpoint_every=3, progress=False))
+    testbed = {row["step"]: row for row in load_run(out).metrics}
+    est = fade.estimator("fade_decay", total_steps=3)
+    assert sorted(verl) == sorted(testbed) == [1, 2, 3]
+    for step in (1, 2, 3):
+        closed = schedule(replace(est.state, step=step - 1), est.params, "decay")
+        assert (verl[step]["fade/alpha"], verl[step]["fade/delta"]) == pytest.approx(closed, rel=1e-9), step
+        assert (testbed[step]["alpha"], testbed[step]["delta"]) == pytest.approx(closed, rel=1e-12), step
+    assert verl[1]["fade/alpha"] == 3.0 and verl[1]["fade/delta"] == 1.0  # the first update explores fully
+
+
+def refused(out: Path, *overrides: str) -> str:
+    """A smoke run that must stop before its first step; its output."""
+    proc = smoke(out, *overrides, resume=False, fails=True)
+    text = proc.stdout + proc.stderr
+    assert not console_steps(out / "full.log"), "a step ran"
+    return text
+
+
+def test_a_bad_reward_timeout_stops_the_run_before_its_first_step_with_one_line(tmp_path):
+    # Before: every reward call raised in verl's reward workers, the run died in a worker traceback.
+    text = refused(tmp_path, "+reward.custom_reward_function.reward_kwargs.timeout=0")
+    assert re.search(r"the run's reward settings are invalid \(verl: reward.custom_reward_function.reward_kwargs\): "
+                     r"timeout must be a number of seconds > 0 and at most 86400, got 0", text), text[-4000:]
+
+
+def test_a_resume_with_another_dataloader_worker_count_stops_before_its_first_step(fade_run, tmp_path):
+    # Before: torchdata's AssertionError at the first batch, after the workers loaded the checkpoint.
+    text = refused(tmp_path, "trainer.resume_mode=resume_path",
+                   f"trainer.resume_from_path={fade_run / 'full' / 'global_step_2'}", "data.dataloader_num_workers=1")
+    assert re.search(r"data.dataloader_num_workers=1, but the checkpoint \S+global_step_2 saved its data loader with 0: "
+                     r"verl's StatefulDataLoader resumes only with the same count", text), text[-4000:]

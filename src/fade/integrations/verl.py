@@ -22,7 +22,7 @@ and the algorithm config, and nothing about training dynamics. FADE needs the po
 so this module also registers :class:`FadeTrainer` as ``trainer.v1.trainer_mode=fade``: verl's
 synchronous PPO trainer (``PPOTrainerSync``) whose advantage step first hands the estimator
 ``metrics["actor/entropy"]`` (the mean token entropy verl has just computed for this very batch in
-its old-log-prob pass) and the global step, then adds FADE's schedule and the batch's gradient-mass
+its old-log-prob pass) and the step, then adds FADE's schedule and the batch's gradient-mass
 diagnostics to verl's metrics as ``fade/...``, and which saves the estimator's state in each
 checkpoint folder and restores it on resume. Estimators live in this process (verl computes
 advantages in the trainer's process), one per (name, parameters), so FADE's state carries over
@@ -50,7 +50,7 @@ from omegaconf import DictConfig, OmegaConf
 from verl.trainer.ppo import core_algos
 
 import fade
-from fade.integrations import verl_cpu
+from fade.integrations import verl_cpu, verl_preflight
 from fade.integrations.diagnostics import batch_metrics
 from fade.integrations.state import STATE_FILE, load_estimator_state, save_estimator_state
 from fade.registry import SUCCESS_OPTIONS
@@ -372,8 +372,8 @@ def check_run(config: Any) -> None:
     successes without a success option when the scores are not in [0, 1]: a reward model
     (``reward.reward_model.enable``) or a KL penalty in the reward (``algorithm.use_kl_in_reward``).
     ``FadeTrainer`` (verl's v1 trainer) calls it; the v1 trainer computes no ``reward_baselines``,
-    so ``fade_remax`` is refused there too. verl's own estimators pass.
-    """
+    so ``fade_remax`` is refused there too. Reward and resume settings: :mod:`.verl_preflight`."""
+    verl_preflight.check(config)
     algorithm = config.algorithm
     name = setting(algorithm, "adv_estimator")
     if not is_fade_name(name):
@@ -710,7 +710,7 @@ if _TRAINER_MISSING is None:
 
         - ``_compute_advantage`` (line 1743): hands the estimator of ``algorithm.adv_estimator``
           the entropy that ``_compute_old_log_prob`` (line 1634) has just put in
-          ``metrics["actor/entropy"]`` (line 1684) for this batch, and the global step; lets verl
+          ``metrics["actor/entropy"]`` (line 1684) for this batch, and the step (``global_steps - 1``); lets verl
           compute the advantages (which calls fade's registered function); then adds ``fade/...``
           metrics. verl's own estimators pass through untouched.
         - ``_save_checkpoint`` (line 948): writes the estimator's state to
@@ -751,7 +751,7 @@ if _TRAINER_MISSING is None:
                         "Turn bypass mode off, fix the knobs that read it (+algorithm.fade.delta=1.0), "
                         "or use fade_decay"
                     )
-                signals = {"step": self.global_steps}
+                signals = {"step": self.global_steps - 1}  # updates before this batch (docs/method.md)
                 if entropy is not None:
                     signals["entropy"] = float(entropy)
                 est.observe(**signals)

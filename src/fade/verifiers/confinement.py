@@ -259,6 +259,11 @@ def drop_capabilities():
 
 def set_limits(limits, cpu_seconds):
     processes = limits["processes"] + limits.get("processes_offset", 0)
+    hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+    if hard != resource.RLIM_INFINITY and processes > hard and os.geteuid() != 0:
+        # The caller's own processes counted in (none mode without root) can take the sum past the
+        # hard limit, which only root may raise: the program gets what is left below it instead.
+        processes = hard
     for res, value in (
         (resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1)),
         (resource.RLIMIT_AS, (limits["memory_bytes"],) * 2),

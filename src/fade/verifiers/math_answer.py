@@ -37,11 +37,18 @@ request at a time: inside a worker a timer interrupts slow Python-level work, an
 does not answer within ``timeout`` plus a grace second is killed and replaced. A verifier can
 therefore be called from any thread (verl calls reward functions from a thread pool), and no
 input can stall it longer than its timeout.
+
+Python refuses to read or write an integer of more than 4,300 digits as text (its guard against
+the quadratic cost of the conversion, ``sys.get_int_max_str_digits``); math-verify catches that
+refusal and reads such a gold as no answer and such a completion as raw text. The workers lift
+the limit: the timeout bounds the conversion's cost as it bounds everything else, so an answer
+of any length is judged by value, as math-verify judges shorter ones.
 """
 
 from __future__ import annotations
 
 import atexit
+import decimal
 import json
 import logging
 import os
@@ -315,7 +322,7 @@ class MathVerifier:
         if gold is None or (isinstance(gold, str) and not gold.strip()):
             return VerifierResult.of("bad_reference", error="the gold answer is empty")
         if isinstance(gold, (int, float)) and not isinstance(gold, bool):
-            gold = str(gold)
+            gold = _number_text(gold)
         if not isinstance(gold, str):
             return VerifierResult.of("bad_reference", error=f"the gold answer is a {type(gold).__name__}, expected text")
         # The answer's span is found in the worker, under the timeout, like everything else.
@@ -339,6 +346,12 @@ class MathVerifier:
             return [self.score(c, g) for c, g in zip(completions, golds)]
         with ThreadPoolExecutor(max_workers=min(self.workers, len(completions))) as pool:
             return list(pool.map(self.score, completions, golds))
+
+
+def _number_text(value: int | float) -> str:
+    """A number gold as text. Decimal writes an int of any length exactly, where ``str`` refuses
+    more than Python's 4,300 digits (``sys.get_int_max_str_digits``)."""
+    return str(decimal.Decimal(value)) if isinstance(value, int) else str(value)
 
 
 _backend_said = False
@@ -540,6 +553,7 @@ def serve(memory_mb: int = 4096) -> None:
         backend = {**math_backend(), "aligned": align_latex_parser()}
         logging.getLogger("math_verify").setLevel(logging.CRITICAL)
         logging.getLogger("latex2sympy2_extended").setLevel(logging.CRITICAL)
+        sys.set_int_max_str_digits(0)  # the timeout bounds the conversions instead (module docstring)
         limit = _address_space_limit(int(memory_mb) << 20)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         _judge("\\boxed{1}", "1", 30.0)  # warm the parsers once, outside any caller's timeout

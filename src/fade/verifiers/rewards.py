@@ -167,12 +167,21 @@ def _math_verifier(kwargs: dict[str, Any]) -> MathVerifier:
         return _math_verifiers[key]
 
 
+def _settings_refused(exc: ValueError) -> ValueError:
+    # verl calls the reward in its reward workers: the line must say the whole run is misconfigured.
+    return ValueError(f"the run's reward settings are invalid (verl: reward.custom_reward_function.reward_kwargs): {exc}")
+
+
 def compute_math_score(data_source: Any, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
                        **kwargs: Any) -> dict[str, Any]:
     """verl's reward signature, always scoring a math answer. Keyword arguments (verl's
     ``custom_reward_function.reward_kwargs``) are MathVerifier's settings, :data:`MATH_SETTINGS`:
     e.g. ``+custom_reward_function.reward_kwargs.answer_mode=final``."""
-    return _verl_dict(_math_verifier(kwargs).score(solution_str, ground_truth))
+    try:
+        verifier = _math_verifier(kwargs)
+    except ValueError as exc:
+        raise _settings_refused(exc) from None
+    return _verl_dict(verifier.score(solution_str, ground_truth))
 
 
 _code_verifiers: dict[str, CodeVerifier] = {}
@@ -192,10 +201,12 @@ def compute_code_score(data_source: Any, solution_str: str, ground_truth: Any, e
     the default limits: ``make_code_reward`` takes a configured verifier)."""
     unknown = sorted(k for k in kwargs if k not in _VERL_EXTRAS and k != "judge")
     if unknown:
-        raise ValueError(f"unknown reward_kwargs {unknown} for fade's code reward: it takes judge only")
-    if kwargs.get("judge", "auto") != "auto":
-        return _verl_dict(_code_verifier(kwargs["judge"]).score_many([solution_str], [ground_truth], errors="result")[0])
-    return _verl_dict(default_code_verifier().score_many([solution_str], [ground_truth], errors="result")[0])
+        raise _settings_refused(ValueError(f"unknown reward_kwargs {unknown} for fade's code reward: it takes judge only"))
+    try:
+        verifier = default_code_verifier() if kwargs.get("judge", "auto") == "auto" else _code_verifier(kwargs["judge"])
+    except ValueError as exc:
+        raise _settings_refused(exc) from None
+    return _verl_dict(verifier.score_many([solution_str], [ground_truth], errors="result")[0])
 
 
 def names_code_dataset(data_source: Any) -> bool:
@@ -225,10 +236,28 @@ def compute_score(data_source: Any, solution_str: str, ground_truth: Any, extra_
     """verl's custom reward function: code or math, chosen as the module docstring says."""
     unknown = sorted(k for k in kwargs if k not in _VERL_EXTRAS and k not in MATH_SETTINGS and k != "judge")
     if unknown:
-        raise ValueError(f"unknown reward_kwargs {unknown} for fade's reward: expected some of "
-                         f"{[*MATH_SETTINGS, 'judge']}")
+        raise _settings_refused(ValueError(f"unknown reward_kwargs {unknown} for fade's reward: expected some of "
+                                           f"{[*MATH_SETTINGS, 'judge']}"))
     if _is_code(data_source, ground_truth, extra_info):
         return compute_code_score(data_source, solution_str, ground_truth, extra_info,
                                   **{k: v for k, v in kwargs.items() if k == "judge" or k in _VERL_EXTRAS})
     return compute_math_score(data_source, solution_str, ground_truth, extra_info,
                               **{k: v for k, v in kwargs.items() if k != "judge"})
+
+
+def check_settings(name: str, kwargs: dict[str, Any]) -> None:
+    """Refuse, as the first call of the verl reward function ``name`` (compute_score,
+    compute_math_score or compute_code_score) would, ``reward_kwargs`` it cannot honour; scores
+    nothing and starts no worker (fade's verl trainer calls it before a run starts)."""
+    extras = {k: v for k, v in kwargs.items() if k not in _VERL_EXTRAS}
+    known = {"compute_score": (*MATH_SETTINGS, "judge"), "compute_math_score": MATH_SETTINGS,
+             "compute_code_score": ("judge",)}[name]
+    unknown = sorted(k for k in extras if k not in known)
+    if unknown:
+        raise _settings_refused(ValueError(f"unknown reward_kwargs {unknown} for fade's {name}: expected some of {list(known)}"))
+    try:
+        MathVerifier(**{k: v for k, v in extras.items() if k in MATH_SETTINGS})
+        if extras.get("judge", "auto") != "auto":
+            CodeVerifier(judge=extras["judge"])
+    except ValueError as exc:
+        raise _settings_refused(exc) from None

@@ -260,3 +260,16 @@ def test_the_adapter_names_trls_version_when_the_log_is_gone():
 
     with pytest.raises(ledger.EngineMismatch, match=r"^trl \S+: trl\.GRPOTrainer\._logs has no \['advantages'\]"):
         fade_trl.replace_logged_advantages(NoLogs(), 1, [0.0])
+
+
+def test_verl_cpu_never_imports_the_plug_in():
+    """One direction: the plug-in imports verl_cpu's modules to put them in verl, never the reverse."""
+    imported = set()
+    for path in (INTEGRATIONS / "verl_cpu").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported.add(node.module)
+            elif isinstance(node, ast.Import):
+                imported |= {a.name for a in node.names}
+    assert "fade.integrations.verl_cpu.platform" in imported
+    assert not {m for m in imported if m == "fade.integrations.verl" or m.startswith("fade.integrations.verl.")}

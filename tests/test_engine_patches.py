@@ -171,8 +171,8 @@ def test_trls_completion_log_is_rewritten_only_through_the_adapter():
     uses = []
     for fn in ast.walk(tree):
         if isinstance(fn, ast.FunctionDef):
-            uses += [fn.name for node in ast.walk(fn)
-                     if (isinstance(node, ast.Attribute) and node.attr == "_logs") or getattr(node, "value", None) == "_logs"]
+            uses += [fn.name for node in ast.walk(fn) if (isinstance(node, ast.Attribute) and node.attr == "_logs")
+                     or getattr(node, "value", None) == "_logs"]
     assert uses and set(uses) == {"replace_logged_advantages"}
 
 

@@ -300,7 +300,8 @@ print(json.dumps({
 """
 
 
-CPU_MODE_ON = {"platform": "CpuPlatform", "engine_device": "cpu", "process_group": "fade.integrations.verl_cpu.platform",
+CPU_MODE_ON = {"platform": "CpuPlatform", "engine_device": "cpu",
+               "process_group": "fade.integrations.verl_cpu.platform",
                "auto_set_device": "fade.integrations.verl_cpu.config", "rollout": True}
 
 

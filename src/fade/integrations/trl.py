@@ -61,8 +61,8 @@ from fade.integrations.state import STATE_FILE, load_estimator_state, save_estim
 from fade.registry import SUCCESS_OPTIONS
 
 __all__ = [
-    "ENTROPY_SOURCES", "PRIVATE", "STATE_FILE", "TRL_CHECKED", "TRL_EPS", "FadeGRPOTrainer", "replace_logged_advantages",
-    "trl_params",
+    "ENTROPY_SOURCES", "PRIVATE", "STATE_FILE", "TRL_CHECKED", "TRL_EPS", "FadeGRPOTrainer",
+    "replace_logged_advantages", "trl_params",
 ]
 
 logger = logging.getLogger(__name__)
@@ -109,7 +109,8 @@ PRIVATE: tuple[Touch, ...] = (
     _trl("_get_output_dir", "call", "the checkpoint folder's parent", "where _save_checkpoint wrote", ("trial",)),
     _trl("_metrics", "attribute", "fade/... values appended per mode",
          "fade's diagnostics reach whatever logger TRL reports to; the loss pass's entropy is read from it"),
-    _trl("_logs", "attribute", "the last N entries of _logs['advantages'] replaced by fade's (replace_logged_advantages)",
+    _trl("_logs", "attribute", "the last N entries of _logs['advantages'] replaced by fade's "
+         "(replace_logged_advantages)",
          "TRL's completion table logs TRL's own advantages of the whole generation batch"),
 )
 

@@ -83,6 +83,7 @@ def session_advantages(verl_fn: Callable[..., Any]) -> Callable[..., Any]:
         if cp is None or not cp.sessions:
             return verl_fn(data, batch_keys, adv_estimator, gamma=gamma, lam=lam, num_repeat=num_repeat,
                            norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo, config=config)
+        # Each session's final output is one rollout of its prompt's group; every output of the
         # session takes that rollout's advantage (its value at the first response token, 0 when empty).
         rows, session_of = final_sessions(batch_keys)
         final = _verl_compute_advantage(data.select_idxs(rows), adv_estimator=adv_estimator, gamma=gamma, lam=lam,

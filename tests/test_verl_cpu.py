@@ -300,19 +300,23 @@ print(json.dumps({
 """
 
 
+CPU_MODE_ON = {"platform": "CpuPlatform", "engine_device": "cpu",
+               "process_group": "fade.integrations.verl_cpu.platform",
+               "auto_set_device": "fade.integrations.verl_cpu.config", "rollout": True}
+
+
 def test_the_switch_turns_cpu_mode_on_in_a_verl_process_and_nothing_changes_without_it():
-    on = fresh_python(_PROBE, FADE_VERL_CPU="1")
-    assert on == {"platform": "CpuPlatform", "engine_device": "cpu", "process_group": "fade.integrations.verl_cpu",
-                  "auto_set_device": "fade.integrations.verl_cpu", "rollout": True}
+    assert fresh_python(_PROBE, FADE_VERL_CPU="1") == CPU_MODE_ON
     off = fresh_python(_PROBE)
     assert off == {"platform": "PlatformCUDA", "engine_device": "cuda", "process_group": "verl.utils.distributed",
                    "auto_set_device": "verl.utils.device", "rollout": False}
 
 
-def test_cpu_mode_is_on_when_verl_cpu_is_imported_before_verl():
-    """A Ray actor process that unpickles the rollout server imports this module first."""
-    probe = "import fade.integrations.verl_cpu\n" + _PROBE
-    assert fresh_python(probe, FADE_VERL_CPU="1")["engine_device"] == "cpu"
+@pytest.mark.parametrize("first", ["fade.integrations.verl_cpu", "fade.integrations.verl_cpu.rollout"])
+def test_cpu_mode_is_on_when_verl_cpu_is_imported_before_verl(first):
+    """A Ray actor process that unpickles the rollout server imports verl_cpu's rollout module first."""
+    probe = f"import {first}\n" + _PROBE
+    assert fresh_python(probe, FADE_VERL_CPU="1") == CPU_MODE_ON
 
 
 # -- verl's model setup with TRL 1.x --------------------------------------------------------------------

@@ -34,6 +34,11 @@ std scale for an estimator that sets its own, per-function normalisation for one
 reward per completion, real-valued rewards for one that reads successes without a success option)
 is refused at construction, with one line naming the setting and the estimator.
 
+The private names of TRL this trainer overrides, calls or rewrites are listed in :data:`PRIVATE`
+and checked against the installed TRL when this module is imported; the one private structure it
+rewrites, the completion table's ``_logs["advantages"]``, is reached only through
+:func:`replace_logged_advantages`.
+
 fade's batch diagnostics and FADE's schedule are appended to TRL's metrics under ``fade/...``, so they reach whatever logger the run reports to. The estimator's
 state is saved as ``fade_estimator.json`` in each checkpoint folder and restored on resume.
 """
@@ -51,10 +56,14 @@ from trl import GRPOTrainer
 
 import fade
 from fade.integrations.diagnostics import batch_metrics
+from fade.integrations.ledger import Touch, mismatch, resolve
 from fade.integrations.state import STATE_FILE, load_estimator_state, save_estimator_state
 from fade.registry import SUCCESS_OPTIONS
 
-__all__ = ["ENTROPY_SOURCES", "STATE_FILE", "TRL_EPS", "FadeGRPOTrainer", "trl_params"]
+__all__ = [
+    "ENTROPY_SOURCES", "PRIVATE", "STATE_FILE", "TRL_CHECKED", "TRL_EPS", "FadeGRPOTrainer",
+    "replace_logged_advantages", "trl_params",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +80,56 @@ _FORWARD_KEYS = (
 
 #: TRL's GRPO advantage: eps added to the std (a constant in GRPOTrainer).
 TRL_EPS = 1e-4
+
+#: The TRL release every entry of :data:`PRIVATE` was checked against.
+TRL_CHECKED = "1.16.0"
+
+
+def _trl(attribute: str, kind: str, replacement: str, why: str, params: tuple[str, ...] | None = None) -> Touch:
+    return Touch("trl", "trl", f"GRPOTrainer.{attribute}", kind, replacement, why, params, TRL_CHECKED)
+
+
+#: TRL's private names that :class:`FadeGRPOTrainer` overrides, calls or rewrites; TRL has no
+#: advantage hook, so these are where fade steps in.
+PRIVATE: tuple[Touch, ...] = (
+    _trl("_calculate_rewards", "override", "TRL's, keeping the gathered rewards",
+         "the rewards of the whole generation batch, before TRL reduces them to its own advantage",
+         ("inputs", "prompts", "completions", "completion_ids_list")),
+    _trl("_compute_loss", "override", "TRL's, keeping the micro-batch's reduced entropy",
+         "entropy='previous' feeds FADE the entropy TRL's loss pass computes", ("model", "inputs")),
+    _trl("_generate_and_score_completions", "override", "TRL's, then fade's advantages in place of TRL's",
+         "TRL computes GRPO's advantage inline here", ("inputs",)),
+    _trl("_get_per_token_logps_and_entropies", "call", "called with compute_entropy=True",
+         "entropy='current': the policy's entropy on the generation batch",
+         ("model", "input_ids", "attention_mask", "logits_to_keep", "batch_size", "compute_entropy", *_FORWARD_KEYS)),
+    _trl("_save_checkpoint", "override", "TRL's, then the estimator's state in the checkpoint folder",
+         "FADE's state is saved with each checkpoint", ("model", "trial")),
+    _trl("_load_optimizer_and_scheduler", "override", "TRL's, then the estimator's state",
+         "FADE's state is restored on resume", ("checkpoint",)),
+    _trl("_get_output_dir", "call", "the checkpoint folder's parent", "where _save_checkpoint wrote", ("trial",)),
+    _trl("_metrics", "attribute", "fade/... values appended per mode",
+         "fade's diagnostics reach whatever logger TRL reports to; the loss pass's entropy is read from it"),
+    _trl("_logs", "attribute", "the last N entries of _logs['advantages'] replaced by fade's "
+         "(replace_logged_advantages)",
+         "TRL's completion table logs TRL's own advantages of the whole generation batch"),
+)
+
+for _touch in PRIVATE:
+    resolve(_touch)
+
+
+def replace_logged_advantages(trainer: GRPOTrainer, count: int, advantages: list[float]) -> None:
+    """Put ``advantages`` in place of the last ``count`` advantages TRL logged for its completion
+    table: ``trainer._logs["advantages"]``, a deque bounded by the generation batch, which TRL has
+    just extended by its own advantages of the whole generation batch."""
+    logs = getattr(trainer, "_logs", None)
+    logged = logs.get("advantages") if isinstance(logs, Mapping) else None
+    if not all(hasattr(logged, method) for method in ("pop", "extend", "__len__")):
+        touch = next(t for t in PRIVATE if t.attribute == "GRPOTrainer._logs")
+        raise mismatch(touch, f"has no ['advantages'] sequence to rewrite (got {type(logged).__name__})")
+    for _ in range(min(count, len(logged))):
+        logged.pop()
+    logged.extend(advantages)
 
 
 def _refuse(what: str) -> ValueError:
@@ -273,10 +332,7 @@ class FadeGRPOTrainer(GRPOTrainer):
         out["advantages"] = advantages[start:start + local].to(out["advantages"].dtype)
 
         # TRL logged its own advantages of the whole batch for the completion table: swap in ours.
-        logged = self._logs["advantages"]
-        for _ in range(min(n, len(logged))):
-            logged.pop()
-        logged.extend(advantages.tolist())
+        replace_logged_advantages(self, n, advantages.tolist())
 
         self.fade_last = {"rewards": rewards, "groups": groups, "advantages": advantages, "scorable": scorable}
         self._fade_log(mode, est, advantages[scorable], rewards[scorable], groups[scorable], record)

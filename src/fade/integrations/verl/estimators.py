@@ -1,46 +1,26 @@
-"""fade inside verl: every fade estimator in verl's advantage registry, and a trainer that feeds FADE.
+"""fade's estimators as verl advantage estimators: their verl names, fade's counterparts of verl's
+own estimators, the parameters a run passes (``+algorithm.fade.KEY=VALUE``) and verl's settings
+they read, and the function verl calls for each name, with verl's signature.
 
-Importing this module registers each name of ``fade.available()`` with verl's ``register_adv_est``:
-names that start with ``fade`` keep their name (``fade``, ``fade_alpha``, ...), the others get a
+Names that start with ``fade`` keep their name (``fade``, ``fade_alpha``, ...), the others get a
 ``fade_`` prefix (``fade_grpo``, ``fade_maxrl``, ``fade_passk``, ...) so they never clash with
-verl's own. A run selects one with ``algorithm.adv_estimator=NAME`` and passes its parameters as
-``+algorithm.fade.KEY=VALUE``. verl imports the module itself, in every Ray process, on each
-``import verl``: through the ``verl.plugins`` entry point this package installs, or through
-``VERL_USE_EXTERNAL_MODULES=fade.integrations.verl`` (forward it to the workers of a multi-node run
-with ``+ray_kwargs.ray_init.runtime_env.env_vars.VERL_USE_EXTERNAL_MODULES=...``).
-
-fade's counterparts of verl's own estimators (:data:`COUNTERPARTS`: ``fade_grpo`` for ``grpo``,
-``fade_reinforce_pp`` for ``reinforce_plus_plus``, ...) are drop-in: swapping the name gives verl's
-advantages and returns on every input verl accepts, reading every verl setting verl's function
-reads (``norm_adv_by_std_in_grpo``, ``gamma``, ``epsilon``, verl's one-rollout and multi-output
-session conventions, per-token returns), with verl's signature for direct calls; a setting that
-cannot be honoured raises one line naming it and the estimator. fade's own estimators (FADE,
-maxrl, ...) score each response by the sum of its token rewards, as verl's outcome estimators do.
-
-verl calls a registered estimator with token-level rewards, the response mask, the prompt uids
-and the algorithm config, and nothing about training dynamics. FADE needs the policy's entropy,
-so this module also registers :class:`FadeTrainer` as ``trainer.v1.trainer_mode=fade``: verl's
-synchronous PPO trainer (``PPOTrainerSync``) whose advantage step first hands the estimator
-``metrics["actor/entropy"]`` (the mean token entropy verl has just computed for this very batch in
-its old-log-prob pass) and the step, then adds FADE's schedule and the batch's gradient-mass
-diagnostics to verl's metrics as ``fade/...``, and which saves the estimator's state in each
-checkpoint folder and restores it on resume. Estimators live in this process (verl computes
-advantages in the trainer's process), one per (name, parameters), so FADE's state carries over
-from step to step; :func:`estimator_for` returns the one verl's call will use.
-
-Loaded in every verl process, the plug-in also keeps verl's model setup working where TRL 1.x is
-installed (see :func:`trl_has_value_head`), and with ``FADE_VERL_CPU=1`` switches on
-:mod:`fade.integrations.verl_cpu`, which runs verl on CPU.
+verl's own. fade's counterparts of verl's estimators (:data:`COUNTERPARTS`: ``fade_grpo`` for
+``grpo``, ``fade_reinforce_pp`` for ``reinforce_plus_plus``, ...) are drop-in: swapping the name
+gives verl's advantages and returns on every input verl accepts, reading every verl setting verl's
+function reads (``norm_adv_by_std_in_grpo``, ``gamma``, ``epsilon``, verl's one-rollout and
+multi-output session conventions, per-token returns), with verl's signature for direct calls; a
+setting that cannot be honoured raises one line naming it and the estimator. fade's own estimators
+(FADE, maxrl, ...) score each response by the sum of its token rewards, as verl's outcome
+estimators do. Estimators live in this process (verl computes advantages in the trainer's
+process), one per (name, parameters), so FADE's state carries over from step to step;
+:func:`estimator_for` returns the one verl's call will use.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
 import json
 import logging
 import math
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,15 +30,14 @@ from omegaconf import DictConfig, OmegaConf
 from verl.trainer.ppo import core_algos
 
 import fade
-from fade.integrations import verl_cpu, verl_preflight
+from fade.integrations import verl_preflight
 from fade.integrations.diagnostics import batch_metrics
-from fade.integrations.state import STATE_FILE, load_estimator_state, save_estimator_state
+from fade.integrations.verl.patches import patch
 from fade.registry import SUCCESS_OPTIONS
 
 __all__ = [
     "COUNTERPARTS",
     "ENTROPY_METRIC",
-    "STATE_FILE",
     "TRAINER_NAME",
     "Counterpart",
     "check_run",
@@ -67,7 +46,6 @@ __all__ = [
     "estimator_for",
     "fade_metrics",
     "fade_name",
-    "final_sessions",
     "is_fade_name",
     "params_from_config",
     "register",
@@ -75,7 +53,6 @@ __all__ = [
     "reset_estimators",
     "resolve_params",
     "setting",
-    "trl_has_value_head",
     "verl_name",
 ]
 
@@ -372,7 +349,7 @@ def check_run(config: Any) -> None:
     successes without a success option when the scores are not in [0, 1]: a reward model
     (``reward.reward_model.enable``) or a KL penalty in the reward (``algorithm.use_kl_in_reward``).
     ``FadeTrainer`` (verl's v1 trainer) calls it; the v1 trainer computes no ``reward_baselines``,
-    so ``fade_remax`` is refused there too. Reward and resume settings: :mod:`.verl_preflight`."""
+    so ``fade_remax`` is refused there too. Reward and resume settings: :mod:`fade.integrations.verl_preflight`."""
     verl_preflight.check(config)
     algorithm = config.algorithm
     name = setting(algorithm, "adv_estimator")
@@ -582,217 +559,10 @@ def register() -> list[str]:
         existing = core_algos.ADV_ESTIMATOR_REGISTRY.get(vname)
         if existing is not None and getattr(existing, "fade_name", None) == name:
             # verl's register_adv_est refuses a second function under a name; this one is ours.
-            core_algos.ADV_ESTIMATOR_REGISTRY[vname] = fn
+            patch("verl.trainer.ppo.core_algos", "ADV_ESTIMATOR_REGISTRY", fn, key=vname)
         elif existing is not None:
             raise ValueError(f"verl already has an advantage estimator {vname!r} that is not fade's: {existing!r}")
         else:
             core_algos.register_adv_est(vname)(fn)
         names.append(vname)
     return names
-
-
-register()
-
-
-# -- verl's worker setup with TRL 1.x, and CPU mode --------------------------------------------------
-
-
-@functools.cache
-def trl_has_value_head() -> bool:
-    """Whether the installed TRL has ``AutoModelForCausalLMWithValueHead`` (TRL 1.x removed it)."""
-    for module in ("trl.experimental.ppo", "trl"):
-        try:
-            if hasattr(importlib.import_module(module), "AutoModelForCausalLMWithValueHead"):
-                return True
-        except ImportError:
-            continue
-    return False
-
-
-def _value_head_guard() -> None:
-    """verl's model setup (``apply_monkey_patch``, models/transformers/monkey_patch.py:352-362) imports
-    TRL's value-head class whenever TRL is importable, to patch its ``state_dict``, and raises
-    ImportError with TRL 1.x, which has no such class. Its check is made to ask what it means: TRL
-    *with* that class. Where TRL has it, verl patches it as before."""
-    from verl.models.transformers import monkey_patch
-
-    original = getattr(monkey_patch.is_trl_available, "fade_wraps", monkey_patch.is_trl_available)
-
-    def is_trl_available() -> bool:
-        return bool(original()) and trl_has_value_head()
-
-    is_trl_available.fade_wraps = original
-    monkey_patch.is_trl_available = is_trl_available
-
-
-# CPU mode (FADE_VERL_CPU=1, fade.integrations.verl_cpu) must choose verl's platform before verl's
-# engine modules read it on import (workers/engine/fsdp/transformer_impl.py:89), which the trainer's
-# imports below do. In a process that imports verl_cpu first, verl (and so this plugin) is imported
-# from verl_cpu's first lines, and verl_cpu switches itself on once it is defined.
-if hasattr(verl_cpu, "enable_from_environment"):
-    verl_cpu.enable_from_environment()
-
-
-# -- the trainer -----------------------------------------------------------------------------------
-
-try:
-    # The v1 trainer imports transfer_queue, fastapi and uvicorn, which verl does not declare. The
-    # estimators above must register even without them (verl hides a plugin's import error).
-    from transfer_queue import KVBatchMeta
-    from verl.trainer.ppo.ray_trainer import compute_advantage as _verl_compute_advantage
-    from verl.trainer.ppo.v1 import PPOTrainerSync
-    from verl.trainer.ppo.v1 import trainer_base as _trainer_base
-    from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
-    from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY, register_trainer
-except ImportError as _exc:  # pragma: no cover - the fade-rl[verl] extra installs them
-    _TRAINER_MISSING: str | None = f"verl's v1 trainer cannot be imported ({_exc}); install fade-rl[verl]"
-    logger.warning("fade: trainer_mode=%s is unavailable: %s", TRAINER_NAME, _TRAINER_MISSING)
-else:
-    _TRAINER_MISSING = None
-
-
-def final_sessions(batch_keys: list[str]) -> tuple[list[int], list[int]]:
-    """verl's v1 multi-output agent loops key each output ``{uid}_{session}_{index}``. Returns the row of
-    each session's final output (highest index), in order of each session's first row, and for every
-    row the position of its session in that list."""
-    finals: dict[str, tuple[int, int]] = {}
-    session_of = []
-    for row, key in enumerate(batch_keys):
-        session, sep, index = str(key).rpartition("_")
-        if not sep or "_" not in session or not index.isdigit():
-            raise ValueError(f"batch key {key!r} is not verl's {{uid}}_{{session}}_{{index}}")
-        session_of.append(session)
-        if session not in finals or finals[session][0] < int(index):
-            finals[session] = (int(index), row)
-    position = {session: i for i, session in enumerate(finals)}
-    return [row for _, row in finals.values()], [position[s] for s in session_of]
-
-
-def _session_advantages(original: Callable[..., Any]) -> Callable[..., Any]:
-    """verl's ``compute_advantage_for_multi_trajectories`` (trainer/ppo/v1/utils.py), applying its
-    final-session rule to fade's counterparts of verl's ``grpo`` as verl applies it to ``grpo``."""
-
-    def compute_advantage_for_multi_trajectories(data, batch_keys, adv_estimator, gamma=1.0, lam=1.0, num_repeat=1,
-                                                 norm_adv_by_std_in_grpo=True, config=None):
-        cp = COUNTERPARTS.get(adv_estimator) if isinstance(adv_estimator, str) else None
-        if cp is None or not cp.sessions:
-            return original(data, batch_keys, adv_estimator, gamma=gamma, lam=lam, num_repeat=num_repeat,
-                            norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo, config=config)
-        # Each session's final output is one rollout of its prompt's group; every output of the
-        # session takes that rollout's advantage (its value at the first response token, 0 when empty).
-        rows, session_of = final_sessions(batch_keys)
-        final = _verl_compute_advantage(data.select_idxs(rows), adv_estimator=adv_estimator, gamma=gamma, lam=lam,
-                                        num_repeat=num_repeat, norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo,
-                                        config=config)
-        first = (final.batch["response_mask"] != 0).to(torch.int64).argmax(dim=1, keepdim=True)
-        per_session = final.batch["advantages"].gather(1, first).squeeze(1)
-        token_adv = per_session[torch.as_tensor(session_of)].unsqueeze(-1) * data.batch["response_mask"]
-        data.batch["advantages"] = token_adv
-        data.batch["returns"] = token_adv
-        return data
-
-    compute_advantage_for_multi_trajectories.fade_wraps = original
-    return compute_advantage_for_multi_trajectories
-
-
-if _TRAINER_MISSING is None:
-    # verl's v1 trainers call this name of trainer_base (line 1775); its final-session rule is for the
-    # name "grpo" only, so fade_grpo needs the same rule to be verl's grpo.
-    _current = _trainer_base.compute_advantage_for_multi_trajectories
-    _trainer_base.compute_advantage_for_multi_trajectories = _session_advantages(getattr(_current, "fade_wraps", _current))
-
-    class FadeTrainer(PPOTrainerSync):
-        """verl's synchronous PPO trainer, feeding FADE the entropy of each batch.
-
-        Selected by ``trainer.v1.trainer_mode=fade``. It behaves exactly as
-        ``trainer_mode=sync`` (it reads ``trainer.v1.sync``) except for three methods of verl
-        0.9.1's ``PPOTrainer`` (trainer/ppo/v1/trainer_base.py):
-
-        - ``_compute_advantage`` (line 1743): hands the estimator of ``algorithm.adv_estimator``
-          the entropy that ``_compute_old_log_prob`` (line 1634) has just put in
-          ``metrics["actor/entropy"]`` (line 1684) for this batch, and the step (``global_steps - 1``); lets verl
-          compute the advantages (which calls fade's registered function); then adds ``fade/...``
-          metrics. verl's own estimators pass through untouched.
-        - ``_save_checkpoint`` (line 948): writes the estimator's state to
-          ``global_step_N/fade_estimator.json`` first, so the folder holds it before verl marks
-          the checkpoint as the latest.
-        - ``_load_checkpoint`` (line 850): restores that state once verl has set the resumed step.
-        """
-
-        def __init__(self, config: DictConfig, *args: Any, **kwargs: Any) -> None:
-            # Settings the estimator cannot honour stop the run here, before any worker starts.
-            check_run(config)
-            super().__init__(config, *args, **kwargs)
-
-        def _build_replay_buffer(self) -> ReplayBuffer:
-            # verl compares trainer_mode with the literal "sync" (lines 153, 731, 902, 912, 1004,
-            # 1499: replay buffer, dataloader refill, checkpoints of in-flight prompts); any other
-            # name gets the async code paths. PPOTrainer.__init__ calls this right after reading
-            # trainer_mode (lines 129-131), before any of those uses.
-            self.trainer_mode = "sync"
-            self.parameter_sync_step = self.config.trainer.v1.get("sync", {}).get("parameter_sync_step", 1)
-            return super()._build_replay_buffer()
-
-        def _fade_estimator(self) -> fade.Estimator | None:
-            name = self.config.algorithm.adv_estimator
-            if not is_fade_name(name):
-                return None
-            return estimator_for(name, resolve_params(name, self.config.algorithm))
-
-        def _compute_advantage(self, batch: KVBatchMeta, metrics: dict[str, Any]) -> KVBatchMeta:
-            est = self._fade_estimator()
-            if est is not None and est.stateful:
-                entropy = metrics.get(ENTROPY_METRIC)
-                if entropy is None and est.reads_entropy:
-                    raise ValueError(
-                        f"{self.config.algorithm.adv_estimator} needs the policy entropy, but verl computed none "
-                        f"before the advantage (metrics has no {ENTROPY_METRIC!r}): with "
-                        "algorithm.rollout_correction.bypass_mode=True verl skips its old-log-prob pass. "
-                        "Turn bypass mode off, fix the knobs that read it (+algorithm.fade.delta=1.0), "
-                        "or use fade_decay"
-                    )
-                signals = {"step": self.global_steps - 1}  # updates before this batch (docs/method.md)
-                if entropy is not None:
-                    signals["entropy"] = float(entropy)
-                est.observe(**signals)
-            batch = super()._compute_advantage(batch, metrics)
-            if est is not None:
-                name = self.config.algorithm.adv_estimator
-                metrics.update(fade_metrics(name, resolve_params(name, self.config.algorithm)))
-            return batch
-
-        def _save_checkpoint(self) -> None:
-            est = self._fade_estimator()
-            if est is not None and est.stateful:
-                folder = os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}")
-                save_estimator_state(est, folder, global_step=self.global_steps)
-            super()._save_checkpoint()
-
-        def _load_checkpoint(self) -> None:
-            super()._load_checkpoint()
-            est = self._fade_estimator()
-            if est is None or not est.stateful or self.global_steps == 0:
-                return
-            trainer = self.config.trainer
-            if trainer.resume_mode == "resume_path":
-                folder = trainer.resume_from_path
-            else:
-                folder = os.path.join(trainer.default_local_dir, f"global_step_{self.global_steps}")
-            folder = os.path.abspath(folder)
-            saved = load_estimator_state(est, folder)
-            path = os.path.join(folder, STATE_FILE)
-            if saved is None:
-                # A checkpoint of a run that used another estimator until now: FADE starts afresh.
-                logger.warning("resuming at step %d without %s: %s starts from its initial state",
-                               self.global_steps, path, est.name)
-                return
-            logger.info("restored %s state from %s: %s", est.name, path, saved["state"])
-
-    _existing = TRAINER_REGISTRY.get(TRAINER_NAME)
-    if _existing is not None and _existing.__module__ == __name__:
-        TRAINER_REGISTRY[TRAINER_NAME] = FadeTrainer  # this module imported again: the newest class wins
-    else:
-        register_trainer(TRAINER_NAME)(FadeTrainer)
-
-
-_value_head_guard()

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from .records import DumpError
+from .records import DumpError, dense_ids
 
-__all__ = ["Field", "arrow", "read_jsonl", "read_parquet"]
+__all__ = ["Field", "arrow", "encode_keys", "read_jsonl", "read_parquet"]
 
 #: A field's kind: "float" (a finite number), "int", "str" (text) or "key" (text or an integer).
 Field = str
@@ -80,16 +80,41 @@ def _kind_problem(value: Any, kind: Field) -> str | None:
     return None
 
 
+def _has_arrow() -> bool:
+    from importlib.util import find_spec
+
+    return find_spec("pyarrow") is not None
+
+
+def encode_keys(values) -> tuple[np.ndarray, list]:
+    """Dense ids 0..G-1 in first-appearance order for a text column (pyarrow array or list), and
+    the distinct values in that order."""
+    if not _has_arrow():
+        return dense_ids(list(values))
+    pa = arrow()
+    arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values, type=pa.string())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    enc = arr.dictionary_encode()
+    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
+
+
+def _line_numbers(data: bytes) -> np.ndarray:
+    return np.array([i for i, line in enumerate(data.split(b"\n"), start=1) if line.strip()], dtype=np.int64)
+
+
 def read_jsonl(path: str | Path, fields: Mapping[str, Field], *, required: tuple[str, ...] = (),
-               newest: bool = False, raw_keys: tuple[str, ...] = ()) -> dict[str, Any]:
+               newest: bool = False, raw_keys: tuple[str, ...] = (), what: str = "records",
+               lines: bool = False) -> dict[str, Any]:
     """The ``fields`` of every line of the JSON-lines file ``path`` as columns.
 
     Columns are numpy arrays for "float"/"int" fields (NaN / a mask where a line lacks an optional
     one) and Python lists for "str"/"key" ones (None where absent). ``required`` fields must be on
     every line; "float" values must be finite. ``raw_keys`` fields are returned as parsed Python
-    values (objects, lists) through the per-line path: use it only for small nested fields.
+    values (objects, lists) through the per-line path: use it only for small nested fields. With
+    ``lines``, ``"__line__"`` holds each record's line number. Without pyarrow every line is parsed
+    with the json module (slower, the same columns).
     """
-    pa = arrow()
     path = Path(path)
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
@@ -106,9 +131,13 @@ def read_jsonl(path: str | Path, fields: Mapping[str, Field], *, required: tuple
                           stacklevel=2)
             data = data[:cut]
     if not data.strip():
-        raise DumpError(f"{path}: no records: expected one JSON object per line")
-    if raw_keys:
-        return _read_slow(path, data, fields, required, raw_keys)
+        raise DumpError(f"{path}: no {what} (the file has no non-blank lines): expected one JSON object per line")
+    if raw_keys or not _has_arrow():
+        out = _read_slow(path, data, fields, required, raw_keys)
+        if lines:
+            out["__line__"] = _line_numbers(data)
+        return out
+    pa = arrow()
     keyed = [n for n, k in fields.items() if k == "key"]
     schema = _types(pa, fields)
     try:
@@ -140,6 +169,8 @@ def read_jsonl(path: str | Path, fields: Mapping[str, Field], *, required: tuple
     if keyed:  # text-or-integer fields: pyarrow needs one type per column, so these take the per-line path
         slow = _read_slow(path, data, {n: fields[n] for n in keyed}, tuple(n for n in required if n in keyed), ())
         out.update(slow)
+    if lines:
+        out["__line__"] = _line_numbers(data)
     return out
 
 

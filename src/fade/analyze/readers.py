@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .columns import arrow, read_jsonl, read_parquet
+from .columns import arrow, encode_keys, read_jsonl, read_parquet
 from .records import DumpError, RunRecords, StepBatch
 
 __all__ = ["FORMATS", "GENERIC_GROUP_KEYS", "ReadOptions", "detect", "read_run"]
@@ -178,16 +178,6 @@ def read_run(path: str | Path, options: ReadOptions | None = None, *, fmt: str |
 # -- shared helpers --------------------------------------------------------------------------------
 
 
-def _encode(values) -> tuple[np.ndarray, list]:
-    """Dense ids 0..G-1 in first-appearance order for a text column (pyarrow array or list)."""
-    pa = arrow()
-    arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values, type=pa.string())
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    enc = arr.dictionary_encode()
-    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
-
-
 def _files(numbered: list[tuple[int, Path]], read: Callable[[int, Path, bool], StepBatch | None],
            progress: Callable[[int, int], None]) -> list[StepBatch]:
     steps = []
@@ -260,7 +250,7 @@ def _read_verl(where: Path, options: ReadOptions, progress) -> RunRecords:
         if layout == "v1":
             rewards, groups, keys = _verl_v1_groups(p, uid.to_pylist(), rewards, cols["input"].to_pylist())
         else:
-            groups, keys = _encode(cols["input"])
+            groups, keys = encode_keys(cols["input"])
         return StepBatch(int(steps[0]), rewards, groups, prompt_keys=keys, source=str(p))
 
     steps = _files(numbered, read, progress)
@@ -285,7 +275,7 @@ def _verl_v1_groups(p: Path, uids: list[str], rewards: np.ndarray, inputs: list[
             best[key] = (index, row)
     rows = np.array(sorted(r for _, r in best.values()), dtype=np.int64)
     prompt = [uids[r].rsplit("_", 2)[0] for r in rows]
-    groups, _ = _encode(prompt)
+    groups, _ = encode_keys(prompt)
     texts = [inputs[r] for r in rows]
     first = {}
     for g, t in zip(groups.tolist(), texts):
@@ -474,7 +464,7 @@ def _read_prime(where: Path, options: ReadOptions, progress) -> RunRecords:
             rewards.append(total)
             gkeys.append(str(group["id"]))
             tkeys.append(str((task or {}).get("key", group["id"])))
-        groups, _ = _encode(gkeys)
+        groups, _ = encode_keys(gkeys)
         first: dict[int, str] = {}
         for g, t in zip(groups.tolist(), tkeys):
             first.setdefault(g, t)
@@ -491,7 +481,7 @@ def _read_prime(where: Path, options: ReadOptions, progress) -> RunRecords:
 
 def _read_eval(where: Path, options: ReadOptions, progress) -> RunRecords:
     cols = read_jsonl(where, {"problem_id": "key", "score": "float"}, required=("problem_id", "score"), newest=True)
-    groups, keys = _encode(cols["problem_id"])
+    groups, keys = encode_keys(cols["problem_id"])
     progress(1, 1)
     run = RunRecords("fade-eval", str(where), [StepBatch(0, cols["score"], groups, prompt_keys=keys, source=str(where))])
     run.success = (">", 0.0)  # fade eval counts a sample with score > 0 as correct
@@ -542,7 +532,7 @@ def _read_generic(where: Path, options: ReadOptions, progress) -> RunRecords:
     order = np.argsort(steps, kind="stable")
     bounds = np.flatnonzero(np.diff(steps[order])) + 1
     for idx in np.split(order, bounds):
-        groups, names = _encode([keys[i] for i in idx])
+        groups, names = encode_keys([keys[i] for i in idx])
         out.append(StepBatch(int(steps[idx[0]]), cols["reward"][idx], groups,
                              advantages=adv[idx] if has_adv.all() else None,
                              prompt_keys=[n.removeprefix("\x00int:") for n in names], source=str(where)))

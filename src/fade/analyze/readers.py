@@ -203,18 +203,23 @@ def _set_success(run: RunRecords, options: ReadOptions) -> None:
 
 def _blocks(keys: list[str], where: str, group_size: int | None) -> tuple[np.ndarray, int]:
     """Groups as consecutive blocks of one prompt: the block length is ``group_size`` or, left out,
-    the greatest common divisor of the runs of equal prompts."""
+    the shortest run of equal prompts (every run must then be a whole number of blocks)."""
     n = len(keys)
     if group_size is None:
         runs, start = [], 0
         for i in range(1, n + 1):
             if i == n or keys[i] != keys[start]:
-                runs.append(i - start)
+                runs.append((start, i - start))
                 start = i
-        group_size = math.gcd(*runs)
+        group_size = min(length for _, length in runs)
+        for start, length in runs:
+            if length % group_size:
+                raise DumpError(f"{where}: rows {start + 1}-{start + length} are {length} rows of one prompt, not a "
+                                f"multiple of the group size {group_size} (the shortest run): expected groups of one "
+                                "size (ragged or missing groups; give --group-size if it was inferred wrongly)")
     if n % group_size:
         raise DumpError(f"{where}: {n} rows do not split into groups of {group_size}: expected a whole number "
-                        "of groups (ragged or missing groups; give --group-size if it was inferred wrongly)")
+                        "of groups (ragged or missing groups)")
     for g in range(0, n, group_size):
         block = keys[g:g + group_size]
         if any(k != block[0] for k in block):

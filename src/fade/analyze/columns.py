@@ -116,8 +116,13 @@ def read_jsonl(path: str | Path, fields: Mapping[str, Field], *, required: tuple
     with the json module (slower, the same columns).
     """
     path = Path(path)
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        f.seek(max(size - 1, 0))
+        torn = size > 0 and f.read(1) != b"\n"
+    data: bytes | None = None  # the bytes are loaded only where pyarrow cannot read the file itself
+    if torn:
+        data = path.read_bytes()
         cut = data.rfind(b"\n") + 1
         try:
             json.loads(data[cut:])
@@ -130,9 +135,17 @@ def read_jsonl(path: str | Path, fields: Mapping[str, Field], *, required: tuple
             warnings.warn(f"{path}:{lineno}: skipped the unfinished last line of a file still being written",
                           stacklevel=2)
             data = data[:cut]
-    if not data.strip():
-        raise DumpError(f"{path}: no {what} (the file has no non-blank lines): expected one JSON object per line")
+
+    def load() -> bytes:
+        return data if data is not None else path.read_bytes()
+
+    empty = DumpError(f"{path}: no {what} (the file has no non-blank lines): expected one JSON object per line")
+    if size == 0 or (data is not None and not data.strip()):
+        raise empty
     if raw_keys or not _has_arrow():
+        data = load()
+        if not data.strip():
+            raise empty
         out = _read_slow(path, data, fields, required, raw_keys)
         if lines:
             out["__line__"] = _line_numbers(data)
@@ -142,35 +155,37 @@ def read_jsonl(path: str | Path, fields: Mapping[str, Field], *, required: tuple
     schema = _types(pa, fields)
     try:
         table = pa.json.read_json(
-            pa.BufferReader(data),
+            pa.BufferReader(data) if data is not None else str(path),
             parse_options=pa.json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
         )
     except pa.ArrowInvalid:
-        raise _line_error(path, data, fields, required) from None
+        raise _line_error(path, load(), fields, required) from None
+    if table.num_rows == 0:
+        raise empty
     out: dict[str, Any] = {}
     for name, kind in fields.items():
         if kind == "key":
             continue
         col = table.column(name)
         if name in required and col.null_count:
-            raise _line_error(path, data, fields, required)
+            raise _line_error(path, load(), fields, required)
         if kind == "float":
             arr = col.to_numpy(zero_copy_only=False).astype(np.float64)
             if not np.isfinite(arr[~np.isnan(arr)] if name not in required else arr).all() or (
                     name in required and np.isnan(arr).any()):
-                raise _line_error(path, data, fields, required)
+                raise _line_error(path, load(), fields, required)
             out[name] = arr
         elif kind == "int":
             if col.null_count:
-                raise _line_error(path, data, {name: kind}, (name,))
+                raise _line_error(path, load(), {name: kind}, (name,))
             out[name] = col.to_numpy().astype(np.int64)
         else:
             out[name] = col
     if keyed:  # text-or-integer fields: pyarrow needs one type per column, so these take the per-line path
-        slow = _read_slow(path, data, {n: fields[n] for n in keyed}, tuple(n for n in required if n in keyed), ())
+        slow = _read_slow(path, load(), {n: fields[n] for n in keyed}, tuple(n for n in required if n in keyed), ())
         out.update(slow)
     if lines:
-        out["__line__"] = _line_numbers(data)
+        out["__line__"] = _line_numbers(load())
     return out
 
 

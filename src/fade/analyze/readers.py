@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from .columns import arrow, encode_keys, read_jsonl, read_parquet
-from .records import DumpError, RunRecords, StepBatch
+from .records import DumpError, RunRecords, StepBatch, dense_ids
 
 __all__ = ["FORMATS", "GENERIC_GROUP_KEYS", "ReadOptions", "detect", "read_run"]
 
@@ -253,9 +253,9 @@ def _read_verl(where: Path, options: ReadOptions, progress) -> RunRecords:
                             "verl dumps: expected one run's files")
         rewards = cols["score"]
         if layout == "v1":
-            rewards, groups, keys = _verl_v1_groups(p, uid.to_pylist(), rewards, cols["input"].to_pylist())
+            rewards, groups, keys = _verl_v1_groups(p, uid, rewards, cols["input"])
         else:
-            groups, keys = encode_keys(cols["input"])
+            groups, keys = encode_keys(cols["input"])  # the legacy trainer reorders rows: group by prompt text
         return StepBatch(int(steps[0]), rewards, groups, prompt_keys=keys, source=str(p))
 
     steps = _files(numbered, read, progress)
@@ -267,25 +267,30 @@ def _read_verl(where: Path, options: ReadOptions, progress) -> RunRecords:
     return run
 
 
-def _verl_v1_groups(p: Path, uids: list[str], rewards: np.ndarray, inputs: list[str]):
-    """verl v1: the uid's prompt part is the group; of a session's rows the highest index is its rollout."""
-    best: dict[tuple[str, str], tuple[int, int]] = {}
-    for row, uid in enumerate(uids):
-        parts = uid.rsplit("_", 2)
-        if len(parts) != 3 or not parts[2].isdigit():
-            raise DumpError(f"{p}: row {row + 1}: uid {uid!r}: expected verl's {{prompt}}_{{session}}_{{index}}")
-        key = (parts[0], parts[1])
-        index = int(parts[2])
-        if key not in best or index > best[key][0]:
-            best[key] = (index, row)
-    rows = np.array(sorted(r for _, r in best.values()), dtype=np.int64)
-    prompt = [uids[r].rsplit("_", 2)[0] for r in rows]
-    groups, _ = encode_keys(prompt)
-    texts = [inputs[r] for r in rows]
-    first = {}
-    for g, t in zip(groups.tolist(), texts):
-        first.setdefault(g, t)
-    return rewards[rows], groups, [first[g] for g in range(len(first))]
+def _verl_v1_groups(p: Path, uids, rewards: np.ndarray, inputs):
+    """verl v1: the uid's prompt part is the group; of a session's rows the highest index is its
+    rollout (columnwise: the uid is split by pyarrow, and rows are dropped only where a session
+    wrote several)."""
+    pa = arrow()
+    import pyarrow.compute as pc
+
+    parts = pc.extract_regex(uids, r"^(?P<prompt>.+)_(?P<session>[^_]+)_(?P<index>[0-9]+)$")
+    if parts.null_count:
+        row = int(np.flatnonzero(parts.is_null().to_numpy(zero_copy_only=False))[0])
+        raise DumpError(f"{p}: row {row + 1}: uid {uids[row].as_py()!r}: expected verl's {{prompt}}_{{session}}_{{index}}")
+    prompt, _ = encode_keys(pc.struct_field(parts, "prompt"))
+    session, _ = encode_keys(pc.struct_field(parts, "session"))
+    index = pc.cast(pc.struct_field(parts, "index"), pa.int64()).to_numpy(zero_copy_only=False)
+    rows = np.arange(len(rewards))
+    if index.any():
+        key = prompt * (int(session.max()) + 1) + session
+        order = np.lexsort((index, key))  # by session, then index: the last of each session is its final output
+        last = np.r_[key[order][1:] != key[order][:-1], True]
+        rows = np.sort(order[last])
+    groups, _ = dense_ids(prompt[rows])
+    _, first = np.unique(groups, return_index=True)
+    keys = inputs.take(pa.array(rows[first])).to_pylist()
+    return rewards[rows], groups, keys
 
 
 def _read_metrics(run: RunRecords, path: Path) -> None:

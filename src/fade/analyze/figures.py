@@ -52,10 +52,11 @@ def draw_all(analysis: Analysis, out: Path) -> list[Path]:
 
 def _plane(analysis: Analysis, path: Path) -> Path:
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7.5, 5.5))
+    fig, (ax, below) = plt.subplots(2, 1, figsize=(7.5, 7.5), gridspec_kw={"height_ratios": [2.2, 1]})
     plane_guides(ax)
     series = [("the run's own", [s.get("run") for s in analysis.steps])]
     series += [(spec, [s["estimators"].get(spec) for s in analysis.steps]) for spec in analysis.estimators]
+    x = _steps(analysis)
     for i, (label, rows) in enumerate(series):
         xy = np.array([(r["difficulty"], r["sign_balance"]) if r else (np.nan, np.nan) for r in rows], dtype=float)
         if np.isnan(xy).all():
@@ -65,9 +66,17 @@ def _plane(analysis: Analysis, path: Path) -> Path:
         ax.plot(xy[:, 0], xy[:, 1], "o", color=colour, ms=3, label=label)
         last = np.flatnonzero(~np.isnan(xy[:, 0]))[-1]
         ax.plot([xy[last, 0]], [xy[last, 1]], "s", color=colour, ms=6, mec="black", mew=0.6)
+        below.plot(x, xy[:, 0], "o-", color=colour, ms=2.5, lw=1.2 if i == 0 else 0.8, label=label)
     ax.set_title(f"Gradient mass per step on the sign/difficulty plane ({analysis.run.format} run; square: last step)",
                  fontsize=9)
     ax.legend(fontsize=7, loc="center right")
+    below.set_xlabel("step", fontsize=8)
+    below.set_ylabel("difficulty", fontsize=8)
+    below.set_ylim(-0.03, 1.03)
+    below.tick_params(labelsize=7)
+    below.grid(alpha=0.2)
+    below.set_title("the difficulty axis against step (where centred estimators, all at sign balance 0.5, differ)",
+                    fontsize=8)
     fig.tight_layout()
     return _save(fig, path)
 

@@ -43,24 +43,12 @@ def _types(pa, fields: Mapping[str, Field]):
 
 
 def _line_error(path: Path, data: bytes, fields: Mapping[str, Field], required: tuple[str, ...]) -> DumpError:
-    """The first line of ``data`` that breaks the contract, as an error naming path:line."""
-    for lineno, line in enumerate(data.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            return DumpError(f"{path}:{lineno}: not valid JSON ({exc}): expected one JSON object per line")
-        if not isinstance(obj, dict):
-            return DumpError(f"{path}:{lineno}: a JSON {type(obj).__name__}, expected an object")
-        for name, kind in fields.items():
-            if name not in obj or obj[name] is None:
-                if name in required:
-                    return DumpError(f"{path}:{lineno}: no {name!r}: expected every line to have it")
-                continue
-            problem = _kind_problem(obj[name], kind)
-            if problem:
-                return DumpError(f"{path}:{lineno}: {name!r} is {obj[name]!r}: expected {problem}")
+    """The first line of ``data`` that breaks the contract, as an error naming path:line (the
+    per-line reader finds it)."""
+    try:
+        _read_slow(path, data, fields, required, ())
+    except DumpError as exc:
+        return exc
     return DumpError(f"{path}: pyarrow could not read it, and no line breaks the contract: expected JSON lines")
 
 

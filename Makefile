@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 # The CPU build that this project's machines install from disk; override for a CUDA build.
 TORCH_SPEC ?= torch==2.13.0
-EXTRAS ?= testbed,trl,verl,math,test
+EXTRAS ?= testbed,trl,verl,math,analyze,test
 DEMO_OUT ?= runs/demo
 
 .PHONY: demo clean-demo test test-e2e lint install dist check-wheel bench bench-trainer bench-peers bench-smoke base sweep-quick results clean

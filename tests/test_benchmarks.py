@@ -15,7 +15,7 @@ SCRIPTS = sorted(p.name for p in BENCHMARKS.glob("*.py"))
 
 
 def test_the_benchmarks_are_all_here():
-    assert {"advantages.py", "engine_parity.py", "judging.py", "peers.py", "trainer.py"} <= set(SCRIPTS)
+    assert {"advantages.py", "analyze.py", "engine_parity.py", "judging.py", "peers.py", "trainer.py"} <= set(SCRIPTS)
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

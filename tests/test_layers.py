@@ -28,13 +28,14 @@ LAYERS: dict[str, set[str]] = {
     "testbed": {"core", "plots", "progress", "verifiers"},
     "integrations": {"core", "verifiers"},
     "experiments": {"core", "plots", "progress", "testbed"},
-    "cli": {"core", "plots", "progress", "verifiers", "testbed", "integrations", "experiments"},
+    "analyze": {"core", "plots", "progress"},
+    "cli": {"core", "plots", "progress", "verifiers", "testbed", "integrations", "experiments", "analyze"},
 }
 
 
 def _layer(module: str) -> str:
     parts = module.split(".")
-    if len(parts) > 1 and parts[1] in ("testbed", "verifiers", "integrations", "experiments", "plots", "progress", "cli"):
+    if len(parts) > 1 and parts[1] in ("testbed", "verifiers", "integrations", "experiments", "analyze", "plots", "progress", "cli"):
         return parts[1]
     if len(parts) > 1 and parts[1] == "__main__":
         return "cli"

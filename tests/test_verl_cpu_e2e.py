@@ -92,8 +92,9 @@ def sync_runs(tmp_path_factory) -> dict[str, Path]:
     for name in ("grpo", "fade_grpo"):
         runs[name] = tmp_path_factory.mktemp(name)
         # ~algorithm.fade: the recipe's FADE parameter, which fade_grpo would refuse rather than ignore
+        # rollout_data_dir: verl's own dump of every step's rollouts, which fade analyze reads
         smoke(runs[name], "trainer.v1.trainer_mode=sync", f"algorithm.adv_estimator={name}", "~algorithm.fade",
-              resume=False, record=True)
+              f"trainer.rollout_data_dir={runs[name] / 'rollouts'}", resume=False, record=True)
     return runs
 
 
@@ -205,6 +206,36 @@ def test_fade_grpo_gives_verls_grpo_losses_in_two_runs_while_their_rollouts_agre
         assert not any(k.startswith("fade/") for k in a)  # verl's own grpo: fade stays out of it
         compared.append(step)
     assert compared[0] == 1
+
+
+def test_fade_analyze_reads_verls_dump_as_the_update_received_it(sync_runs):
+    """fade analyze on the rollout_data_dir and file logger verl itself wrote: at every step the
+    zero-spread share and the rollout count of the batch the update received, and, as both runs
+    applied verl's grpo, grpo's counterfactual mass is the mass of the advantages the update applied."""
+    from fade.analyze import ReadOptions, analyze_run
+
+    for name, run in sync_runs.items():
+        metrics = logged(run / "full.metrics.jsonl")
+        analysis = analyze_run(run / "rollouts", ReadOptions(metrics=run / "full.metrics.jsonl"))
+        assert analysis.run.format == "verl" and [s["step"] for s in analysis.steps] == [1, 2, 3]
+        assert analysis.estimators == ["grpo", "dr_grpo", "maxrl", "fade"]  # the logged entropy replays FADE
+        with_signal = 0
+        for row in analysis.steps:
+            rows = json.loads((run / "record" / f"step_{row['step']}.json").read_text())["rows"]
+            rewards = torch.tensor([r["reward"] for r in rows])
+            uids = [r["uid"] for r in rows]
+            groups: dict[str, list[float]] = {}
+            for uid, r in zip(uids, rewards.tolist()):
+                groups.setdefault(uid, []).append(r)
+            assert row["num_rollouts"] == len(rows) and row["num_groups"] == len(groups), (name, row["step"])
+            share = sum(len(v) for v in groups.values() if max(v) - min(v) <= 1e-9) / len(rows)
+            assert row["zero_spread_share"] == pytest.approx(share, abs=1e-12), (name, row["step"])
+            applied = torch.tensor([per_response(r) for r in rows])
+            expected = fade.decompose(applied, rewards, uids).diagnostics()
+            assert row["estimators"]["grpo"] == pytest.approx(expected, rel=1e-5, abs=1e-6, nan_ok=True), (name, row)
+            assert row["entropy"] == metrics[row["step"]]["actor/entropy"]
+            with_signal += share < 1
+        assert with_signal  # steps with signal: not empty mass compared with empty mass
 
 
 # -- FADE's step, and settings refused before the first step ---------------------------------------

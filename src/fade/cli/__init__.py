@@ -20,7 +20,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import atlas, calibrate, compare, decompose, demo, pretrain, sweep, train
+from . import analyze, atlas, calibrate, compare, decompose, demo, pretrain, sweep, train
 from . import eval as eval_command
 from .atlas import DEFAULT_ATLAS_ESTIMATORS
 from .extras import EXTRAS, install_line, require_extras
@@ -29,7 +29,7 @@ from .parsing import Parser, UsageError
 __all__ = ["COMMANDS", "DEFAULT_ATLAS_ESTIMATORS", "EXTRAS", "build_parser", "install_line", "main", "require_extras"]
 
 #: The commands, in the order ``fade --help`` lists them.
-COMMANDS = (atlas, decompose, pretrain, calibrate, train, eval_command, sweep, compare, demo)
+COMMANDS = (atlas, decompose, analyze, pretrain, calibrate, train, eval_command, sweep, compare, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from fade.analyze.columns import encode_keys, read_jsonl
 from fade.registry import spec as registry_spec
 
 from .output import console, fmt, json_safe
@@ -38,61 +41,34 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-_NUMBER = (int, float)
+#: The fields of a rollout line decompose reads: one step of fade analyze's generic format.
+FIELDS = {"prompt_id": "key", "reward": "float", "advantage": "float", "length": "float", "baseline_reward": "float"}
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, _NUMBER) and not isinstance(v, bool)
+def read_rollouts(path: str | Path) -> dict[str, Any]:
+    """The columns of a JSON-lines file of rollouts (fade analyze's reader, one step): a missing
+    optional field is NaN, ``"__line__"`` holds each rollout's line number."""
+    return read_jsonl(path, FIELDS, required=("prompt_id", "reward"), what="rollouts", lines=True)
 
 
-def read_rollouts(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
-    """The rollouts of a JSON-lines file as (line number, object), checked for the keys decompose reads."""
-    rows: list[tuple[int, dict[str, Any]]] = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line.rstrip())
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(obj, dict):
-                raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-            if "prompt_id" not in obj:
-                raise ValueError(f"{path}:{lineno}: missing key 'prompt_id'")
-            pid = obj["prompt_id"]
-            if isinstance(pid, bool) or not isinstance(pid, (int, str)):
-                raise ValueError(f"{path}:{lineno}: 'prompt_id' must be an int or a string, got {pid!r}")
-            if "reward" not in obj:
-                raise ValueError(f"{path}:{lineno}: missing key 'reward'")
-            for key in ("reward", "advantage", "length", "baseline_reward"):
-                if key in obj and not _is_number(obj[key]):
-                    raise ValueError(f"{path}:{lineno}: {key!r} must be a number, got {obj[key]!r}")
-            rows.append((lineno, obj))
-    if not rows:
-        raise ValueError(f"{path}: no rollouts (the file has no non-blank lines)")
-    return rows
-
-
-def _column(rows: list[tuple[int, dict[str, Any]]], key: str, path: str, *, required: bool, why: str) -> list[float] | None:
+def _column(cols: dict[str, Any], key: str, path: str, *, required: bool, why: str) -> np.ndarray | None:
     """The values of ``key`` on every line, None if on no line; an error if on only some (or none when required)."""
-    missing = [lineno for lineno, obj in rows if key not in obj]
-    if not missing:
-        return [float(obj[key]) for _, obj in rows]
-    if len(missing) == len(rows) and not required:
+    values = cols[key]
+    missing = np.isnan(values)
+    if not missing.any():
+        return values
+    if missing.all() and not required:
         return None
-    raise ValueError(f"{path}:{missing[0]}: missing key {key!r} ({why})")
+    raise ValueError(f"{path}:{cols['__line__'][np.flatnonzero(missing)[0]]}: missing key {key!r} ({why})")
 
 
 def run(args: argparse.Namespace) -> int:
     import fade
 
-    rows = read_rollouts(args.rollouts)
+    cols = read_rollouts(args.rollouts)
     path = args.rollouts
-    rewards = [float(obj["reward"]) for _, obj in rows]
-    # Dense group ids keyed by (type, value), so the int 1 and the string "1" stay distinct prompts.
-    dense: dict[tuple[type, Any], int] = {}
-    groups = [dense.setdefault((type(obj["prompt_id"]), obj["prompt_id"]), len(dense)) for _, obj in rows]
+    rewards = cols["reward"]
+    groups, _ = encode_keys(cols["prompt_id"])  # the int 1 and the string "1" are distinct prompts
 
     if args.estimator is not None:
         name, params = estimator_flags(args.estimator, args.estimator_args)
@@ -101,14 +77,14 @@ def run(args: argparse.Namespace) -> int:
         for key, field, flag in (("lengths", "length", "response length"), ("baseline_rewards", "baseline_reward", "baseline reward")):
             if key in (*s.needs, *s.uses):
                 why = f"estimator {name!r} {'needs' if key in s.needs else 'uses'} the {flag} of every rollout"
-                inputs[key] = _column(rows, field, path, required=key in s.needs, why=why)
+                inputs[key] = _column(cols, field, path, required=key in s.needs, why=why)
         est = fade.estimator(name, **params)
         adv = est(rewards, groups, **inputs)
         source = repr(est)
     else:
         if args.estimator_args:
             raise ValueError("--estimator-args needs --estimator")
-        adv = _column(rows, "advantage", path, required=True, why="give --estimator to compute advantages from rewards")
+        adv = _column(cols, "advantage", path, required=True, why="give --estimator to compute advantages from rewards")
         source = f"'advantage' field of {path}"
 
     report = fade.decompose(adv, rewards, groups)

@@ -11,6 +11,7 @@ __all__ = ["EXTRAS", "import_testbed", "install_line", "require_extras"]
 EXTRAS: dict[str, tuple[str, ...]] = {
     "testbed": ("transformers", "tokenizers", "safetensors"),
     "math": ("math_verify",),
+    "analyze": ("pyarrow",),
 }
 
 

@@ -1,0 +1,137 @@
+"""The figures of an analysis, drawn with matplotlib (Agg) at a fixed size and dpi:
+
+- ``plane.png``: each step's point on the sign/difficulty plane, for the run's own advantages and
+  each counterfactual estimator, joined in step order (the run's trajectory beside the others');
+- ``zero_spread.png``: the zero-spread share and the mean reward against step;
+- ``solve_rate.png``: the share of groups in each solve-rate bucket at every step (a heat map);
+- ``pass_at_k.png``: unbiased pass@k against step, one line per k.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from fade.plots import plane_guides
+
+from .analysis import Analysis
+from .stats import SOLVE_BUCKETS
+
+__all__ = ["DPI", "FIGURES", "draw_all"]
+
+DPI = 100
+FIGURES = ("plane.png", "zero_spread.png", "solve_rate.png", "pass_at_k.png")
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    plt = _plt()
+    try:
+        fig.savefig(path, dpi=DPI)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def draw_all(analysis: Analysis, out: Path) -> list[Path]:
+    """Every figure the analysis has data for, written into ``out``."""
+    written = [_plane(analysis, out / FIGURES[0]), _zero_spread(analysis, out / FIGURES[1])]
+    if any("solve_rate_histogram" in s for s in analysis.steps):
+        written += [_solve_rate(analysis, out / FIGURES[2]), _pass_at_k(analysis, out / FIGURES[3])]
+    return written
+
+
+def _plane(analysis: Analysis, path: Path) -> Path:
+    plt = _plt()
+    fig, (ax, below) = plt.subplots(2, 1, figsize=(7.5, 7.5), gridspec_kw={"height_ratios": [2.2, 1]})
+    plane_guides(ax)
+    series = [("the run's own", [s.get("run") for s in analysis.steps])]
+    series += [(spec, [s["estimators"].get(spec) for s in analysis.steps]) for spec in analysis.estimators]
+    x = _steps(analysis)
+    for i, (label, rows) in enumerate(series):
+        xy = np.array([(r["difficulty"], r["sign_balance"]) if r else (np.nan, np.nan) for r in rows], dtype=float)
+        if np.isnan(xy).all():
+            continue
+        colour = "black" if i == 0 else f"C{i - 1}"
+        ax.plot(xy[:, 0], xy[:, 1], "-", color=colour, lw=1.2 if i == 0 else 0.8, alpha=0.7)
+        ax.plot(xy[:, 0], xy[:, 1], "o", color=colour, ms=3, label=label)
+        last = np.flatnonzero(~np.isnan(xy[:, 0]))[-1]
+        ax.plot([xy[last, 0]], [xy[last, 1]], "s", color=colour, ms=6, mec="black", mew=0.6)
+        below.plot(x, xy[:, 0], "o-", color=colour, ms=2.5, lw=1.2 if i == 0 else 0.8, label=label)
+    ax.set_title(f"Gradient mass per step on the sign/difficulty plane ({analysis.run.format} run; square: last step)",
+                 fontsize=9)
+    ax.legend(fontsize=7, loc="center right")
+    below.set_xlabel("step", fontsize=8)
+    below.set_ylabel("difficulty", fontsize=8)
+    below.set_ylim(-0.03, 1.03)
+    below.tick_params(labelsize=7)
+    below.grid(alpha=0.2)
+    below.set_title("the difficulty axis against step (where centred estimators, all at sign balance 0.5, differ)",
+                    fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _steps(analysis: Analysis) -> np.ndarray:
+    return np.array([s["step"] for s in analysis.steps])
+
+
+def _zero_spread(analysis: Analysis, path: Path) -> Path:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 3.5))
+    x = _steps(analysis)
+    ax.plot(x, [s["zero_spread_share"] for s in analysis.steps], "o-", ms=3, color="C3",
+            label="zero-spread share (rollouts with no centred gradient)")
+    ax.plot(x, [s["mean_reward"] for s in analysis.steps], "s-", ms=3, color="C0", label="mean reward")
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("step")
+    note = " (filtered run: a lower bound)" if analysis.run.filtered else ""
+    ax.set_title(f"Zero-spread share and mean reward{note}", fontsize=9)
+    ax.grid(alpha=0.2)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _solve_rate(analysis: Analysis, path: Path) -> Path:
+    plt = _plt()
+    rows = [s for s in analysis.steps if "solve_rate_histogram" in s]
+    grid = np.array([[s["solve_rate_histogram"][b] for b in SOLVE_BUCKETS] for s in rows]).T
+    fig, ax = plt.subplots(figsize=(7.5, 3.5))
+    im = ax.imshow(grid, aspect="auto", origin="lower", cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+    ax.set_yticks(range(len(SOLVE_BUCKETS)), SOLVE_BUCKETS, fontsize=7)
+    ticks = np.linspace(0, len(rows) - 1, min(len(rows), 8)).round().astype(int)
+    ax.set_xticks(ticks, [str(rows[i]["step"]) for i in ticks], fontsize=7)
+    ax.set_xlabel("step")
+    ax.set_ylabel("group solve rate")
+    ax.set_title("Share of groups in each solve-rate bucket", fontsize=9)
+    fig.colorbar(im, ax=ax, fraction=0.04)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _pass_at_k(analysis: Analysis, path: Path) -> Path:
+    plt = _plt()
+    rows = [s for s in analysis.steps if "pass_at_k" in s]
+    ks = sorted({int(k) for s in rows for k in s["pass_at_k"]})
+    shown = [k for k in ks if k & (k - 1) == 0 or k == ks[-1]]  # powers of two and the largest
+    fig, ax = plt.subplots(figsize=(7.5, 3.5))
+    x = np.array([s["step"] for s in rows])
+    for i, k in enumerate(shown):
+        ax.plot(x, [s["pass_at_k"].get(str(k), np.nan) for s in rows], "o-", ms=3, color=f"C{i}", label=f"pass@{k}")
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("step")
+    ax.set_title("Unbiased pass@k of the step's groups", fontsize=9)
+    ax.grid(alpha=0.2)
+    ax.legend(fontsize=7, ncol=min(len(shown), 4))
+    fig.tight_layout()
+    return _save(fig, path)

@@ -1,0 +1,557 @@
+"""The engines' rollout dumps, read into :class:`~fade.analyze.records.RunRecords`.
+
+Each reader follows what its engine writes (docs/analyze.md, "Formats"):
+
+- verl (``trainer.rollout_data_dir``, ``validation_data_dir``): one ``{step}.jsonl`` per step with
+  ``input, output, gts, score, step``. The v1 trainer adds ``uid`` = ``{prompt}_{session}_{index}``:
+  a group is the uid's prompt part, and a session's final output (highest index) is its rollout,
+  as verl's own GRPO takes it. The legacy trainer writes no uid and reorders rows (batch
+  balancing): a group is the prompt text.
+- TRL (``log_completions=True``): ``completions/completions_NNNNN.parquet`` with ``step, prompt,
+  completion``, a column per reward function and ``advantage``. A group is a consecutive block of
+  ``num_generations`` rows with one prompt; the total reward is the weighted sum of the reward
+  columns with NaN (a function that returned None) left out, as TRL sums them. A file that repeats
+  the previous one's batch is counted once.
+- NeMo-RL ``train_data_step{N}.jsonl`` (``content``, ``rewards``, ``advantages`` per token):
+  groups are consecutive blocks of one prompt; prime-rl ``rollouts/step_N/train/{effective,all}/
+  traces.jsonl`` (``group.id``, ``task.key``, ``run.work.step``, the traces' weighted rewards).
+- fade eval's ``scores.jsonl`` (one step: every problem a group, success = score > 0).
+- generic JSON-lines, CSV or parquet with ``step``, ``reward`` and ``group_id`` or ``prompt_id``,
+  optionally ``advantage``: any other engine is one small export away.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .columns import arrow, encode_keys, read_jsonl, read_parquet
+from .records import DumpError, RunRecords, StepBatch, dense_ids
+
+__all__ = ["FORMATS", "GENERIC_GROUP_KEYS", "ReadOptions", "detect", "read_run"]
+
+#: The formats :func:`read_run` knows, by the name ``--format`` takes.
+FORMATS = ("verl", "trl", "nemo-rl", "prime-rl", "fade-eval", "generic")
+
+#: The group keys of the generic format, in the order they are looked for.
+GENERIC_GROUP_KEYS = ("group_id", "prompt_id")
+
+_VERL_FILE = re.compile(r"^(\d+)\.jsonl$")
+_TRL_FILE = re.compile(r"^completions_(\d+)\.parquet$")
+_NEMO_FILE = re.compile(r"^train_data_step(\d+)\.jsonl$")
+_PRIME_DIR = re.compile(r"^step_(\d+)$")
+_VERL_KEYS = {"input", "output", "score", "step"}
+_TRL_FIXED = ("step", "prompt", "completion", "advantage")
+
+
+class ReadOptions:
+    """What a reader needs beyond the files: ``group_size`` (TRL, NeMo-RL: rows per group when it
+    cannot be inferred), ``reward_column`` and ``reward_weights`` (TRL), ``metrics`` (a side file of
+    per-step scalars), ``success_threshold`` (reward >= t is a success)."""
+
+    def __init__(self, *, group_size: int | None = None, reward_column: str | None = None,
+                 reward_weights: list[float] | None = None, metrics: str | Path | None = None,
+                 success_threshold: float | None = None, prime_split: str = "effective") -> None:
+        self.group_size = group_size
+        self.reward_column = reward_column
+        self.reward_weights = reward_weights
+        self.metrics = None if metrics is None else Path(metrics)
+        self.success_threshold = success_threshold
+        self.prime_split = prime_split
+
+
+# -- detection -------------------------------------------------------------------------------------
+
+
+def _numbered(folder: Path, pattern: re.Pattern) -> list[tuple[int, Path]]:
+    found = [(int(m.group(1)), p) for p in folder.iterdir() if p.is_file() and (m := pattern.match(p.name))]
+    return sorted(found)
+
+
+def _first_object(path: Path) -> dict:
+    with open(path, "rb") as f:
+        for lineno, line in enumerate(f, start=1):
+            if line.strip():
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    raise DumpError(f"{path}:{lineno}: not valid JSON: expected one JSON object per line") from None
+                if not isinstance(obj, dict):
+                    raise DumpError(f"{path}:{lineno}: a JSON {type(obj).__name__}, expected an object")
+                return obj
+    raise DumpError(f"{path}: no records: expected one JSON object per line")
+
+
+def _jsonl_format(path: Path) -> str:
+    keys = set(_first_object(path))
+    if _VERL_KEYS <= keys:
+        return "verl"
+    if {"group", "task", "traces"} <= keys:
+        return "prime-rl"
+    if {"content", "rewards"} <= keys:
+        return "nemo-rl"
+    if {"problem_id", "sample", "score"} <= keys:
+        return "fade-eval"
+    if "step" in keys and "reward" in keys and keys & set(GENERIC_GROUP_KEYS):
+        return "generic"
+    raise DumpError(
+        f"{path}:1: an unknown layout (keys {', '.join(sorted(keys)) or 'none'}): expected verl's "
+        "input/output/score/step, prime-rl's group/task/traces, NeMo-RL's content/rewards, fade eval's "
+        f"problem_id/sample/score, or step, reward and one of {', '.join(GENERIC_GROUP_KEYS)} (docs/analyze.md)"
+    )
+
+
+def _folder_kinds(folder: Path) -> dict[str, Path]:
+    kinds: dict[str, Path] = {}
+    if _numbered(folder, _VERL_FILE):
+        kinds["verl"] = folder
+    trl = folder / "completions" if (folder / "completions").is_dir() else folder
+    if _numbered(trl, _TRL_FILE):
+        kinds["trl"] = trl
+    if _numbered(folder, _NEMO_FILE):
+        kinds["nemo-rl"] = folder
+    prime = folder / "rollouts" if (folder / "rollouts").is_dir() else folder
+    if any(p.is_dir() and _PRIME_DIR.match(p.name) for p in prime.iterdir()):
+        kinds["prime-rl"] = prime
+    if (folder / "scores.jsonl").is_file():
+        kinds["fade-eval"] = folder / "scores.jsonl"
+    return kinds
+
+
+def detect(path: str | Path) -> tuple[str, Path]:
+    """The format of the dump at ``path`` and the file or folder its reader takes."""
+    path = Path(path)
+    if not path.exists():
+        raise DumpError(f"{path}: no such file or folder: expected a run's rollout dump")
+    if path.is_file():
+        suffix = path.suffix.lower()
+        if suffix == ".parquet":
+            names = set(arrow().parquet.read_schema(path).names)
+            return ("trl", path) if {"step", "prompt", "completion", "advantage"} <= names else ("generic", path)
+        if suffix == ".csv":
+            return "generic", path
+        if suffix in (".jsonl", ".json"):
+            return _jsonl_format(path), path
+        raise DumpError(f"{path}: an unknown file type {suffix or '(none)'}: expected .jsonl, .csv or .parquet")
+    kinds = _folder_kinds(path)
+    if not kinds:
+        raise DumpError(
+            f"{path}: no rollout dump found: expected verl's N.jsonl, TRL's completions/completions_N.parquet, "
+            "NeMo-RL's train_data_stepN.jsonl, prime-rl's rollouts/step_N/ or fade eval's scores.jsonl"
+        )
+    if len(kinds) > 1:
+        raise DumpError(f"{path}: a folder mixing {' and '.join(sorted(kinds))} dumps: expected one run's files")
+    (kind, where), = kinds.items()
+    return kind, where
+
+
+def read_run(path: str | Path, options: ReadOptions | None = None, *, fmt: str | None = None,
+             progress: Callable[[int, int], None] | None = None) -> RunRecords:
+    """Read the run at ``path`` (format detected unless ``fmt`` names one of :data:`FORMATS`).
+
+    ``progress(done, total)`` is called after each file is read.
+    """
+    options = options or ReadOptions()
+    kind, where = detect(path)
+    if fmt is not None:
+        if fmt not in FORMATS:
+            raise DumpError(f"format {fmt!r} is unknown: expected one of {', '.join(FORMATS)}")
+        if fmt != kind:
+            raise DumpError(f"{path}: reads as a {kind} dump, not {fmt}: expected --format {kind} (or leave it out)")
+    reader = {"verl": _read_verl, "trl": _read_trl, "nemo-rl": _read_nemo, "prime-rl": _read_prime,
+              "fade-eval": _read_eval, "generic": _read_generic}[kind]
+    run = reader(where, options, progress or (lambda done, total: None))
+    if not run.steps:
+        raise DumpError(f"{path}: no steps read: expected at least one step of rollouts")
+    _set_success(run, options)
+    if options.metrics is not None and kind != "verl":
+        _read_metrics(run, options.metrics)
+    return run
+
+
+# -- shared helpers --------------------------------------------------------------------------------
+
+
+def _files(numbered: list[tuple[int, Path]], read: Callable[[int, Path, bool], StepBatch | None],
+           progress: Callable[[int, int], None]) -> list[StepBatch]:
+    steps = []
+    for i, (n, p) in enumerate(numbered):
+        batch = read(n, p, i == len(numbered) - 1)
+        if batch is not None:
+            steps.append(batch)
+        progress(i + 1, len(numbered))
+    return steps
+
+
+def _set_success(run: RunRecords, options: ReadOptions) -> None:
+    if options.success_threshold is not None:
+        run.success = (">=", float(options.success_threshold))
+        return
+    if run.success is not None:
+        return
+    if all(np.isin(b.rewards, (0.0, 1.0)).all() for b in run.steps):
+        run.success = (">=", 1.0)
+    else:
+        run.notes.append("rewards are not all 0 or 1 and no --success-threshold was given: no solve rates or pass@k")
+
+
+def _blocks(keys: list[str], where: str, group_size: int | None) -> tuple[np.ndarray, int]:
+    """Groups as consecutive blocks of one prompt: the block length is ``group_size`` or, left out,
+    the shortest run of equal prompts (every run must then be a whole number of blocks)."""
+    n = len(keys)
+    if group_size is None:
+        runs, start = [], 0
+        for i in range(1, n + 1):
+            if i == n or keys[i] != keys[start]:
+                runs.append((start, i - start))
+                start = i
+        group_size = min(length for _, length in runs)
+        for start, length in runs:
+            if length % group_size:
+                raise DumpError(f"{where}: rows {start + 1}-{start + length} are {length} rows of one prompt, not a "
+                                f"multiple of the group size {group_size} (the shortest run): expected groups of one "
+                                "size (ragged or missing groups; give --group-size if it was inferred wrongly)")
+    if n % group_size:
+        raise DumpError(f"{where}: {n} rows do not split into groups of {group_size}: expected a whole number "
+                        "of groups (ragged or missing groups)")
+    for g in range(0, n, group_size):
+        block = keys[g:g + group_size]
+        if any(k != block[0] for k in block):
+            bad = next(i for i, k in enumerate(block) if k != block[0])
+            raise DumpError(f"{where}: row {g + bad + 1} has another prompt than row {g + 1}: expected groups of "
+                            f"{group_size} consecutive rows of one prompt (ragged or missing groups)")
+    return np.repeat(np.arange(n // group_size, dtype=np.int64), group_size), group_size
+
+
+# -- verl ------------------------------------------------------------------------------------------
+
+
+def _read_verl(where: Path, options: ReadOptions, progress) -> RunRecords:
+    numbered = [(-1, where)] if where.is_file() else _numbered(where, _VERL_FILE)
+    layouts: dict[str, Path] = {}
+
+    def read(n: int, p: Path, newest: bool) -> StepBatch:
+        cols = read_jsonl(p, {"score": "float", "step": "int", "uid": "str", "input": "str"},
+                          required=("score", "step", "input"), newest=newest)
+        steps = np.unique(cols["step"])
+        if steps.size != 1 or (n >= 0 and int(steps[0]) != n):
+            raise DumpError(f"{p}: holds step(s) {', '.join(map(str, steps[:5]))}: expected only step {n}, "
+                            "as verl names the file")
+        uid = cols["uid"]
+        layout = "v1" if uid.null_count == 0 else "legacy" if uid.null_count == len(uid) else "mixed"
+        if layout == "mixed":
+            raise DumpError(f"{p}: some lines have a uid and some not: expected one verl trainer's dump")
+        layouts.setdefault(layout, p)
+        if len(layouts) > 1:
+            raise DumpError(f"{where}: a folder mixing v1 ({layouts['v1'].name}) and legacy ({layouts['legacy'].name}) "
+                            "verl dumps: expected one run's files")
+        rewards = cols["score"]
+        if layout == "v1":
+            rewards, groups, keys = _verl_v1_groups(p, uid, rewards, cols["input"])
+        else:
+            groups, keys = encode_keys(cols["input"])  # the legacy trainer reorders rows: group by prompt text
+        return StepBatch(int(steps[0]), rewards, groups, prompt_keys=keys, source=str(p))
+
+    steps = _files(numbered, read, progress)
+    run = RunRecords("verl" if "legacy" not in layouts else "verl-legacy", str(where), steps)
+    if "legacy" in layouts:
+        run.notes.append("legacy verl dump (no uid): groups are the rollouts of one prompt text")
+    if options.metrics is not None:
+        _read_metrics(run, options.metrics)
+    return run
+
+
+def _verl_v1_groups(p: Path, uids, rewards: np.ndarray, inputs):
+    """verl v1: the uid's prompt part is the group; of a session's rows the highest index is its
+    rollout (columnwise: the uid is split by pyarrow, and rows are dropped only where a session
+    wrote several)."""
+    pa = arrow()
+    import pyarrow.compute as pc
+
+    parts = pc.extract_regex(uids, r"^(?P<prompt>.+)_(?P<session>[^_]+)_(?P<index>[0-9]+)$")
+    if parts.null_count:
+        row = int(np.flatnonzero(parts.is_null().to_numpy(zero_copy_only=False))[0])
+        raise DumpError(f"{p}: row {row + 1}: uid {uids[row].as_py()!r}: expected verl's {{prompt}}_{{session}}_{{index}}")
+    prompt, _ = encode_keys(pc.struct_field(parts, "prompt"))
+    session, _ = encode_keys(pc.struct_field(parts, "session"))
+    index = pc.cast(pc.struct_field(parts, "index"), pa.int64()).to_numpy(zero_copy_only=False)
+    rows = np.arange(len(rewards))
+    if index.any():
+        key = prompt * (int(session.max()) + 1) + session
+        order = np.lexsort((index, key))  # by session, then index: the last of each session is its final output
+        last = np.r_[key[order][1:] != key[order][:-1], True]
+        rows = np.sort(order[last])
+    groups, _ = dense_ids(prompt[rows])
+    _, first = np.unique(groups, return_index=True)
+    keys = inputs.take(pa.array(rows[first])).to_pylist()
+    return rewards[rows], groups, keys
+
+
+def _read_metrics(run: RunRecords, path: Path) -> None:
+    """Per-step scalars: verl's file logger ({"step", "data": {...}}), TRL's trainer_state.json
+    (its log_history) or prime-rl's metrics.jsonl ({step, ...})."""
+    rows: list[tuple[int, dict]] = []
+    if path.suffix == ".json":
+        try:
+            history = json.loads(path.read_text(encoding="utf-8")).get("log_history")
+        except (ValueError, AttributeError):
+            history = None
+        if not isinstance(history, list):
+            raise DumpError(f"{path}: no log_history list: expected TRL's trainer_state.json")
+        rows = [(int(h["step"]), h) for h in history if isinstance(h, dict) and "step" in h]
+    else:
+        with open(path, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    raise DumpError(f"{path}:{lineno}: not valid JSON: expected one metrics object per line") from None
+                if not isinstance(obj, dict) or not isinstance(obj.get("step"), int):
+                    raise DumpError(f"{path}:{lineno}: expected an object with an integer 'step'")
+                rows.append((obj["step"], obj["data"] if isinstance(obj.get("data"), dict) else obj))
+    for step, data in rows:
+        for key in ("actor/entropy", "entropy"):
+            if isinstance(data.get(key), (int, float)) and math.isfinite(data[key]):
+                run.entropy[step] = float(data[key])
+                break
+        for key in ("frac_reward_zero_std", "reward_std"):
+            if isinstance(data.get(key), (int, float)):
+                run.engine_metrics.setdefault(step, {})[key] = float(data[key])
+        evicted = [k for k, v in data.items() if "filter_groups" in k and isinstance(v, (int, float)) and v > 0]
+        if evicted and run.filtered is None:
+            run.filtered = (f"the run filtered groups ({evicted[0]} > 0 at step {step}): the groups it dropped are "
+                            "not in the dump, so the zero-spread share is a lower bound")
+
+
+# -- TRL -------------------------------------------------------------------------------------------
+
+
+def _trl_reward_columns(names: list[str], options: ReadOptions, where: Path) -> list[str]:
+    rewards = [n for n in names if n not in _TRL_FIXED]
+    if options.reward_column is not None:
+        if options.reward_column not in rewards:
+            raise DumpError(f"{where}: no reward column {options.reward_column!r}: expected one of {', '.join(rewards)}")
+        return [options.reward_column]
+    if not rewards:
+        raise DumpError(f"{where}: no reward column: expected one column per reward function beside {_TRL_FIXED}")
+    return rewards
+
+
+def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
+    numbered = [(-1, where)] if where.is_file() else _numbered(where, _TRL_FILE)
+    notes: list[str] = []
+    state: dict[str, Any] = {"previous": None, "columns": None}
+
+    def read(n: int, p: Path, newest: bool) -> StepBatch | None:
+        names = arrow().parquet.read_schema(p).names
+        missing = [c for c in ("step", "prompt", "advantage") if c not in names]
+        if missing:
+            raise DumpError(f"{p}: no column {missing[0]!r}: expected TRL's completions parquet")
+        columns = _trl_reward_columns(names, options, p)
+        if state["columns"] is None:
+            state["columns"] = columns
+            weights = options.reward_weights or [1.0] * len(columns)
+            if len(weights) != len(columns):
+                raise DumpError(f"--reward-weights has {len(weights)} weights for {len(columns)} reward columns "
+                                f"({', '.join(columns)}): expected one per column")
+            state["weights"] = np.asarray(weights, dtype=np.float64)
+            if len(columns) > 1 and options.reward_weights is None:
+                notes.append(f"total reward = sum of {', '.join(columns)} (TRL's default reward_weights)")
+        elif columns != state["columns"]:
+            raise DumpError(f"{p}: reward columns {columns}, not {state['columns']} as in the earlier files: "
+                            "expected one run's files")
+        table = read_parquet(p, ["step", "prompt", "advantage", *columns])
+        steps = np.unique(table.column("step").to_numpy())
+        if steps.size != 1:
+            raise DumpError(f"{p}: holds steps {', '.join(map(str, steps[:5]))}: expected one step per file")
+        step = int(steps[0])
+        parts = np.stack([table.column(c).to_numpy(zero_copy_only=False).astype(np.float64) for c in columns], 1)
+        rewards = np.nansum(parts * state["weights"], axis=1)  # a None-returning function is left out, as TRL does
+        adv = table.column("advantage").to_numpy(zero_copy_only=False).astype(np.float64)
+        if not np.isfinite(adv).all():
+            row = int(np.flatnonzero(~np.isfinite(adv))[0])
+            raise DumpError(f"{p}: row {row + 1}: advantage {adv[row]!r}: expected a finite number")
+        prompt = table.column("prompt")
+        keys = prompt.to_pylist() if arrow().types.is_string(prompt.type) else [
+            json.dumps(v, sort_keys=True) for v in prompt.to_pylist()]
+        fingerprint = (step, rewards.tobytes(), adv.tobytes(), tuple(keys))
+        if state["previous"] is not None and fingerprint[1:] == state["previous"][1:]:
+            notes.append(f"{p.name} repeats the batch of step {state['previous'][0]}: counted once")
+            return None
+        state["previous"] = fingerprint
+        groups, size = _blocks(keys, str(p), options.group_size)
+        firsts = [keys[i] for i in range(0, len(keys), size)]
+        return StepBatch(step, rewards, groups, advantages=adv, prompt_keys=firsts, source=str(p))
+
+    steps = _files(numbered, read, progress)
+    run = RunRecords("trl", str(where), steps, estimator="grpo:eps=0.0001", notes=notes)
+    run.notes.append("the run's estimator is taken as TRL's default advantage (scale_rewards='group')")
+    state_file = _trl_state(where)
+    if state_file is not None and options.metrics is None:
+        _read_metrics(run, state_file)
+    return run
+
+
+def _trl_state(where: Path) -> Path | None:
+    """trainer_state.json of the run's output folder (or of its newest checkpoint)."""
+    out = where.parent.parent if where.is_file() else where.parent
+    if (out / "trainer_state.json").is_file():
+        return out / "trainer_state.json"
+    checkpoints = sorted(out.glob("checkpoint-*/trainer_state.json"),
+                         key=lambda p: int(p.parent.name.split("-")[-1]) if p.parent.name.split("-")[-1].isdigit() else -1)
+    return checkpoints[-1] if checkpoints else None
+
+
+# -- NeMo-RL and prime-rl --------------------------------------------------------------------------
+
+
+def _read_nemo(where: Path, options: ReadOptions, progress) -> RunRecords:
+    numbered = [(-1, where)] if where.is_file() else _numbered(where, _NEMO_FILE)
+
+    def read(n: int, p: Path, newest: bool) -> StepBatch:
+        cols = read_jsonl(p, {"rewards": "float"}, required=("rewards",), newest=newest,
+                          raw_keys=("content", "advantages", "token_loss_mask"))
+        keys = [json.dumps(c[:-1] if isinstance(c, list) else c, sort_keys=True) for c in cols["content"]]
+        groups, size = _blocks(keys, str(p), options.group_size)
+        adv = _token_advantages(p, cols["advantages"], cols["token_loss_mask"])
+        return StepBatch(n, cols["rewards"], groups, advantages=adv,
+                         prompt_keys=[keys[i] for i in range(0, len(keys), size)], source=str(p))
+
+    run = RunRecords("nemo-rl", str(where), _files(numbered, read, progress))
+    run.notes.append("NeMo-RL groups are consecutive rows of one prompt (all messages but the last)")
+    return run
+
+
+def _token_advantages(p: Path, advantages: list, masks: list) -> np.ndarray | None:
+    """A sequence's advantage from its per-token ones: their mean over the loss mask."""
+    if all(a is None for a in advantages):
+        return None
+    out = np.empty(len(advantages))
+    for i, (a, m) in enumerate(zip(advantages, masks)):
+        a = np.asarray(a if isinstance(a, list) else [a], dtype=np.float64).ravel()
+        m = np.ones_like(a) if m is None else np.asarray(m, dtype=np.float64).ravel()[: a.size]
+        if a.size == 0 or m.sum() == 0:
+            raise DumpError(f"{p}: row {i + 1}: no advantage under the loss mask: expected per-token advantages")
+        out[i] = float((a * m).sum() / m.sum())
+    return out
+
+
+def _read_prime(where: Path, options: ReadOptions, progress) -> RunRecords:
+    split = options.prime_split
+    numbered = sorted(
+        (int(m.group(1)), d / "train" / split / "traces.jsonl")
+        for d in where.iterdir() if d.is_dir() and (m := _PRIME_DIR.match(d.name))
+        and (d / "train" / split / "traces.jsonl").is_file()
+    )
+
+    def read(n: int, p: Path, newest: bool) -> StepBatch:
+        cols = read_jsonl(p, {}, newest=newest, raw_keys=("group", "task", "traces", "run"))
+        rewards, gkeys, tkeys = [], [], []
+        for row, (group, task, traces, run) in enumerate(zip(cols["group"], cols["task"], cols["traces"], cols["run"])):
+            where_row = f"{p}: row {row + 1}"
+            if not isinstance(group, dict) or "id" not in group:
+                raise DumpError(f"{where_row}: no group.id: expected prime-rl's episode record")
+            step = ((run or {}).get("work") or {}).get("step")
+            if step is not None and step != n:
+                raise DumpError(f"{where_row}: run.work.step {step}: expected {n}, as the folder step_{n} names it")
+            if not traces:
+                raise DumpError(f"{where_row}: no traces: expected at least one trace with rewards")
+            total = 0.0
+            for name, r in (traces[-1].get("rewards") or {}).items():
+                if not isinstance(r, dict) or not isinstance(r.get("score"), (int, float)):
+                    raise DumpError(f"{where_row}: reward {name!r} is {r!r}: expected {{score, weight}}")
+                total += float(r["score"]) * float(r.get("weight", 1.0))
+            if not math.isfinite(total):
+                raise DumpError(f"{where_row}: reward {total!r}: expected a finite number")
+            rewards.append(total)
+            gkeys.append(str(group["id"]))
+            tkeys.append(str((task or {}).get("key", group["id"])))
+        groups, _ = encode_keys(gkeys)
+        first: dict[int, str] = {}
+        for g, t in zip(groups.tolist(), tkeys):
+            first.setdefault(g, t)
+        return StepBatch(n, np.asarray(rewards, dtype=np.float64), groups,
+                         prompt_keys=[first[g] for g in range(len(first))], source=str(p))
+
+    if not numbered:
+        raise DumpError(f"{where}: no step_N/train/{split}/traces.jsonl: expected prime-rl's rollouts folder")
+    return RunRecords("prime-rl", str(where), _files(numbered, read, progress))
+
+
+# -- fade eval and generic -------------------------------------------------------------------------
+
+
+def _read_eval(where: Path, options: ReadOptions, progress) -> RunRecords:
+    cols = read_jsonl(where, {"problem_id": "key", "score": "float"}, required=("problem_id", "score"), newest=True)
+    groups, keys = encode_keys(cols["problem_id"])
+    progress(1, 1)
+    run = RunRecords("fade-eval", str(where), [StepBatch(0, cols["score"], groups, prompt_keys=keys, source=str(where))])
+    run.success = (">", 0.0)  # fade eval counts a sample with score > 0 as correct
+    return run
+
+
+def _read_generic(where: Path, options: ReadOptions, progress) -> RunRecords:
+    suffix = where.suffix.lower()
+    if suffix in (".jsonl", ".json"):
+        first = _first_object(where)
+        key = next((k for k in GENERIC_GROUP_KEYS if k in first), GENERIC_GROUP_KEYS[0])
+        cols = read_jsonl(where, {"step": "int", "reward": "float", key: "key", "advantage": "float"},
+                          required=("step", "reward", key), newest=True)
+        keys = cols[key]
+    else:
+        pa = arrow()
+        if suffix == ".csv":
+            import pyarrow.csv as pcsv
+
+            try:
+                table = pcsv.read_csv(where)
+            except pa.ArrowInvalid as exc:
+                raise DumpError(f"{where}: not a readable CSV file ({exc})") from None
+        else:
+            table = read_parquet(where)
+        names = table.schema.names
+        key = next((k for k in GENERIC_GROUP_KEYS if k in names), None)
+        for need in ("step", "reward"):
+            if need not in names:
+                raise DumpError(f"{where}: no column {need!r}: expected step, reward and one of {', '.join(GENERIC_GROUP_KEYS)}")
+        if key is None:
+            raise DumpError(f"{where}: no group column: expected one of {', '.join(GENERIC_GROUP_KEYS)}")
+        cols = {"step": _int_column(table, "step", where), "reward": table.column("reward").to_numpy(zero_copy_only=False).astype(np.float64)}
+        bad = np.flatnonzero(~np.isfinite(cols["reward"]))
+        if bad.size:
+            raise DumpError(f"{where}: row {bad[0] + 1}: reward {cols['reward'][bad[0]]!r}: expected a finite number")
+        cols["advantage"] = (table.column("advantage").to_numpy(zero_copy_only=False).astype(np.float64)
+                             if "advantage" in names else np.full(len(cols["step"]), np.nan))
+        keys = [None if v is None else (v if isinstance(v, str) else f"\x00int:{v}") for v in table.column(key).to_pylist()]
+        if any(k is None for k in keys):
+            raise DumpError(f"{where}: row {keys.index(None) + 1}: no {key!r}: expected every row to have it")
+    steps, adv = cols["step"], cols["advantage"]
+    has_adv = ~np.isnan(adv)
+    if has_adv.any() and not has_adv.all():
+        row = int(np.flatnonzero(~has_adv)[0])
+        raise DumpError(f"{where}: record {row + 1}: no 'advantage' while others have one: expected it on every record or none")
+    out = []
+    order = np.argsort(steps, kind="stable")
+    bounds = np.flatnonzero(np.diff(steps[order])) + 1
+    for idx in np.split(order, bounds):
+        groups, names = encode_keys([keys[i] for i in idx])
+        out.append(StepBatch(int(steps[idx[0]]), cols["reward"][idx], groups,
+                             advantages=adv[idx] if has_adv.all() else None,
+                             prompt_keys=[n.removeprefix("\x00int:") for n in names], source=str(where)))
+    progress(1, 1)
+    return RunRecords("generic", str(where), out)
+
+
+def _int_column(table, name: str, where: Path) -> np.ndarray:
+    values = table.column(name).to_numpy(zero_copy_only=False)
+    if values.dtype.kind not in "iu":
+        raise DumpError(f"{where}: column {name!r} is {values.dtype}: expected integers")
+    return values.astype(np.int64)

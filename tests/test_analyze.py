@@ -1,0 +1,250 @@
+"""fade analyze: each format's grouping rules, the per-step statistics, and bad input.
+
+The engines' real dumps are in tests/test_analyze_trl.py (TRL) and tests/test_verl_cpu_e2e.py
+(verl); here each layout is written as its engine writes it, to pin the rules one by one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyarrow")
+
+import fade  # noqa: E402
+from fade.analyze import DumpError, ReadOptions, analyze_run, read_run, write_outputs  # noqa: E402
+from fade.analyze.stats import SOLVE_BUCKETS  # noqa: E402
+from fade.cli import main  # noqa: E402
+from fade.cli.analyze import split_specs  # noqa: E402
+
+
+def write_jsonl(path: Path, rows: list[dict], *, tail: str = "") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + tail)
+    return path
+
+
+def verl_rows(step: int, rewards: list[list[float]], *, uid: bool = True) -> list[dict]:
+    rows = []
+    for g, group in enumerate(rewards):
+        for s, r in enumerate(group):
+            row = {"input": f"prompt {g}", "output": f"answer {s}", "gts": "1", "score": r, "step": step}
+            if uid:
+                row["uid"] = f"uuid{step}x{g}_{s}_0"
+            rows.append(row)
+    return rows
+
+
+REWARDS = [[1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [0.0, 1.0, 0.0, 0.0]]
+
+
+def test_generic_statistics_are_the_hand_computed_ones(tmp_path):
+    rows = [{"step": 3, "prompt_id": g, "reward": r} for g, group in enumerate(REWARDS) for r in group]
+    analysis = analyze_run(write_jsonl(tmp_path / "r.jsonl", rows))
+    (row,) = analysis.steps
+    assert row["step"] == 3 and row["num_groups"] == 4 and row["num_rollouts"] == 16 and row["group_sizes"] == [4]
+    assert row["zero_spread_share"] == 0.5 and row["zero_spread_groups"] == 2
+    assert row["mean_reward"] == pytest.approx(8 / 16)
+    hist = row["solve_rate_histogram"]
+    assert hist == {**dict.fromkeys(SOLVE_BUCKETS, 0.0), "0": 0.25, "1": 0.25, "[0.2,0.4)": 0.25, "[0.6,0.8)": 0.25}
+    # pass@2 per group: 1 - C(n-c,2)/C(n,2) = 1, 0, 1, 1/2
+    assert row["pass_at_k"]["2"] == pytest.approx((1 + 0 + 1 + 0.5) / 4)
+    assert row["pass_at_k"]["4"] == pytest.approx(3 / 4)
+    r = np.array(sum(REWARDS, []))
+    g = np.repeat(np.arange(4), 4)
+    expected = fade.decompose(fade.estimator("dr_grpo")(r, g), r, g).diagnostics()
+    assert row["estimators"]["dr_grpo"] == pytest.approx(expected)
+    assert row["run"] is None
+
+
+def test_verl_v1_groups_by_the_uid_prompt_and_keeps_each_sessions_final_output(tmp_path):
+    rows = verl_rows(1, REWARDS)
+    # a multi-output agent loop: session 1 of group 0 wrote index 0 (score 0) then index 1 (score 1)
+    rows.insert(1, {**rows[1], "uid": "uuid1x0_1_1", "score": 1.0})
+    write_jsonl(tmp_path / "1.jsonl", rows)
+    write_jsonl(tmp_path / "2.jsonl", verl_rows(2, REWARDS[::-1]))
+    run = read_run(tmp_path)
+    assert run.format == "verl" and [b.step for b in run.steps] == [1, 2]
+    first = run.steps[0]
+    assert first.num_rollouts == 16 and first.num_groups == 4
+    assert first.rewards[:4].tolist() == [1.0, 1.0, 1.0, 1.0]  # session 1's final output
+    assert first.prompt_keys == ["prompt 0", "prompt 1", "prompt 2", "prompt 3"]
+
+
+def test_legacy_verl_groups_by_prompt_text_whatever_the_row_order(tmp_path):
+    rows = verl_rows(5, REWARDS, uid=False)
+    order = np.random.default_rng(0).permutation(len(rows))
+    write_jsonl(tmp_path / "5.jsonl", [rows[i] for i in order])
+    run = read_run(tmp_path)
+    assert run.format == "verl-legacy"
+    batch = run.steps[0]
+    by_prompt = {k: sorted(batch.rewards[batch.groups == i].tolist()) for i, k in enumerate(batch.prompt_keys)}
+    assert by_prompt == {f"prompt {g}": sorted(REWARDS[g]) for g in range(4)}
+
+
+def test_verl_metrics_feed_entropy_to_fade_and_flag_filtering(tmp_path):
+    for step in (1, 2, 3):
+        write_jsonl(tmp_path / "dump" / f"{step}.jsonl", verl_rows(step, REWARDS))
+    metrics = write_jsonl(tmp_path / "metrics.jsonl", [
+        {"step": s, "data": {"actor/entropy": 1.0 - 0.2 * s, "train/filter_groups/evicted_samples": 8 * (s == 2)}}
+        for s in (1, 2, 3)])
+    analysis = analyze_run(tmp_path / "dump", ReadOptions(metrics=metrics))
+    assert analysis.estimators == ["grpo", "dr_grpo", "maxrl", "fade"]
+    assert analysis.run.filtered and "lower bound" in analysis.run.filtered
+    assert [s["entropy"] for s in analysis.steps] == pytest.approx([0.8, 0.6, 0.4])
+    # replayed in step order: before step s it has seen the entropies of steps < s and s - 1 updates
+    replay = fade.estimator("fade")
+    r, g = np.array(sum(REWARDS, [])), np.repeat(np.arange(4), 4)
+    for step in (1, 2, 3):
+        if step > 1:
+            replay.observe(entropy=1.0 - 0.2 * (step - 1))
+        replay.observe(step=step - 1)
+        expected = fade.decompose(replay(r, g), r, g).diagnostics()
+        assert analysis.steps[step - 1]["estimators"]["fade"] == pytest.approx(expected, nan_ok=True)
+
+
+def test_prime_rl_nemo_rl_and_fade_eval_layouts(tmp_path):
+    prime = tmp_path / "prime" / "rollouts"
+    for step in (0, 1):
+        eps = [{"id": f"e{g}{i}", "group": {"id": f"g{step}{g}"}, "task": {"key": f"t{g}"},
+                "run": {"work": {"step": step}}, "traces": [{"rewards": {"acc": {"score": r, "weight": 1.0}}}]}
+               for g, group in enumerate(REWARDS) for i, r in enumerate(group)]
+        write_jsonl(prime / f"step_{step}" / "train" / "effective" / "traces.jsonl", eps)
+    run = read_run(tmp_path / "prime")
+    assert run.format == "prime-rl" and [b.step for b in run.steps] == [0, 1]
+    assert run.steps[1].prompt_keys == ["t0", "t1", "t2", "t3"]
+    nemo = [{"content": [f"q{g}", f"a{i}"], "rewards": r, "advantages": [0.0, r - 0.5, r - 0.5],
+             "token_loss_mask": [0, 1, 1]} for g, group in enumerate(REWARDS) for i, r in enumerate(group)]
+    write_jsonl(tmp_path / "nemo" / "train_data_step7.jsonl", nemo)
+    batch = read_run(tmp_path / "nemo").steps[0]
+    assert batch.step == 7 and batch.num_groups == 4
+    assert batch.advantages.tolist() == (np.array(sum(REWARDS, [])) - 0.5).tolist()
+    scores = [{"problem_id": f"p{g}", "sample": i, "score": r * 0.5, "reason": "", "canonical": None}
+              for g, group in enumerate(REWARDS) for i, r in enumerate(group)]
+    write_jsonl(tmp_path / "eval" / "scores.jsonl", scores)
+    (row,) = analyze_run(tmp_path / "eval").steps
+    assert row["solve_rate"] == pytest.approx(8 / 16)  # score > 0 is correct, as fade eval counts
+
+
+def test_generic_csv_and_parquet_read_as_the_jsonl(tmp_path):
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    rows = [{"step": s, "group_id": f"g{g}", "reward": r, "advantage": r - 0.5}
+            for s in (1, 2) for g, group in enumerate(REWARDS) for r in group]
+    table = pa.Table.from_pylist(rows)
+    pcsv.write_csv(table, tmp_path / "r.csv")
+    pq.write_table(table, tmp_path / "r.parquet")
+    a = analyze_run(write_jsonl(tmp_path / "r.jsonl", rows)).steps
+    for other in ("r.csv", "r.parquet"):
+        assert analyze_run(tmp_path / other).steps == a
+    assert a[0]["run"]["sign_balance"] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("case, where, expected", [
+    ("unknown", "x.jsonl:1", "unknown layout"),
+    ("nan", "2.jsonl:2", "finite number"),
+    ("torn_old", "1.jsonl:17", "cut short"),
+    ("mixed", "mixing", "one run's files"),
+    ("v1_and_legacy", "mixing v1", "one run's files"),
+    ("ragged", "completions_00001.parquet", "ragged or missing groups"),
+    ("step_mismatch", "3.jsonl", "expected only step 3"),
+    ("partial_advantage", "r.jsonl", "every record or none"),
+    ("missing_group", "r.jsonl:2", "group_id"),
+])
+def test_bad_dumps_stop_in_one_line_naming_the_file_and_line_before_any_output(tmp_path, case, where, expected):
+    d = tmp_path / "run"
+    if case == "unknown":
+        target = write_jsonl(d / "x.jsonl", [{"foo": 1}])
+    elif case == "nan":
+        write_jsonl(d / "1.jsonl", verl_rows(1, REWARDS))
+        (d / "2.jsonl").write_text("".join(json.dumps(r) + "\n" for r in verl_rows(2, REWARDS)).replace(
+            '"score": 0.0', '"score": NaN', 1))
+        target = d
+    elif case == "torn_old":
+        write_jsonl(d / "1.jsonl", verl_rows(1, REWARDS), tail='{"input": "prompt')
+        write_jsonl(d / "2.jsonl", verl_rows(2, REWARDS))
+        target = d
+    elif case == "mixed":
+        write_jsonl(d / "1.jsonl", verl_rows(1, REWARDS))
+        write_jsonl(d / "train_data_step1.jsonl", [{"content": ["q", "a"], "rewards": 1.0}])
+        target = d
+    elif case == "v1_and_legacy":
+        write_jsonl(d / "1.jsonl", verl_rows(1, REWARDS))
+        write_jsonl(d / "2.jsonl", verl_rows(2, REWARDS, uid=False))
+        target = d
+    elif case == "ragged":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        prompts = ["a"] * 4 + ["b"] * 3 + ["c"] * 4
+        (d / "completions").mkdir(parents=True)
+        pq.write_table(pa.table({"step": [1] * 11, "prompt": prompts, "completion": ["x"] * 11,
+                                 "acc": [1.0] * 11, "advantage": [0.0] * 11}), d / "completions" / "completions_00001.parquet")
+        target = d
+    elif case == "step_mismatch":
+        write_jsonl(d / "3.jsonl", verl_rows(4, REWARDS))
+        target = d
+    elif case == "partial_advantage":
+        rows = [{"step": 1, "group_id": 0, "reward": 1.0, "advantage": 0.5}, {"step": 1, "group_id": 0, "reward": 0.0}]
+        target = write_jsonl(d / "r.jsonl", rows)
+    else:
+        rows = [{"step": 1, "group_id": 0, "reward": 1.0}, {"step": 1, "reward": 0.0}]
+        target = write_jsonl(d / "r.jsonl", rows)
+    out = tmp_path / "out"
+    with pytest.raises(DumpError) as err:
+        analyze_run(target)
+    message = str(err.value)
+    assert where in message and expected in message and "\n" not in message
+    assert main(["analyze", str(target), "--out", str(out), "--quiet"]) == 2
+    assert not out.exists()
+
+
+def test_a_torn_last_line_of_the_newest_step_file_is_skipped_with_a_warning(tmp_path):
+    write_jsonl(tmp_path / "1.jsonl", verl_rows(1, REWARDS))
+    write_jsonl(tmp_path / "2.jsonl", verl_rows(2, REWARDS), tail='{"input": "prompt 9", "sco')
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = read_run(tmp_path)
+    assert [b.num_rollouts for b in run.steps] == [16, 16]
+    assert any("2.jsonl:17" in str(w.message) and "still being written" in str(w.message) for w in caught)
+
+
+def test_estimator_specs_split_on_commas_and_keep_their_parameters():
+    assert split_specs("grpo:eps=1e-4,scale=batch,dr_grpo,power:alpha=3") == [
+        "grpo:eps=1e-4,scale=batch", "dr_grpo", "power:alpha=3"]
+    with pytest.raises(ValueError, match="empty spec"):
+        split_specs("grpo,,dr_grpo")
+    with pytest.raises(ValueError, match="starts with a parameter"):
+        split_specs("eps=1,grpo")
+
+
+def test_named_estimators_that_refuse_the_rewards_stop_the_analysis_and_defaults_are_skipped(tmp_path):
+    rows = [{"step": 1, "prompt_id": g, "reward": r * 1.5} for g, group in enumerate(REWARDS) for r in group]
+    path = write_jsonl(tmp_path / "r.jsonl", rows)
+    analysis = analyze_run(path)
+    assert "maxrl" in analysis.skipped and "maxrl" not in analysis.estimators
+    assert "solve_rate" not in analysis.steps[0]
+    with pytest.raises(DumpError, match="maxrl"):
+        analyze_run(path, estimators=["maxrl"])
+    thresholded = analyze_run(path, ReadOptions(success_threshold=1.0))
+    assert thresholded.steps[0]["solve_rate"] == pytest.approx(8 / 16)
+
+
+def test_outputs_are_strict_json_and_the_figures_are_drawn(tmp_path):
+    rows = [{"step": s, "prompt_id": g, "reward": float(r), "advantage": 0.0}
+            for s in (1, 2) for g, group in enumerate(REWARDS) for r in group]
+    analysis = analyze_run(write_jsonl(tmp_path / "r.jsonl", rows))
+    written = write_outputs(analysis, tmp_path / "out")
+    assert {p.name for p in written} >= {"steps.jsonl", "report.json", "summary.md", "plane.png"}
+    for line in (tmp_path / "out" / "steps.jsonl").read_text().splitlines():
+        row = json.loads(line, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+        assert row["run"]["sign_balance"] is None  # no mass: no sign balance, written as null
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["num_steps"] == 2 and not math.isnan(report["mean_reward"])

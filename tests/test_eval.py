@@ -18,7 +18,8 @@ import pytest
 
 from fade import pass_at_k
 from fade.cli import main
-from fade.verifiers.evaluate import PASSK_DPI, PASSK_SIZE_IN, curve_ks
+from fade.plots import PASSK_DPI, PASSK_SIZE_IN
+from fade.verifiers.evaluate import curve_ks
 
 SAMPLES = Path(__file__).resolve().parents[1] / "examples" / "samples"
 MATH = SAMPLES / "math_aime.jsonl"
@@ -285,12 +286,12 @@ def test_scores_without_a_reference_hash_are_not_reused(capsys, tmp_path):
 
 
 def test_a_second_run_on_the_same_folder_is_refused(capsys, tmp_path):
-    from fade.verifiers.evaluate import _folder_lock
+    from fade.verifiers.evaluate.store import folder_lock
 
     out = tmp_path / "out"
     out.mkdir()
     samples = _write(tmp_path / "s.jsonl", [{"id": 1, "completion": "print(1)", "tests": [{"input": "", "output": "1"}]}])
-    with _folder_lock(out):
+    with folder_lock(out):
         _assert_error(capsys, [samples, "--verifier", "code", "--out", out, *CODE_FLAGS],
                       "being written by another fade eval", f"pid {os.getpid()}")
     assert not (out / "scores.jsonl").exists()

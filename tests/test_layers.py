@@ -123,6 +123,18 @@ def test_no_import_cycle(graph):
     assert not cycles, f"import cycles: {cycles}"
 
 
+def test_the_verifiers_draw_nothing():
+    # Drawing is the plotting layer's (fade eval's pass@k figure is fade.plots.draw_eval_passk):
+    # no verifiers module imports matplotlib, at the top or inside a function.
+    drawing = []
+    for path in sorted((SRC / "verifiers").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            drawing += [f"{path.relative_to(SRC)}:{node.lineno} imports {n}" for n in names if n.split(".")[0] == "matplotlib"]
+    assert not drawing, "\n".join(drawing)
+
+
 def test_the_core_imports_torch_and_numpy_only():
     code = (
         "import sys, fade; "

@@ -22,12 +22,14 @@ from pathlib import Path
 import pytest
 
 from fade.verifiers import rewards, testcases
-from fade.verifiers.benchmark_io import CAPTURED, CHECK, IO_MODES, RunOptions
 from fade.verifiers.code_exec import CodeVerifier, canonical_program, extract_program
 from fade.verifiers.judges import JUDGES, lcb_wrap
+from fade.verifiers.run_options import CAPTURED, CHECK, IO_MODES, RunOptions
 from fade.verifiers.sandbox import HARNESS, MAX_SLOTS, UID_BASE, Limits, SandboxRun
 from fade.verifiers.testcases import outputs_match, parse_tests, values_match
 
+#: The supervisor's files: the script and the modules it loads beside it.
+SUPERVISOR_FILES = ("harness", "confinement", "run_options", "wire", "runner")
 LIMITS = Limits(time_seconds=1.0, memory_mb=256, processes=16, output_bytes=64 << 10, disk_mb=16)
 SUM_TESTS = {"input_output": json.dumps({"inputs": ["1 2\n", "10 -3\n"], "outputs": ["3\n", "7\n"]})}
 ECHO_TESTS = {"tests": [{"input": "", "output": "SAFE"}]}
@@ -468,16 +470,40 @@ def test_each_io_mode_runs_the_program_its_way():
     assert outputs == {"script": (0, "AB __main__\n"), "captured": (0, "AB tmp_sol\n"), "check": (1, "")}
 
 
+def _loaded_siblings() -> list[str]:
+    """The modules the supervisor loads beside it, in its order (its ``_siblings(...)`` call)."""
+    calls = [node for node in ast.walk(ast.parse(HARNESS.read_text()))
+             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "_siblings"]
+    assert len(calls) == 1
+    return [arg.value for arg in calls[0].args]
+
+
 def test_the_supervisor_is_standard_library_only():
     # It runs as python -S -s with nothing but the standard library on sys.path: its files import
-    # nothing else, and nothing of fade (its siblings are loaded by path).
-    for name in ("harness", "confinement", "benchmark_io"):
+    # nothing else, and nothing of fade; a sibling imports only siblings loaded before it (they
+    # are loaded by path, in order, as one package).
+    siblings = _loaded_siblings()
+    assert ("harness", *siblings) == SUPERVISOR_FILES
+    for name in SUPERVISOR_FILES:
         tree = ast.parse(HARNESS.with_name(f"{name}.py").read_text())
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom):
-                assert node.level == 0 and node.module.split(".")[0] in sys.stdlib_module_names, (name, node.module)
+            if isinstance(node, ast.ImportFrom) and node.level:
+                before = siblings[: siblings.index(name)] if name in siblings else []
+                assert node.level == 1 and node.module in before, (name, node.module)
+            elif isinstance(node, ast.ImportFrom):
+                assert node.module.split(".")[0] in sys.stdlib_module_names, (name, node.module)
             elif isinstance(node, ast.Import):
                 assert all(a.name.split(".")[0] in sys.stdlib_module_names for a in node.names), name
+
+
+def test_the_supervisors_siblings_leave_nothing_in_sys_modules():
+    # The program finds none of the supervisor's modules in sys.modules (they are there only while
+    # they load), and the runner reads the codec and the options its siblings define.
+    program = ("import sys\nprint(sorted(m for m in sys.modules if 'fade' in m or m in ('wire', 'runner', "
+               "'run_options', 'confinement')))")
+    with SandboxRun(program, [{"stdin": ""}], limits=LIMITS) as run:
+        (record,) = list(run)
+    assert (record["exit"], record["stdout"]) == (0, "[]\n"), record
 
 
 def test_a_traceback_names_none_of_the_supervisors_files():
@@ -487,7 +513,7 @@ def test_a_traceback_names_none_of_the_supervisors_files():
         with SandboxRun(source, [{"stdin": ""}], limits=LIMITS, options=options) as run:
             (record,) = list(run)
         tail = record["stderr_tail"]
-        assert "<solution>" in tail and not any(name in tail for name in ("harness", "confinement", "benchmark_io")), tail
+        assert "<solution>" in tail and not any(name in tail for name in SUPERVISOR_FILES), tail
 
 
 @pytest.mark.parametrize("processes, offset", [(8, 0), (7, 1), (8, 1), (8, 400)])

@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fade.verifiers import code_exec, sandbox
-from fade.verifiers.benchmark_io import decode_value, encode_value
 from fade.verifiers.code_exec import CodeVerifier
 from fade.verifiers.judges import JUDGES
 from fade.verifiers.sandbox import (
@@ -29,6 +28,7 @@ from fade.verifiers.sandbox import (
 from fade.verifiers.testcases import TestCase as Case
 from fade.verifiers.testcases import TestSuite as Suite
 from fade.verifiers.testcases import outputs_match, parse_tests, values_match
+from fade.verifiers.wire import decode_value, encode_value
 
 LIMITS = Limits(time_seconds=1.0, memory_mb=256, processes=16, output_bytes=64 << 10, disk_mb=16)
 

@@ -14,12 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fade.verifiers import harness, rewards, sandbox
-from fade.verifiers.benchmark_io import decode_value
 from fade.verifiers.code_exec import CodeVerifier
 from fade.verifiers.judges import JUDGES
 from fade.verifiers.judges.base import ENDED_EARLY
 from fade.verifiers.sandbox import Limits, SandboxRun
 from fade.verifiers.testcases import parse_tests
+from fade.verifiers.wire import decode_value
 
 LIMITS = Limits(time_seconds=2.0, memory_mb=256, processes=16, output_bytes=64 << 10, disk_mb=16)
 # Expected answers the forged lines claim: 3 printed (stdin) or 3 returned (call-based).

@@ -1,4 +1,5 @@
-"""Figures of gradient mass: where estimators put their weight, drawn so a person can see it.
+"""Figures of gradient mass: where estimators put their weight, drawn so a person can see it; and
+``fade eval``'s pass@k curves (:func:`draw_eval_passk`), drawn from its reports.
 
 matplotlib is imported here only (with the non-interactive Agg backend), never by the core, so
 ``import fade`` stays torch-only. Figures have a fixed size and dpi, so a PNG's pixel size
@@ -10,16 +11,21 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .mass import BALANCED_SIGN, MassProfile
 
-__all__ = ["ATLAS_DPI", "NEGATIVE_COLOUR", "POSITIVE_COLOUR", "atlas_pixel_size", "draw_atlas", "plane_guides", "profile_summary"]
+__all__ = ["ATLAS_DPI", "NEGATIVE_COLOUR", "PASSK_DPI", "PASSK_SIZE_IN", "POSITIVE_COLOUR", "atlas_pixel_size", "draw_atlas",
+           "draw_eval_passk", "plane_guides", "profile_summary"]
 
 ATLAS_DPI = 100
 ATLAS_COLUMNS = 4
 _PANEL_W_IN, _PANEL_H_IN, _PLANE_H_IN = 3.0, 2.5, 4.5
+#: ``fade eval``'s passk.png: a fixed size and dpi.
+PASSK_DPI = 100
+PASSK_SIZE_IN = (7.0, 4.5)
 
 POSITIVE_COLOUR = "#2a9d3f"  # m_S, successes
 NEGATIVE_COLOUR = "#d62828"  # m_F, failures
@@ -178,3 +184,52 @@ def _draw_plane(ax, profiles: Sequence[tuple[str, MassProfile]]) -> None:
             color="0.1",
         )
     ax.set_title("sign/difficulty plane (0.5 dashed = sign-balanced; one group per p = k/G)", fontsize=10)
+
+
+def draw_eval_passk(reports: Sequence[dict[str, Any]], path: str | Path) -> Path:
+    """Draw the pass@k curves of one or more ``fade eval`` reports on one plot (log-scaled k) into
+    ``path``; a report of another run is checked first by :func:`fade.verifiers.evaluate.load_report`.
+
+    Higher and flatter-rising curves trade pass@1 against pass@k differently: a run whose curve
+    starts lower but ends higher kept more diverse correct solutions.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    out = Path(path)
+    fig, ax = plt.subplots(figsize=PASSK_SIZE_IN, dpi=PASSK_DPI, layout="constrained")
+    try:
+        max_k = 1
+        for report in reports:
+            ks = np.array(report["curve"]["k"], dtype=float)
+            vals = np.array([np.nan if v is None else v for v in report["curve"]["pass@k"]], dtype=float)
+            keep = np.isfinite(vals)
+            if not keep.any():
+                continue
+            top = int(ks[keep].max())
+            max_k = max(max_k, top)
+            p1 = report["pass@k"].get("pass@1")
+            label = report.get("label", "run") + (f" (pass@1 {p1:.3f})" if isinstance(p1, (int, float)) else "")
+            (line,) = ax.plot(ks[keep], vals[keep], lw=1.6, label=label)
+            # The requested k, marked where they lie on the curve (same problems averaged).
+            marks = [(int(k[5:]), v) for k, v in report["pass@k"].items() if isinstance(v, (int, float)) and int(k[5:]) <= top]
+            if marks:
+                ax.plot([m[0] for m in marks], [m[1] for m in marks], "o", color=line.get_color(), ms=5)
+        ax.set_xscale("log", base=2 if max_k <= 64 else 10)
+        ax.set_xlim(0.9, max(2, max_k) * 1.1)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}"))
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel("k (samples drawn)")
+        ax.set_ylabel("pass@k (unbiased)")
+        title = "pass@k" if len(reports) == 1 else "pass@k: accuracy (k = 1) against diversity (large k)"
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.25, which="both")
+        ax.legend(fontsize=8, frameon=False, loc="lower right")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=PASSK_DPI)
+    finally:
+        plt.close(fig)
+    return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from fade.verifiers.judges import JUDGES, limit_defaults
 
@@ -93,7 +94,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fade.verifiers.evaluate import EvalConfig, evaluate
+    from fade.verifiers.evaluate import PASSK_PNG, EvalConfig, evaluate
 
     overrides = {}
     if args.time_limit is not None:
@@ -121,7 +122,11 @@ def run(args: argparse.Namespace) -> int:
     if not outcome.complete:
         print(f"scored {outcome.scored_now} samples; {outcome.remaining} of {outcome.total} remain: rerun to continue")
         return 0
+    from fade.plots import draw_eval_passk
+
     report = outcome.report
+    # The figure comes after the scores and the report: the verifiers draw nothing.
+    written = [*outcome.written, draw_eval_passk([report, *outcome.compared], Path(config.out) / PASSK_PNG)]
     if args.json:
         print(json.dumps(json_safe(report)))
         return 0
@@ -143,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         table.add_row("judged by", ", ".join(f"{j} {c}" for j, c in report["judges"].items()))
     shown = console()
     shown.print(table)
-    for path in outcome.written:
+    for path in written:
         shown.print(f"wrote {path}")
     return 0
 

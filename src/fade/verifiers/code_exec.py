@@ -27,12 +27,13 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import replace
 from typing import Any
 
-from .benchmark_io import RunOptions, harness_input
 from .judges import JUDGES, Judge, extract_program, judge_for
 from .judges.base import Run, excerpt
 from .result import VerifierResult
+from .run_options import RunOptions
 from .sandbox import Limits, SandboxRun
 from .testcases import TestSuite, parse_tests
+from .wire import harness_input
 
 __all__ = ["CodeVerifier", "extract_program", "default_code_verifier", "numpy_paths", "score_code"]
 

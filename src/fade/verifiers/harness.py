@@ -6,10 +6,11 @@ never imported by fade: it uses the standard library only, so that it runs with 
 and it talks to the evaluator through JSON. It reads one job object from stdin (the program, the
 test inputs, the limits, the judging profile's :class:`RunOptions`), writes one ``{"ready": ...}``
 line describing the isolation it obtained, then one line per test; it never sees the expected
-outputs, so nothing the program can read in memory tells it the answers. Two modules beside it
+outputs, so nothing the program can read in memory tells it the answers. Four modules beside it
 are part of it, loaded from their paths (the sandbox's ``sys.path`` holds the standard library
 only): :mod:`fade.verifiers.confinement` (namespaces, the private root, a test's limits and
-identity) and :mod:`fade.verifiers.benchmark_io` (how a benchmark's harness runs the program).
+identity), :mod:`fade.verifiers.run_options` (the options record), :mod:`fade.verifiers.wire`
+(the values' codec) and :mod:`fade.verifiers.runner` (how a benchmark's harness runs the program).
 
 Process layout, when the kernel allows namespaces::
 
@@ -34,7 +35,7 @@ Channels from a test child to P1, and whom each may be believed about:
   sandbox violation), so a forged line next to the real one can never choose the verdict. The
   harness's closing report (the program's code returned; a call's value) carries the test's
   nonce, which the child sends P1 on fd 4 before the program runs and holds out of the
-  program's reach while it runs (``benchmark_io._sealed``); a closing report or a return value
+  program's reach while it runs (``runner._sealed``); a closing report or a return value
   without it is not believed.
 
 Nothing of the host stays reachable from the program's frames or objects: the supervisor's files
@@ -67,6 +68,8 @@ RESULT_KEYS = frozenset({"result", "result_repr"})
 TASK_KEYS = ("source", "call", "options", "sys_path")
 # The name the supervisor's files are compiled under inside the sandbox (no host path).
 SANDBOX_FILES = "<sandbox>"
+# The neutral name of the package the supervisor's siblings are loaded as (_siblings).
+SIBLINGS = "fade_sandbox_files"
 # Imported before the program runs when it runs as another uid on the host filesystem, where
 # the interpreter's standard library may not be readable by that uid (a pyenv under /root).
 COMMON_MODULES = (
@@ -77,26 +80,38 @@ COMMON_MODULES = (
 
 
 def _siblings(*names):
-    """The modules ``names`` beside this file, run from their paths and named by neutral names.
-    The sandbox passes this file's path in the environment (read here, once, and removed)."""
+    """The modules ``names`` beside this file, run from their paths, in order, as the modules of a
+    package with a neutral name, so that one may import another loaded before it (``from .wire
+    import ...``). They are in ``sys.modules`` only while they load: the program finds none of
+    them there. The sandbox passes this file's path in the environment (read here, once, and
+    removed)."""
     folder = os.path.dirname(os.environ.pop("FADE_SANDBOX_HARNESS", "") or os.path.abspath(__file__))
-    modules = []
-    for name in names:
-        module = types.ModuleType(f"fade_sandbox_{name}")
-        module.__file__ = f"{SANDBOX_FILES}/{name}.py"
-        with open(os.path.join(folder, name + ".py"), "rb") as f:
-            exec(compile(f.read(), module.__file__, "exec"), module.__dict__)
-        modules.append(module)
-    return modules
+    package = types.ModuleType(SIBLINGS)
+    package.__path__ = []
+    loading = {SIBLINGS: package}
+    sys.modules.update(loading)
+    try:
+        for name in names:
+            module = types.ModuleType(f"{SIBLINGS}.{name}")
+            loading[module.__name__] = sys.modules[module.__name__] = module
+            module.__file__ = f"{SANDBOX_FILES}/{name}.py"
+            module.__package__ = SIBLINGS
+            with open(os.path.join(folder, name + ".py"), "rb") as f:
+                exec(compile(f.read(), module.__file__, "exec"), module.__dict__)
+    finally:
+        for key in loading:
+            sys.modules.pop(key, None)
+    return [loading[f"{SIBLINGS}.{name}"] for name in names]
 
 
-confinement, benchmark_io = _siblings("confinement", "benchmark_io")
+# wire is loaded for runner, which imports it; the supervisor itself encodes no values.
+confinement, run_options, _, runner = _siblings("confinement", "run_options", "wire", "runner")
 
 
 def _emit(obj):
     # ensure_ascii=False: a line costs about the bytes the program wrote, not six per non-ASCII
     # character (the evaluator bounds each line by the output cap on that basis).
-    benchmark_io.write_all(1, (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8", errors="surrogatepass"))
+    runner.write_all(1, (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8", errors="surrogatepass"))
 
 
 # -- test children ----------------------------------------------------------------------------------
@@ -145,13 +160,13 @@ def _child(job, test, fds, iso, sandbox_uid):
     if main_thread is not None and hasattr(main_thread(), "_set_native_id"):
         main_thread()._set_native_id()
     # The test's nonce: told to P1 on the setup pipe, then held only in this list, which the
-    # program cannot read while it runs (benchmark_io._sealed).
+    # program cannot read while it runs (runner._sealed).
     sealed = [os.urandom(16).hex()]
     os.write(SETUP_FD, (json.dumps({"nonce": sealed[0]}) + "\n").encode())
     # The last act before the program: from here on nothing in this process can report a setup error.
     os.close(SETUP_FD)
     try:
-        benchmark_io.run_program(task, test, STATUS_FD, sealed)
+        runner.run_program(task, test, STATUS_FD, sealed)
     finally:
         os._exit(70)  # never unwind into the supervisor's code in this forked copy
 
@@ -291,9 +306,9 @@ def _run_test(job, index, test, iso, sandbox_uid):
     if setup_error is not None:
         record["setup_error"] = setup_error
     elif stat and ended is None:
-        status, problem = _read_report(bytes(stat), job["call"] is not None and not test.get("source"), nonce)
-        if problem is not None:
-            record["report_error"] = problem
+        status, defect = _read_report(bytes(stat), job["call"] is not None and not test.get("source"), nonce)
+        if defect is not None:
+            record["report_error"] = defect
         else:
             if status.pop("done", None) is not None:
                 record["done"] = True  # the program's code returned to the harness
@@ -327,7 +342,7 @@ def _setup_report(raw):
 
 
 def _read_report(raw, call, nonce):
-    """The program's report, or why it is not believed: (report, None) or (None, problem). A
+    """The program's report, or why it is not believed: (report, None) or (None, defect). A
     closing report (``done``) must hold the test's nonce, and a return value must come in one."""
     lines = raw.count(b"\n")
     if lines != 1 or not raw.endswith(b"\n"):
@@ -436,7 +451,7 @@ def main() -> None:
     job["root"] = root
     del root  # the job holds it, and a test child empties the job before its program runs
     try:
-        job["options"] = benchmark_io.RunOptions.from_json(job["options"])
+        job["options"] = run_options.RunOptions.from_json(job["options"])
     except (KeyError, TypeError, ValueError) as exc:  # fade sends them checked: a mismatch of versions
         _remove_root(job["root"])
         _emit({"harness_error": f"the job's run options: {exc}"})

@@ -54,7 +54,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .benchmark_io import RunOptions, harness_input
+from .run_options import RunOptions
+from .wire import harness_input
 
 __all__ = ["HARNESS", "MAX_LIMIT_MB", "MAX_TIME_SECONDS", "UID_BASE", "Limits", "SandboxRun", "isolation_report",
            "worst_case_seconds"]
@@ -300,15 +301,15 @@ class SandboxRun:
     Each input is ``{"stdin": text}`` (the program reads it on fd 0 and its fd 1 is captured) or
     ``{"args": [...]}`` with ``call`` naming a function (top-level, or a method of a class
     ``Solution``) whose return value is captured; ``options`` (a judging profile's
-    :class:`~fade.verifiers.benchmark_io.RunOptions`) say how the program meets them (default: run
-    as a script). The arguments travel as ``benchmark_io.encode_value`` makes them (ValueError
+    :class:`~fade.verifiers.run_options.RunOptions`) say how the program meets them (default: run
+    as a script). The arguments travel as ``wire.encode_value`` makes them (ValueError
     here for arguments it cannot carry). Iterating yields one record per test, in order, as the
     supervisor reports it: ``test``, ``seconds``, ``cpu_seconds``,
     ``exit`` or ``signal``, ``ended`` ("wall_time", "output_limit") when the supervisor stopped
     it, ``stdout``, ``stdout_bytes``, ``stderr_tail``, ``done`` when the program's code returned to
     the harness (its closing report held the test's nonce), and ``status`` (how the program ended
     as it reported it: an exception's type, errno and phase, or the call's ``result`` as
-    ``benchmark_io.encode_value`` tokens), or instead
+    ``wire.encode_value`` tokens), or instead
     ``report_error`` when that report is not to be believed (the program wrote to its channel),
     or ``setup_error`` when the test could not be set up (before the program ran). The supervisor
     stops after a test that did not exit with status 0; the caller may stop earlier by leaving

@@ -23,9 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..benchmark_io import SCRIPT, RunOptions, decode_value
+from ..run_options import SCRIPT, RunOptions
 from ..sandbox import Limits, worst_case_seconds
 from ..testcases import TestCase, TestSuite
+from ..wire import decode_value
 
 __all__ = ["ENDED_EARLY", "Judge", "Run", "excerpt", "extract_program", "guarded_equal"]
 
@@ -128,7 +129,7 @@ class Judge:
 
     def returned(self, status: dict[str, Any]) -> Any:
         """The value a call returned, from the harness's report (its ``result`` tokens, read by
-        ``benchmark_io.decode_value``); ValueError when the report is malformed."""
+        ``wire.decode_value``); ValueError when the report is malformed."""
         return decode_value(status["result"])
 
     def compare(self, record: dict[str, Any], expected: Any, suite: TestSuite,

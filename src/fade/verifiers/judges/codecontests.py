@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..benchmark_io import RunOptions
+from ..run_options import RunOptions
 from ..testcases import TestCase, TestSuite, integer_guard_ok, integer_text, is_ascii_int
 from .base import Judge
 

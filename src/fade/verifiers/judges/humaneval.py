@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..benchmark_io import CHECK, RunOptions
+from ..run_options import CHECK, RunOptions
 from ..testcases import TestSuite
 from .base import Judge
 

@@ -13,7 +13,7 @@ import ast
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from ..benchmark_io import CAPTURED, RunOptions
+from ..run_options import CAPTURED, RunOptions
 from ..testcases import TestCase, TestSuite, integer_guard_ok, lcb_json
 from .base import Judge, guarded_equal
 

@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 EXTRAS ?= testbed,trl,verl,math,analyze,test
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo clean-demo test test-e2e lint install dist check-wheel bench bench-trainer bench-peers bench-smoke base sweep-quick results clean
+.PHONY: demo clean-demo test test-e2e lint install dist check-wheel bench bench-trainer bench-peers bench-smoke gpu-check base sweep-quick results clean
 
 $(VENV)/.installed-$(EXTRAS): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -65,6 +65,14 @@ bench-peers: install
 # the same in the suite): a script that no longer runs fails here, not in front of a user.
 bench-smoke: install
 	for script in benchmarks/*.py; do $(PY) $$script --smoke || exit 1; done
+
+# fade's CUDA paths and the testbed's speed at 1M/20M/50M parameters on one GPU, in under 8 minutes
+# (docs/gpu/README.md): writes docs/gpu/gpu_check.json and gpu_check.md. It needs a CUDA build of
+# torch with the testbed and trl extras: this project's .venv after `make install TORCH_SPEC=...`
+# (the default), or any such python (GPU_PYTHON=python3), which reads fade from src/.
+GPU_PYTHON ?= $(PY)
+gpu-check:
+	PYTHONPATH=src $(GPU_PYTHON) benchmarks/gpu_check.py --device cuda --out docs/gpu
 
 # The paper's claims on the testbed (docs/results/README.md): quick is about 10 minutes on
 # 2 cores, the full sweep about 3 hours; both resume where they stopped.

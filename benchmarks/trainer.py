@@ -27,13 +27,16 @@ from fade.testbed.runlog import load_run
 from fade.testbed.trainer import TrainConfig, base_model_dir, train
 
 
-def run(estimator: str, steps: int, prompts: int, group: int, seed: int) -> dict[str, float]:
+def run(estimator: str, steps: int, prompts: int, group: int, seed: int, *, model: str | None = None,
+        device: str = "auto") -> dict[str, float]:
+    """Steps of fade's testbed trainer on the arithmetic task (``model``: a policy folder; default
+    the shipped base policy)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / estimator
         t0 = time.perf_counter()
         train(TrainConfig(out=str(out), task="arithmetic", estimator=estimator, steps=steps, seed=seed,
                           prompts_per_step=prompts, group_size=group, eval_every=0, eval_prompts=0,
-                          checkpoint_every=steps, progress=False))
+                          checkpoint_every=steps, progress=False, model=model, device=device))
         wall = time.perf_counter() - t0
         rows = load_run(out).metrics[2:]
     step = statistics.fmean(r["step_seconds"] for r in rows)
@@ -49,8 +52,10 @@ def run(estimator: str, steps: int, prompts: int, group: int, seed: int) -> dict
     }
 
 
-def run_trl(advantage: str | None, steps: int, prompts: int, group: int, seed: int) -> dict[str, float]:
-    """Steps of TRL's GRPOTrainer (``advantage=None``) or FadeGRPOTrainer on the testbed's arithmetic task."""
+def run_trl(advantage: str | None, steps: int, prompts: int, group: int, seed: int, *, model: str | None = None,
+            device: str = "cpu", bf16: bool = False) -> dict[str, float]:
+    """Steps of TRL's GRPOTrainer (``advantage=None``) or FadeGRPOTrainer on the testbed's arithmetic
+    task (``model``: a policy folder, default the shipped base policy; ``device`` "cpu" or "cuda")."""
     from transformers import TrainerCallback
     from transformers.trainer_callback import PrinterCallback
     from trl import GRPOConfig, GRPOTrainer
@@ -68,20 +73,20 @@ def run_trl(advantage: str | None, steps: int, prompts: int, group: int, seed: i
             self.ends.append(time.perf_counter())
 
     task = get_task("arithmetic")
-    model, tokenizer = load_policy(base_model_dir("arithmetic"))
+    policy, tokenizer = load_policy(model or base_model_dir("arithmetic"))
     problems = task.problems("train", n=prompts * steps, seed=seed)
     clock = StepClock()
     with tempfile.TemporaryDirectory() as tmp:
         config = GRPOConfig(
             output_dir=tmp, per_device_train_batch_size=prompts * group, num_generations=group,
             gradient_accumulation_steps=1, max_completion_length=task.max_answer_chars + 1, max_steps=steps,
-            learning_rate=1e-4, temperature=1.0, beta=0.0, bf16=False, use_cpu=True, report_to="none",
+            learning_rate=1e-4, temperature=1.0, beta=0.0, bf16=bf16, use_cpu=device == "cpu", report_to="none",
             save_strategy="no", gradient_checkpointing=False, logging_steps=1, seed=seed, disable_tqdm=True,
             # TRL's default "group" is GRPO's std scale: fade's grpo reads it, every other estimator
             # sets its own scale and is refused unless it is "none".
             scale_rewards="group" if advantage in (None, "grpo", "grpo_passk") else "none",
         )
-        common = dict(model=model, reward_funcs=[reward_function(task, problems)], args=config,
+        common = dict(model=policy, reward_funcs=[reward_function(task, problems)], args=config,
                       train_dataset=prompt_dataset(problems, tokenizer.bos_token), processing_class=tokenizer,
                       callbacks=[clock])
         trainer = GRPOTrainer(**common) if advantage is None else FadeGRPOTrainer(**common, advantage=advantage)

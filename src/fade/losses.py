@@ -8,9 +8,10 @@ it writes it and tested next to that engine's code (tests/test_losses.py): PPO's
 with verl's dual clip (``ppo_clip``; with ``clip_ratio_high`` above ``clip_ratio_low`` it is
 DAPO's clip-higher), Clip-Cov and KL-Cov (``clip_cov``, ``kl_cov``), the entropy bonus
 (``entropy_bonus``) and TRL's adaptive entropy coefficient (``adaptive_entropy``), with verl's
-five ways of reducing a token matrix to the loss (:func:`aggregate`). Every term is registered by
-name with its default parameters, and built from a name and parameters or from a spec in the
-grammar of ``fade.specs`` (``ppo_clip:clip_ratio_high=0.28``).
+five ways of reducing a token matrix to the loss (:func:`aggregate`; it and the validation of a
+batch of tokens live in ``fade.tokens``). Every term is registered by name with its default
+parameters, through the estimator registry's own mechanism (``fade.registry``), and built from a
+name and parameters or from a spec in the grammar of ``fade.specs`` (``ppo_clip:clip_ratio_high=0.28``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from typing import Any
 
 import torch
 
+from .registry import bind, call_repr, enter, look_up, refuse_state, summary_of
 from .specs import merge_params, parse_spec
+from .tokens import AGGREGATIONS, Tokens, aggregate, as_mask, as_matrix, check_finite_on, token_batch
 from .validation import in_range, require
 
 __all__ = [
@@ -44,15 +47,6 @@ __all__ = [
     "spec",
 ]
 
-#: verl's ``loss_agg_mode`` values (trainer/ppo/core_algos.py ``agg_loss``), in its order.
-AGGREGATIONS: tuple[str, ...] = (
-    "token-mean",
-    "token-sum",
-    "seq-mean-token-sum",
-    "seq-mean-token-mean",
-    "seq-mean-token-sum-norm",
-)
-
 #: The kinds of loss term, and what each one is called with.
 KINDS: dict[str, str] = {
     "policy": "a policy loss: (log_prob, old_log_prob, advantages, mask) -> (loss, metrics)",
@@ -64,95 +58,6 @@ _NOUN = {"policy": "policy loss", "entropy": "entropy term", None: "loss term"}
 def _check_kind(kind: Any) -> None:
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}, got {kind!r}")
-
-
-def _check_agg(agg: Any) -> None:
-    if agg not in AGGREGATIONS:
-        raise ValueError(f"agg must be one of {', '.join(map(repr, AGGREGATIONS))}, got {agg!r}")
-
-
-def aggregate(
-    values: torch.Tensor,
-    mask: torch.Tensor,
-    agg: str = "token-mean",
-    *,
-    tokens: float | None = None,
-    sequences: float | None = None,
-    horizon: float | None = None,
-) -> torch.Tensor:
-    """Reduce a (B, T) matrix of per-token values to one scalar, as verl's ``agg_loss`` does.
-
-    With m the mask, n_b = sum_t m_bt the tokens of row b and s_b = sum_t m_bt v_bt its sum:
-
-    - ``token-mean``: sum_b s_b / N, N = ``tokens`` (default: sum_b n_b), every token weighs the same;
-    - ``token-sum``: sum_b s_b;
-    - ``seq-mean-token-sum``: sum_b s_b / S, S = ``sequences`` (default: the rows with n_b > 0);
-    - ``seq-mean-token-mean``: sum_{b: n_b > 0} (s_b / n_b) / S, every response weighs the same;
-    - ``seq-mean-token-sum-norm``: ``seq-mean-token-sum`` / L, L = ``horizon`` (default T, the
-      padded width; Dr. GRPO, arXiv 2503.20783, divides by a constant such as the generation limit).
-
-    ``tokens``, ``sequences`` and ``horizon`` are verl's ``batch_num_tokens``, ``global_batch_size``
-    and ``loss_scale_factor``: give them when ``values`` holds part of the batch the loss is an
-    average over (a minibatch split into pieces, or rows left out because they add nothing).
-    Values outside the mask are never read (padding may hold inf or NaN). With no token under the
-    mask the result is 0, where verl divides 0 by 0.
-
-    Source: verl 0.9.1, trainer/ppo/core_algos.py ``agg_loss`` (with ``dp_size`` 1).
-    """
-    _check_agg(agg)
-    values = _matrix(values, "values")
-    mask = _mask(mask, values, "values")
-    for key, given in (("tokens", tokens), ("sequences", sequences), ("horizon", horizon)):
-        if given is not None and not in_range(given, low=0.0, low_open=True):
-            raise ValueError(f"{key} must be a finite number > 0 (or None to count it from the mask), got {given!r}")
-    masked = torch.where(mask, values, 0.0)
-    if agg == "token-mean":
-        return masked.sum() / (tokens if tokens is not None else max(int(mask.sum()), 1))
-    if agg == "token-sum":
-        return masked.sum()
-    counts = mask.sum(-1)
-    per_row = masked.sum(-1)
-    if agg == "seq-mean-token-mean":
-        per_row = per_row / counts.clamp_min(1)
-    present = counts > 0
-    total = torch.where(present, per_row, 0.0).sum()
-    total = total / (sequences if sequences is not None else max(int(present.sum()), 1))
-    if agg == "seq-mean-token-sum-norm":
-        total = total / (horizon if horizon is not None else values.shape[-1])
-    return total
-
-
-@dataclass(frozen=True)
-class Tokens:
-    """One batch of response tokens as a policy loss reads it, validated and on one device.
-
-    ``advantages`` is (B, T) (a per-rollout advantage repeated over the row's tokens); ``mask`` is
-    bool; ``count`` is the number of tokens under it. :meth:`reduce` is the loss's aggregation and
-    :meth:`mean` the token mean the metrics are (verl's ``masked_mean``).
-    """
-
-    log_prob: torch.Tensor
-    old_log_prob: torch.Tensor
-    advantages: torch.Tensor
-    mask: torch.Tensor
-    count: int
-    agg: str = "token-mean"
-    tokens: float | None = None
-    sequences: float | None = None
-    horizon: float | None = None
-    generator: torch.Generator | None = None
-
-    def reduce(self, values: torch.Tensor) -> torch.Tensor:
-        return aggregate(values, self.mask, self.agg, tokens=self.tokens, sequences=self.sequences, horizon=self.horizon)
-
-    def mean_of(self, values: torch.Tensor) -> torch.Tensor:
-        """Mean of ``values`` over the tokens under the mask (0 when there are none)."""
-        if values.dtype == torch.bool:
-            values = values.float()
-        return torch.where(self.mask, values, 0.0).sum() / max(self.count, 1)
-
-    def mean(self, values: torch.Tensor) -> float:
-        return float(self.mean_of(values.detach()))
 
 
 # -- the registry --------------------------------------------------------------------------------
@@ -199,13 +104,11 @@ def register(
     _check_kind(kind)
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
-        if name in _REGISTRY and _REGISTRY[name].fn is not fn:
-            raise ValueError(f"loss term {name!r} is already registered")
-        doc = ((cls or fn).__doc__ or "").strip().splitlines()
-        _REGISTRY[name] = LossSpec(
+        entry = LossSpec(
             name=name, kind=kind, fn=fn, defaults=dict(defaults), check=check, cls=cls, metrics=tuple(metrics),
-            zero_advantage_rows_inert=zero_advantage_rows_inert, summary=doc[0] if doc else "",
+            zero_advantage_rows_inert=zero_advantage_rows_inert, summary=summary_of(cls or fn),
         )
+        enter(_REGISTRY, entry, noun="loss term")
         return fn
 
     return wrap
@@ -221,9 +124,7 @@ def available(kind: str | None = None) -> list[str]:
 def spec(name: str, kind: str | None = None) -> LossSpec:
     """The registry entry for ``name``; an unknown name, or one of another kind, raises ValueError."""
     names = available(kind)
-    if not isinstance(name, str) or name not in _REGISTRY:
-        raise ValueError(f"unknown {_NOUN[kind]} {name!r}; available: {', '.join(names)}")
-    s = _REGISTRY[name]
+    s = look_up(_REGISTRY, name, noun=_NOUN[kind], names=names)
     if kind is not None and s.kind != kind:
         raise ValueError(f"{name!r} is {KINDS[s.kind].split(':')[0]}, not {KINDS[kind].split(':')[0]}; "
                          f"available: {', '.join(names)}")
@@ -263,11 +164,7 @@ class LossTerm:
     params: dict[str, Any]
 
     def __post_init__(self) -> None:
-        unknown = sorted(set(self.params) - set(self.spec.defaults))
-        if unknown:
-            accepted = ", ".join(f"{k}={v!r}" for k, v in self.spec.defaults.items()) or "none"
-            raise ValueError(f"{self.spec.name!r} got unknown parameter(s) {unknown}; accepted (with defaults): {accepted}")
-        self.params = {**self.spec.defaults, **self.params}
+        self.params = bind(repr(self.spec.name), self.spec.defaults, self.params)
         if self.spec.check is not None:
             self.spec.check(self.params)
 
@@ -279,12 +176,10 @@ class LossTerm:
         return {}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        if state:
-            raise ValueError(f"{self.name!r} is stateless: expected an empty state, got keys {sorted(state)}")
+        refuse_state(repr(self.name), state)
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
-        return f"{type(self).__name__}({self.name!r}{', ' if args else ''}{args})"
+        return call_repr(type(self).__name__, self.name, self.params)
 
 
 class PolicyLoss(LossTerm):
@@ -318,7 +213,7 @@ class PolicyLoss(LossTerm):
         horizon: float | None = None,
         generator: torch.Generator | None = None,
     ) -> tuple[torch.Tensor, dict[str, float]]:
-        batch = _tokens(log_prob, old_log_prob, advantages, mask, agg=agg, tokens=tokens, sequences=sequences,
+        batch = token_batch(log_prob, old_log_prob, advantages, mask, agg=agg, tokens=tokens, sequences=sequences,
                         horizon=horizon, generator=generator)
         return self.spec.fn(batch, **self.params)
 
@@ -343,9 +238,9 @@ class EntropyTerm(LossTerm):
         sequences: float | None = None,
         horizon: float | None = None,
     ) -> tuple[torch.Tensor, dict[str, float]]:
-        entropy = _matrix(entropy, "entropy")
-        mask = _mask(mask, entropy, "entropy")
-        _check_finite_on(entropy, mask, "entropy")
+        entropy = as_matrix(entropy, "entropy")
+        mask = as_mask(mask, entropy, "entropy")
+        check_finite_on(entropy, mask, "entropy")
         h = aggregate(entropy, mask, agg, tokens=tokens, sequences=sequences, horizon=horizon)
         coef = self.coefficient
         return self.spec.fn(h, coef=coef), {"entropy": float(h.detach()), "entropy_coef": coef}
@@ -639,72 +534,3 @@ def _check_entropy(value: Any) -> float:
     if isinstance(value, bool) or not math.isfinite(h) or h < 0:
         raise ValueError(f"entropy must be the mean token entropy in nats, a finite number >= 0; got {value!r}")
     return h
-
-
-def _matrix(x: Any, name: str) -> torch.Tensor:
-    if not isinstance(x, torch.Tensor):
-        raise ValueError(f"{name} must be a torch tensor of shape (B, T), got {type(x).__name__}")
-    if x.dim() != 2:
-        raise ValueError(f"{name} must be (B, T), one value per response token, got shape {tuple(x.shape)}")
-    if not x.is_floating_point():
-        raise ValueError(f"{name} must hold floating-point values, got dtype {x.dtype}")
-    return x
-
-
-def _mask(mask: Any, like: torch.Tensor, name: str) -> torch.Tensor:
-    """``mask`` as a bool tensor of ``like``'s shape and device (``like`` is called ``name``)."""
-    if not isinstance(mask, torch.Tensor):
-        raise ValueError(f"mask must be a torch tensor of {name}'s shape {tuple(like.shape)}, got {type(mask).__name__}")
-    if mask.shape != like.shape:
-        raise ValueError(f"mask must have {name}'s shape {tuple(like.shape)}, got {tuple(mask.shape)}")
-    if mask.device != like.device:
-        raise ValueError(f"mask is on {mask.device}, {name} on {like.device}: expected one device")
-    if mask.dtype == torch.bool:
-        return mask
-    if mask.is_complex():
-        raise ValueError(f"mask must be bool or 0/1, got dtype {mask.dtype}")
-    bad = (mask != 0) & (mask != 1)
-    if bool(bad.any()):
-        i, j = (int(v) for v in bad.nonzero()[0])
-        raise ValueError(f"mask must be bool or 0/1 (True on the response tokens), got {mask[i, j].item()!r} at "
-                         f"row {i}, token {j}")
-    return mask != 0
-
-
-def _check_finite_on(x: torch.Tensor, mask: torch.Tensor, name: str) -> None:
-    bad = mask & ~torch.isfinite(x.detach())
-    if bool(bad.any()):
-        i, j = (int(v) for v in bad.nonzero()[0])
-        raise ValueError(f"{name} must be finite on the response tokens, got {x[i, j].item()} at row {i}, token {j} "
-                         f"({int(bad.sum())} such value(s))")
-
-
-def _tokens(
-    log_prob: Any, old_log_prob: Any, advantages: Any, mask: Any, *, agg: str, tokens: float | None,
-    sequences: float | None, horizon: float | None, generator: torch.Generator | None,
-) -> Tokens:
-    log_prob = _matrix(log_prob, "log_prob")
-    old_log_prob = _matrix(old_log_prob, "old_log_prob")
-    if old_log_prob.shape != log_prob.shape:
-        raise ValueError(f"old_log_prob must have log_prob's shape {tuple(log_prob.shape)}, got {tuple(old_log_prob.shape)}")
-    device = log_prob.device
-    if old_log_prob.device != device:
-        raise ValueError(f"old_log_prob is on {old_log_prob.device}, log_prob on {device}: expected one device")
-    mask = _mask(mask, log_prob, "log_prob")
-    if not isinstance(advantages, torch.Tensor) or not advantages.is_floating_point():
-        raise ValueError(f"advantages must be a floating-point tensor, (B,) or (B, T), got "
-                         f"{getattr(advantages, 'dtype', type(advantages).__name__)}")
-    if advantages.device != device:
-        raise ValueError(f"advantages are on {advantages.device}, log_prob on {device}: expected one device")
-    if advantages.shape == log_prob.shape[:1]:
-        advantages = advantages.unsqueeze(1).expand(log_prob.shape)
-    elif advantages.shape != log_prob.shape:
-        raise ValueError(f"advantages must be (B,) = {tuple(log_prob.shape[:1])} or (B, T) = {tuple(log_prob.shape)}, "
-                         f"got {tuple(advantages.shape)}")
-    for x, name in ((log_prob, "log_prob"), (old_log_prob, "old_log_prob"), (advantages, "advantages")):
-        _check_finite_on(x, mask, name)
-    _check_agg(agg)
-    return Tokens(log_prob=log_prob, old_log_prob=old_log_prob, advantages=advantages, mask=mask,
-                  count=int(mask.sum()), agg=agg, tokens=tokens, sequences=sequences, horizon=horizon,
-                  generator=generator)
-

@@ -5,6 +5,10 @@ per-rollout inputs such as response lengths), with parameters bound at construct
 estimator (FADE) adds training signals (``observe``) and explicit state (``state_dict``). Every
 estimator is registered under a name with its default parameters, the per-rollout inputs it
 needs, and the rewards it accepts; ``fade.estimator(name, **params)`` builds one.
+
+The mechanism is generic and shared: the policy losses and entropy terms (``fade.losses``) are
+entered, looked up and bound to their parameters by the same functions (:func:`enter`,
+:func:`look_up`, :func:`bind`), so every registry of fade refuses a name or a parameter alike.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -78,6 +82,68 @@ class EstimatorSpec:
     run_length: str | None = None
 
 
+# -- the generic mechanism -----------------------------------------------------------------------
+
+
+class Entry(Protocol):
+    """What a registry holds: a spec with its name and the function registered under it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def fn(self) -> Callable[..., Any]: ...
+
+
+E = TypeVar("E", bound=Entry)
+
+
+def enter(entries: dict[str, E], entry: E, *, noun: str) -> None:
+    """Put ``entry`` in ``entries`` under its name. The same function registered again (a module
+    imported twice) replaces its entry; another function under a taken name is refused."""
+    if entry.name in entries and entries[entry.name].fn is not entry.fn:
+        raise ValueError(f"{noun} {entry.name!r} is already registered")
+    entries[entry.name] = entry
+
+
+def look_up(entries: Mapping[str, E], name: Any, *, noun: str, names: list[str]) -> E:
+    """The entry registered as ``name``; an unknown one raises ValueError listing ``names``."""
+    if not isinstance(name, str) or name not in entries:
+        raise ValueError(f"unknown {noun} {name!r}; available: {', '.join(names)}")
+    return entries[name]
+
+
+def bind(who: str, defaults: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` over ``defaults``; a parameter ``defaults`` lacks is refused, naming ``who``
+    and listing the accepted ones with their defaults."""
+    unknown = sorted(set(params) - set(defaults))
+    if unknown:
+        accepted = ", ".join(f"{k}={v!r}" for k, v in defaults.items()) or "none"
+        raise ValueError(f"{who} got unknown parameter(s) {unknown}; accepted (with defaults): {accepted}")
+    return {**defaults, **params}
+
+
+def summary_of(obj: Any) -> str:
+    """The first line of ``obj``'s docstring: a registered entry's summary."""
+    doc = (obj.__doc__ or "").strip().splitlines()
+    return doc[0] if doc else ""
+
+
+def refuse_state(who: str, state: Mapping[str, Any]) -> None:
+    """A stateless entry loads only the empty state."""
+    if state:
+        raise ValueError(f"{who} is stateless: expected an empty state, got keys {sorted(state)}")
+
+
+def call_repr(head: str, name: str, params: Mapping[str, Any]) -> str:
+    """``head('name', k=v, ...)``: how a bound entry prints."""
+    args = ", ".join(f"{k}={v!r}" for k, v in params.items())
+    return f"{head}({name!r}{', ' if args else ''}{args})"
+
+
+# -- the estimators ------------------------------------------------------------------------------
+
+
 _REGISTRY: dict[str, EstimatorSpec] = {}
 
 
@@ -123,10 +189,7 @@ def register(
         defaults = {**defaults, **SUCCESS_OPTIONS}
 
     def wrap(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-        if name in _REGISTRY and _REGISTRY[name].fn is not fn:
-            raise ValueError(f"estimator {name!r} is already registered")
-        doc = (fn.__doc__ or "").strip().splitlines()
-        _REGISTRY[name] = EstimatorSpec(
+        entry = EstimatorSpec(
             name=name,
             fn=fn,
             defaults=dict(defaults),
@@ -136,10 +199,11 @@ def register(
             rewards=rewards,
             check=check,
             cls=cls,
-            summary=doc[0] if doc else "",
+            summary=summary_of(fn),
             schedule=schedule,
             run_length=run_length,
         )
+        enter(_REGISTRY, entry, noun="estimator")
         return fn
 
     return wrap
@@ -152,9 +216,7 @@ def available() -> list[str]:
 
 def spec(name: str) -> EstimatorSpec:
     """The registry entry for ``name``; unknown names raise ValueError listing the known ones."""
-    if not isinstance(name, str) or name not in _REGISTRY:
-        raise ValueError(f"unknown estimator {name!r}; available: {', '.join(available())}")
-    return _REGISTRY[name]
+    return look_up(_REGISTRY, name, noun="estimator", names=available())
 
 
 def estimator(name: str, **params: Any) -> Estimator:
@@ -196,13 +258,7 @@ class Estimator:
     last: dict[str, float] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
-        unknown = sorted(set(self.params) - set(self.spec.defaults))
-        if unknown:
-            accepted = ", ".join(f"{k}={v!r}" for k, v in self.spec.defaults.items()) or "none"
-            raise ValueError(
-                f"estimator {self.spec.name!r} got unknown parameter(s) {unknown}; accepted (with defaults): {accepted}"
-            )
-        self.params = {**self.spec.defaults, **self.params}
+        self.params = bind(f"estimator {self.spec.name!r}", self.spec.defaults, self.params)
         if self.spec.rewards != "any":
             _check_success_options(self.spec, self.params)
         if self.spec.check is not None:
@@ -314,8 +370,7 @@ class Estimator:
         return {}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        if state:
-            raise ValueError(f"estimator {self.name!r} is stateless: expected an empty state, got keys {sorted(state)}")
+        refuse_state(f"estimator {self.name!r}", state)
 
     def _inputs(self, r: torch.Tensor, **given: Any) -> dict[str, torch.Tensor]:
         out: dict[str, torch.Tensor] = {}
@@ -338,8 +393,7 @@ class Estimator:
         return out
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
-        return f"fade.estimator({self.name!r}{', ' if args else ''}{args})"
+        return call_repr("fade.estimator", self.name, self.params)
 
 
 def _check_output(name: str, adv: torch.Tensor, r: torch.Tensor) -> None:

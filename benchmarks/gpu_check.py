@@ -267,10 +267,9 @@ def _model(folder: Path, size: str) -> str:
 def check_timing(device: torch.device, smoke: bool, left: Callable[[], float], write: Callable[[dict], None]
                  ) -> dict[str, Any]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from trainer import run, run_trl  # benchmarks/trainer.py: the one runner of each trainer
-
     from fade.testbed.policy import load_policy
     from fade.testbed.trainer import base_model_dir
+    from trainer import run, run_trl  # benchmarks/trainer.py: the one runner of each trainer
 
     steps, prompts, group = (3, 2, 2) if smoke else (10, 32, 8)
     sizes = ["1M"] if smoke else ["1M", "20M", "50M"]

@@ -11,7 +11,7 @@ import matplotlib.image
 
 from fade.cli import main
 from fade.experiments import demo
-from fade.experiments.sweep import planned_config
+from fade.experiments.execution import planned_config
 from fade.testbed.config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]

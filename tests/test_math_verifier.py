@@ -182,13 +182,14 @@ def test_verl_data_sources_are_routed_as_verls_own_default_reward_routes_them(mo
 
 def test_testbed_file_task_scores_with_math_verify(tmp_path):
     pytest.importorskip("transformers")
-    from fade.testbed.trainer import TrainConfig, _load_task
+    from fade.testbed.session import load_task
+    from fade.testbed.trainer import TrainConfig
 
     data = tmp_path / "aime.jsonl"
     rows = [{"prompt": f"Problem {i}?", "answer": a, "split": "train"} for i, a in enumerate(["33", "\\frac{1}{2}"])]
     rows.append({"prompt": "Problem int?", "answer": 24, "split": "test"})
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    task = _load_task(TrainConfig(out=str(tmp_path / "run"), data=str(data), verifier="math"))
+    task = load_task(TrainConfig(out=str(tmp_path / "run"), data=str(data), verifier="math"))
     train = {p.answer: p for p in task.problems("train")}
     assert task.verify(train["33"], "The answer is \\boxed{033}").score == 1.0
     assert task.verify(train["\\frac{1}{2}"], "\\boxed{0.5}").reason == "correct"

@@ -163,7 +163,7 @@ def test_a_run_resumes_exactly(settings, tiny_model, tmp_path, parity_data):
 
 
 def test_a_checkpoint_from_before_the_entropy_term_loads_it_as_the_initial_state(tiny_model, tmp_path, parity_data):
-    from fade.testbed import trainer
+    from fade.testbed import session
 
     config = _config(tmp_path / "r", tiny_model, steps=2, **{**parity_data, **OFF_POLICY})
     train(config)
@@ -171,7 +171,7 @@ def test_a_checkpoint_from_before_the_entropy_term_loads_it_as_the_initial_state
     assert state["entropy"]["target"] is not None
     del state["entropy"]
     save_checkpoint(tmp_path / "r" / "checkpoint.pt", state)
-    setup, start, _ = trainer._setup(dataclasses.replace(config, steps=3), resume=True)
+    setup, start, _ = session.prepare(dataclasses.replace(config, steps=3), resume=True)
     assert start == 2 and setup.entropy.state_dict() == config.build_entropy_term().state_dict()
     train(dataclasses.replace(config, steps=3), resume=True)
     assert [r["step"] for r in _metrics(tmp_path / "r")] == [1, 2, 3]

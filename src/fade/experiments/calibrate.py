@@ -174,7 +174,7 @@ def calibrate(
 def draw_calibration(cal: Calibration, path: str | Path) -> Path:
     """Two panels: the base pass@1 per bucket, and the spread of per-prompt solve rates over
     training prompts with the regime's middle range shaded."""
-    from fade.testbed.report import REPORT_DPI, headless_pyplot
+    from fade.testbed.axes import REPORT_DPI, headless_pyplot
 
     plt = headless_pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), constrained_layout=True)

@@ -33,7 +33,7 @@ import numpy as np
 
 from fade.plots import plane_guides
 from fade.specs import parse_spec
-from fade.testbed.report import REPORT_DPI, finish_axes, headless_pyplot, panel_grid, smoothing_window
+from fade.testbed.axes import REPORT_DPI, finish_axes, headless_pyplot, panel_grid, smoothing_window
 from fade.testbed.runlog import moving_average, peak_eval_index
 from fade.testbed.summary import FORMULA_TERMS, SIGN_CLASSES
 

@@ -292,7 +292,7 @@ def test_sign_axis_verdict_is_computed_from_the_runs(tmp_path, psr_slope, expect
 
 
 def test_a_setting_added_to_the_trainer_later_keeps_finished_runs_finished():
-    from fade.experiments.sweep import _differences
+    from fade.experiments.execution import _differences
 
     planned = {"estimator": "grpo", "steps": 3, "max_new_tokens": None, "out": "a"}
     recorded_before_the_option = {"estimator": "grpo", "steps": 3, "out": "b"}

@@ -199,8 +199,15 @@ def minimum_detectable(task: str, summaries: Sequence[SweepRun]) -> dict[str, An
                 "text": f"not measurable: no pair of estimators shares 2 seeds ({source})"}
     mdd = minimum_detectable_difference(sd, n, power=POWER)
     d = _decimals(min(mdd, sd) if sd > 0 else mdd)
-    return {"n": n, "sd": sd, "mdd": mdd, "differences": count, "source": source,
-            "text": f"**{mdd:.{d}f}** at n = {n} seeds (SD of paired differences {sd:.{d}f}, {source}; {count} differences)"}
+    return {
+        "n": n,
+        "sd": sd,
+        "mdd": mdd,
+        "differences": count,
+        "source": source,
+        "text": f"**{mdd:.{d}f}** at n = {n} seeds "
+        f"(SD of paired differences {sd:.{d}f}, {source}; {count} differences)",
+    }
 
 
 def num(x: float, digits: int = 3) -> str:

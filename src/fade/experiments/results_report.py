@@ -114,7 +114,9 @@ def _machine() -> str:
         pass
     import torch
 
-    return f"{platform.system()} {platform.machine()}, {model}, {os.cpu_count()} logical CPUs; torch {torch.__version__}"
+    return (
+        f"{platform.system()} {platform.machine()}, {model}, {os.cpu_count()} logical CPUs; torch {torch.__version__}"
+    )
 
 
 def _role_groups(arms: dict[str, Arm], fade: str) -> list[tuple[str, list[str]]]:
@@ -124,7 +126,9 @@ def _role_groups(arms: dict[str, Arm], fade: str) -> list[tuple[str, list[str]]]
     by_identity = {arm.identity: text for text, arm in arms.items()}
 
     def pick(specs) -> list[str]:
-        return list(dict.fromkeys(by_identity[i] for i in (as_arm(spec).identity for spec in specs) if i in by_identity))
+        return list(
+            dict.fromkeys(by_identity[i] for i in (as_arm(spec).identity for spec in specs) if i in by_identity)
+        )
 
     groups = [
         ("sign axis", pick([*design.SUCCESS_BIASED, *design.BALANCED, *design.FAILURE_BIASED])),
@@ -205,15 +209,26 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
     if len(family) > 1:
         seed = min(s.seed for spec in family for s in runs_by_spec[spec])
         dirs = [s.directory for spec in family for s in runs_by_spec[spec] if s.seed == seed]
-        draw(f"{task}-fade-family-seed{seed}.png", f"FADE and its variants on seed {seed} (fade.testbed.report.compare_runs)",
-             lambda p: compare_runs(dirs, p))
+        draw(
+            f"{task}-fade-family-seed{seed}.png",
+            f"FADE and its variants on seed {seed} (fade.testbed.report.compare_runs)",
+            lambda p: compare_runs(dirs, p),
+        )
     return drawn
 
 
 def _timing_table(runs: Sequence[RunSpec], summaries: Sequence[SweepRun]) -> Table:
-    table = Table(["task", "runs finished", "CPU min per run: mean (min–max)", "wall s per training step",
-                   "estimated CPU min per run", "CPU hours, all runs"],
-                  caption="CPU time is the worker process's own (one torch thread); resumed runs count their last session only")
+    table = Table(
+        [
+            "task",
+            "runs finished",
+            "CPU min per run: mean (min–max)",
+            "wall s per training step",
+            "estimated CPU min per run",
+            "CPU hours, all runs",
+        ],
+        caption="CPU time is the worker process's own (one torch thread); resumed runs count their last session only",
+    )
     for task in dict.fromkeys(r.task for r in sorted(runs, key=lambda r: r.task != runs[0].task)):
         done = [s for s in summaries if s.task == task]
         cpu = [s.timing["cpu_seconds"] / 60 for s in done if "cpu_seconds" in s.timing]
@@ -229,11 +244,24 @@ def _timing_table(runs: Sequence[RunSpec], summaries: Sequence[SweepRun]) -> Tab
 
 
 def _settings_table(preset: Preset) -> Table:
-    table = Table(["task", "steps", "prompts x G per step", "eval every", "eval prompts x samples", "estimators", "seeds"])
+    table = Table(
+        ["task", "steps", "prompts x G per step", "eval every", "eval prompts x samples", "estimators", "seeds"]
+    )
     for plan in preset.plans:
-        estimators = ", ".join(arm.text for arm in plan.arms) + (f"; tuned: {', '.join(plan.tuned)}" if plan.tuned else "")
-        table.rows.append([plan.task, str(plan.steps), f"{plan.prompts_per_step} x {plan.group_size}", str(plan.eval_every),
-                           f"{plan.eval_prompts} x {plan.eval_samples}", estimators, ", ".join(map(str, preset.seeds))])
+        estimators = ", ".join(arm.text for arm in plan.arms) + (
+            f"; tuned: {', '.join(plan.tuned)}" if plan.tuned else ""
+        )
+        table.rows.append(
+            [
+                plan.task,
+                str(plan.steps),
+                f"{plan.prompts_per_step} x {plan.group_size}",
+                str(plan.eval_every),
+                f"{plan.eval_prompts} x {plan.eval_samples}",
+                estimators,
+                ", ".join(map(str, preset.seeds)),
+            ]
+        )
     return table
 
 
@@ -243,21 +271,27 @@ def _context(task: str, summaries: Sequence[SweepRun]) -> list[str]:
     if not runs:
         return []
     steps = max(s.run.steps for s in runs)
-    facts = [f"{len(runs)} runs of {steps} steps at {runs[0].run.prompts_per_step} prompts x G = {runs[0].run.group_size}; "
-             f"pass@1 measured every {runs[0].run.eval_every} steps on {runs[0].run.eval_prompts} prompts x "
-             f"{runs[0].run.eval_samples} samples, so a peak's step is known to within {runs[0].run.eval_every} steps"]
+    facts = [
+        f"{len(runs)} runs of {steps} steps at {runs[0].run.prompts_per_step} prompts x G = {runs[0].run.group_size}; "
+        f"pass@1 measured every {runs[0].run.eval_every} steps on {runs[0].run.eval_prompts} prompts x "
+        f"{runs[0].run.eval_samples} samples, so a peak's step is known to within {runs[0].run.eval_every} steps"
+    ]
     base = Stat.of(s.scalars["base_pass1"] for s in runs)
     peaks = Stat.of(s.scalars["peak_pass1"] for s in runs)
     if base.n:
-        facts.append(f"base pass@1 {base.mean:.3f}; peak pass@1 over all runs {min(peaks.values):.3f}–{max(peaks.values):.3f}")
+        facts.append(
+            f"base pass@1 {base.mean:.3f}; peak pass@1 over all runs {min(peaks.values):.3f}–{max(peaks.values):.3f}"
+        )
     balanced = {as_arm(b).identity for b in design.BALANCED}
     ratios = Stat.of(s.scalars["entropy_final"] / s.scalars["entropy_first"] for s in runs if s.identity in balanced)
     if ratios.n:
         facts.append(f"entropy of balanced runs (grpo, dr_grpo) at the end / at the start: {ratios.text(2)}")
     rank = Stat.of(s.scalars["rank1_final"] for s in runs)
     if rank.n:
-        facts.append(f"final rank1_share over all runs {min(rank.values):.3f}–{max(rank.values):.3f} "
-                     f"(the paper reports > {PAPER_RANK1_SHARE} for every method at 500 steps, 0.96 for a failure-biased run)")
+        facts.append(
+            f"final rank1_share over all runs {min(rank.values):.3f}–{max(rank.values):.3f} "
+            f"(the paper reports > {PAPER_RANK1_SHARE} for every method at 500 steps, 0.96 for a failure-biased run)"
+        )
     return facts
 
 
@@ -281,8 +315,16 @@ def write_report(
     palette = figures.colours(list(dict.fromkeys(s.run.arm.text for s in summaries)))
     copied = copies(summaries)
 
-    lines = [f"# FADE's claims on the CPU testbed: preset `{preset.name}`", "", "Regenerate this report (finished runs are "
-             "skipped, interrupted ones resumed):", "", "```", command, "```", ""]
+    lines = [
+        f"# FADE's claims on the CPU testbed: preset `{preset.name}`",
+        "",
+        "Regenerate this report (finished runs are skipped, interrupted ones resumed):",
+        "",
+        "```",
+        command,
+        "```",
+        "",
+    ]
     lines += [preset.description, ""]
     lines += [f"{len(summaries)} of {len(runs)} runs finished"
               + (f"; **{len(failures)} failed** (listed at the end)" if failures else "")
@@ -308,14 +350,20 @@ def write_report(
         f"exceeds Y is **{SUPPORTED}** when X's seed mean is above Y's and the intervals mean ± std do "
         f"not overlap, **{NOT_SUPPORTED}** when the opposite ordering holds with non-overlapping intervals, and "
         f"**{OVERLAP}** otherwise; with fewer than {MIN_SEEDS} seeds a comparison is **{FEW_SEEDS}**. ")
-    glossary = ("The entropy drop rate is the least-squares slope of the training entropy over "
-                "the first third of the run (sign flipped); final entropy is the mean over the last tenth of the steps; "
-                f"pass@k mean is the mean of the final pass@k over {_ks_label(summaries)}.")
+    glossary = (
+        "The entropy drop rate is the least-squares slope of the training entropy over "
+        "the first third of the run (sign flipped); final entropy is the mean over the last tenth of the steps; "
+        f"pass@k mean is the mean of the final pass@k over {_ks_label(summaries)}."
+    )
     lines += ["## How to read the verdicts", ""]
     if not paired:
-        lines += ["Every number is a mean ± standard deviation over seeds (n = seeds with a finished run). A claim that X "
-                  + spread_rule + "A claim made of several comparisons is supported when all "
-                  "are, not supported when any contradicts it, and inconclusive otherwise. " + glossary, ""]
+        lines += [
+            "Every number is a mean ± standard deviation over seeds (n = seeds with a finished run). A claim that X "
+            + spread_rule
+            + "A claim made of several comparisons is supported when all "
+            "are, not supported when any contradicts it, and inconclusive otherwise. " + glossary,
+            "",
+        ]
     else:
         lines += [
             f"Rule in force: **paired by seed**. Seed s gives every estimator the same base policy and the same prompt "
@@ -325,18 +373,25 @@ def write_report(
             f"**{SUPPORTED}** when the interval lies above 0, **{CONTRADICTED}** when it lies below 0, and "
             f"**{UNRESOLVED}** otherwise, printed with the interval's half-width. Against a constant (a step ratio of "
             f"1, a correlation of 0) the same rule runs on X_s − c. A comparison with fewer than {MIN_PAIRED_SEEDS} "
-            f"shared seeds keeps the spread rule: a claim that X " + spread_rule + "A claim made of several comparisons is supported "
+            f"shared seeds keeps the spread rule: a claim that X "
+            + spread_rule
+            + "A claim made of several comparisons is supported "
             "when all are, contradicted when any contradicts it, and unresolved otherwise. Tables show mean ± "
-            "standard deviation over seeds. " + glossary, ""]
+            "standard deviation over seeds. " + glossary,
+            "",
+        ]
         mdd = [(task, report_numbers.minimum_detectable(task, summaries)) for task in tasks]
         mdd = [(task, m) for task, m in mdd if m]
         if mdd:
-            lines += [f"Minimum detectable pass@1 difference of this design (paired, two-sided 95%, power "
-                      f"{POWER:.0%}: (t_0.975 + t_{POWER}) · SD / √n with t on n − 1 degrees of freedom, SD the observed "
-                      "standard deviation of paired peak-pass@1 differences. A true difference of this size clears 0 "
-                      f"in {POWER:.0%} of such experiments, a smaller one less often; the bootstrap interval behaves "
-                      "like the t-test this formula is for. The SD is itself estimated from n seeds, so the figure is "
-                      "a guide, not a guarantee):", ""]
+            lines += [
+                f"Minimum detectable pass@1 difference of this design (paired, two-sided 95%, power "
+                f"{POWER:.0%}: (t_0.975 + t_{POWER}) · SD / √n with t on n − 1 degrees of freedom, SD the observed "
+                "standard deviation of paired peak-pass@1 differences. A true difference of this size clears 0 "
+                f"in {POWER:.0%} of such experiments, a smaller one less often; the bootstrap interval behaves "
+                "like the t-test this formula is for. The SD is itself estimated from n seeds, so the figure is "
+                "a guide, not a guarantee):",
+                "",
+            ]
             lines += [f"- {task}: {m['text']}" for task, m in mdd] + [""]
 
     if verdict_rows:
@@ -387,7 +442,10 @@ def write_report(
         for note in section.notes:
             lines += [note, ""]
         if section.key == "sign":
-            lines += [f"The runs' paths and entropy: `{section.task}-plane.png`, `{section.task}-entropy-rank1.png` (below).", ""]
+            lines += [
+                f"The runs' paths and entropy: `{section.task}-plane.png`, `{section.task}-entropy-rank1.png` (below).",
+                "",
+            ]
 
     for task, pictures in drawn.items():
         if not pictures:
@@ -409,10 +467,12 @@ def write_report(
                   f"<sub>{section.check.detail}</sub>"]
     collapsed = [s for s in checks if s.key == "collapse" and s.result.collapsed]
     for section in collapsed:
-        lines += [f"- {section.task}: some runs collapsed (**{REQUIREMENT_NOT_MET}**), and every claim that compares "
-                  "them reads the collapse rather than the estimator. <sub>"
-                  + "; ".join(f"{spec}: seeds {', '.join(map(str, seeds))}" for spec, seeds in section.result.seeds.items())
-                  + "</sub>"]
+        lines += [
+            f"- {section.task}: some runs collapsed (**{REQUIREMENT_NOT_MET}**), and every claim that compares "
+            "them reads the collapse rather than the estimator. <sub>"
+            + "; ".join(f"{spec}: seeds {', '.join(map(str, seeds))}" for spec, seeds in section.result.seeds.items())
+            + "</sub>"
+        ]
     if uncalibrated or collapsed:
         lines += [""]
     if not verdict_rows:
@@ -433,7 +493,12 @@ def write_report(
                   analysis.read_text().strip(), ""]
 
     if failures:
-        lines += ["## Failed runs", "", "Each keeps its checkpoint and its error in `error.txt`; rerun the command to retry.", ""]
+        lines += [
+            "## Failed runs",
+            "",
+            "Each keeps its checkpoint and its error in `error.txt`; rerun the command to retry.",
+            "",
+        ]
         lines += [f"- `{key}`: {message}" for key, message in sorted(failures.items())] + [""]
 
     lines += ["## Every run", "", "<details><summary>per-run numbers</summary>", ""]
@@ -442,11 +507,17 @@ def write_report(
     for s in summaries:
         sc = s.scalars
         cpu = s.timing.get("cpu_seconds", math.nan) / 60
-        table.rows.append([
-            f"`{s.run.key}`", "—" if not math.isfinite(cpu) else f"{cpu:.1f}",
-            f"{report_numbers.num(sc['peak_pass1'])} ({report_numbers.num(sc['peak_step'], 0)})", report_numbers.num(sc["final_pass1"]), report_numbers.num(sc.get("pass@64", math.nan)),
-            f"{report_numbers.num(sc['entropy_first'], 2)} → {report_numbers.num(sc['entropy_final'], 2)}", report_numbers.num(sc["rank1_final"]),
-        ])
+        table.rows.append(
+            [
+                f"`{s.run.key}`",
+                "—" if not math.isfinite(cpu) else f"{cpu:.1f}",
+                f"{report_numbers.num(sc['peak_pass1'])} ({report_numbers.num(sc['peak_step'], 0)})",
+                report_numbers.num(sc["final_pass1"]),
+                report_numbers.num(sc.get("pass@64", math.nan)),
+                f"{report_numbers.num(sc['entropy_first'], 2)} → {report_numbers.num(sc['entropy_final'], 2)}",
+                report_numbers.num(sc["rank1_final"]),
+            ]
+        )
     lines += report_numbers.md_table(table) + ["", "</details>", ""]
 
     readme = out / README
@@ -454,13 +525,19 @@ def write_report(
     tmp.write_text("\n".join(lines))
     os.replace(tmp, readme)
     computed = report_numbers.interval_verdicts(sections)
-    design = {"rule": "paired" if paired else "spread",
-              "minimum_detectable_pass1": {task: m for task in tasks if (m := report_numbers.minimum_detectable(task, summaries))},
-              "intervals": {"computed": len(computed), "distinct": len({report_numbers.numbers(v) for v in computed})},
-              "copies": [{"task": task, "arms": list(arms)} for task, arms in copied],
-              "fixed": preset.design}
-    write_json_atomic(out / RESULTS_JSON,
-                      report_numbers.results_json(preset, runs, summaries, sections, failures, command, choice, design, checks))
+    design = {
+        "rule": "paired" if paired else "spread",
+        "minimum_detectable_pass1": {
+            task: m for task in tasks if (m := report_numbers.minimum_detectable(task, summaries))
+        },
+        "intervals": {"computed": len(computed), "distinct": len({report_numbers.numbers(v) for v in computed})},
+        "copies": [{"task": task, "arms": list(arms)} for task, arms in copied],
+        "fixed": preset.design,
+    }
+    write_json_atomic(
+        out / RESULTS_JSON,
+        report_numbers.results_json(preset, runs, summaries, sections, failures, command, choice, design, checks),
+    )
     return readme
 
 

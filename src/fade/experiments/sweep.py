@@ -144,8 +144,10 @@ def dry_run_summary(rows: Sequence[dict[str, Any]], workers: int) -> str:
     todo = [r["seconds"] for r in rows if r["state"] != DONE]
     total = [r["seconds"] for r in rows]
     return (
-        f"{len(rows)} runs, {len(rows) - len(todo)} already finished. Estimated CPU time: {format_minutes(sum(total))} in all, "
-        f"{format_minutes(sum(todo))} still to run, about {format_minutes(estimate_wall_seconds(todo, workers))} of wall time "
+        f"{len(rows)} runs, {len(rows) - len(todo)} already finished. "
+        f"Estimated CPU time: {format_minutes(sum(total))} in all, "
+        f"{format_minutes(sum(todo))} still to run, "
+        f"about {format_minutes(estimate_wall_seconds(todo, workers))} of wall time "
         f"on {workers} worker(s) with a core each to themselves."
     )
 
@@ -210,7 +212,9 @@ def check_design(preset: Preset, out: str | Path) -> dict[str, Any] | None:
     planned = preset.design
     changed = [key for key in planned if saved.get(key) != planned[key]]
     if changed:
-        detail = "; ".join(f"{key}: {_brief(saved.get(key))} recorded, {_brief(planned[key])} planned" for key in changed)
+        detail = "; ".join(
+            f"{key}: {_brief(saved.get(key))} recorded, {_brief(planned[key])} planned" for key in changed
+        )
         raise ValueError(f"{out} was started with other {' and '.join(changed)} than preset {preset.name!r} now fixes "
                          f"({detail}): a preset's comparisons are fixed before its runs, so choose another --out, or "
                          "remove the folder to start over")
@@ -299,7 +303,9 @@ def _sweep(preset: Preset, out: Path, workers: int, keep_checkpoints: bool, prog
                 if outcome.choice is None:
                     for plan, name, seed in waiting:
                         key = f"{plan.task}/{name} (tuned)/seed{seed}"
-                        outcome.failed[key] = f"no tuning candidate on {preset.tuning.task} finished: nothing to choose from"
+                        outcome.failed[key] = (
+                            f"no tuning candidate on {preset.tuning.task} finished: nothing to choose from"
+                        )
                         bar.advance_runs(1)
                     return
                 bar.say(f"tuned on {preset.tuning.task}: {outcome.choice}")
@@ -366,7 +372,9 @@ def report_sweep(preset: Preset, out: str | Path, *, workers: int = 2, command: 
         if outcome.choice:
             outcome.runs += preset.tuned_runs(outcome.choice)
     outcome.skipped = [r.key for r in outcome.runs if inspect_run(r, out)[0] == DONE]
-    outcome.readme = write_sweep_report(preset, out, outcome, command or default_command(preset, out), workers, progress)
+    outcome.readme = write_sweep_report(
+        preset, out, outcome, command or default_command(preset, out), workers, progress
+    )
     return outcome
 
 
@@ -383,7 +391,9 @@ def write_sweep_report(preset: Preset, out: Path, outcome: SweepOutcome, command
     summaries = []
     order = {arm.text: i for i, arm in enumerate(arm for plan in preset.plans for arm in plan.arms)}
     tasks = {task: i for i, task in enumerate(preset.tasks)}
-    runs = sorted(outcome.runs, key=lambda r: (tasks.get(r.task, len(tasks)), order.get(r.arm.text, len(order)), r.seed))
+    runs = sorted(
+        outcome.runs, key=lambda r: (tasks.get(r.task, len(tasks)), order.get(r.arm.text, len(order)), r.seed)
+    )
     with spinner("report", progress) as note:
         for i, run in enumerate(runs, 1):
             note(f"reading run {i}/{len(runs)}: {run.key}")

@@ -169,7 +169,11 @@ def pretrain(config: PretrainConfig, *, resume: bool = False) -> dict[str, Any]:
         test = task.problems("test", n=config.test_prompts, seed=seed_for(config.seed, _TEST_STREAM))
 
         def tested(prompts: int) -> None:
-            advance(f"testing the policy of step {stopped_at}: {prompts}/{len(test)} prompts x {config.test_samples} samples", 0)
+            advance(
+                f"testing the policy of step {stopped_at}: {prompts}/{len(test)} prompts x "
+                f"{config.test_samples} samples",
+                0,
+            )
 
         tested(0)
         report = evaluate(

@@ -459,7 +459,8 @@ def compare_runs(
     k (log2 axis), under the base's when all runs share their step-0 evaluation; training entropy
     against step (smoothed as in :func:`plot_run`, the window set by the longest run), with a
     dotted line at FADE's target H* for each run that logged one; each run's smoothed path on the
-    sign/difficulty plane, start circled, end starred. Runs are labelled by ``label_key`` read from their ``run.json`` (dotted keys
+    sign/difficulty plane, start circled, end starred. Runs are labelled by ``label_key`` read from their
+    ``run.json`` (dotted keys
     reach into nested dicts, e.g. ``estimator_args.h_star_ratio``), else by estimator and its
     arguments, else by directory name.
     """

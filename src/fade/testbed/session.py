@@ -69,7 +69,9 @@ def _show(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def resume_changes(saved: dict[str, Any], config: TrainConfig, step: int, where: str | Path) -> dict[str, tuple[Any, Any]]:
+def resume_changes(
+    saved: dict[str, Any], config: TrainConfig, step: int, where: str | Path
+) -> dict[str, tuple[Any, Any]]:
     """The settings ``config`` changes from a checkpoint's ``saved`` config, as {key: (old, new)}.
 
     Raises ValueError naming every change outside :data:`RESUME_MAY_CHANGE`, and a ``steps``
@@ -79,7 +81,8 @@ def resume_changes(saved: dict[str, Any], config: TrainConfig, step: int, where:
     fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
     defaults = {
         name: f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        for name, f in fields.items() if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        for name, f in fields.items()
+        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
     }
     before = _as_json({k: saved.get(k, defaults.get(k)) for k in now})
     for values in (before, now):  # an old name of a loss aggregation is the same setting as the new
@@ -200,7 +203,9 @@ def prepare(config: TrainConfig, resume: bool) -> tuple[Setup, int, dict[str, tu
     out = Path(config.out)
     ckpt_path = out / CHECKPOINT
     if ckpt_path.exists() and not resume:
-        raise ValueError(f"{out} already holds a run (found {CHECKPOINT}): pass --resume to continue it or choose another --out")
+        raise ValueError(
+            f"{out} already holds a run (found {CHECKPOINT}): pass --resume to continue it or choose another --out"
+        )
     if resume and not ckpt_path.exists():
         raise ValueError(f"--resume: no {CHECKPOINT} in {out} to resume from")
     est = fade.estimator(config.estimator, **config.estimator_args)

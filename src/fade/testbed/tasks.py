@@ -153,7 +153,9 @@ class Task(ABC):
         """Judge each ``(problem, completion)`` pair, in order. Verifiers that run programs or
         call out to a parser override this to judge in parallel; the verdicts are the same."""
         if len(problems) != len(completions):
-            raise ValueError(f"got {len(problems)} problems and {len(completions)} completions: expected as many of each")
+            raise ValueError(
+                f"got {len(problems)} problems and {len(completions)} completions: expected as many of each"
+            )
         return [self.verify(p, c) for p, c in zip(problems, completions)]
 
     @abstractmethod

@@ -295,7 +295,11 @@ def _record(setup: Setup, step: int, batch: Batch, policy: PolicyPass | None, we
     """The step's ``metrics.jsonl`` record, in the schema's order (:data:`~fade.testbed.runlog.METRIC_KEYS`)."""
     rewards, difficulty = batch.first_rewards, batch.first_difficulty
     solved = setup.est.as_success(rewards) == 1  # a success as the estimator reads the rewards
-    record: dict[str, Any] = {"step": step, "reward_mean": float(rewards.mean()), "solve_rate": float(solved.float().mean())}
+    record: dict[str, Any] = {
+        "step": step,
+        "reward_mean": float(rewards.mean()),
+        "solve_rate": float(solved.float().mean()),
+    }
     for b in sorted(set(difficulty.tolist())):
         sel = difficulty == b
         record[bucket_key("reward_mean", b)] = float(rewards[sel].mean())

@@ -122,14 +122,20 @@ ENTROPY_FADE_COMBINED = Control(
     "FADE's arm with DAPO's clip_ratio_high 0.28")
 
 #: The arms FADE is compared with in the entropy preset, in the report's order.
-ENTROPY_COMPARED: tuple[Control, ...] = (ENTROPY_BASELINE, ENTROPY_STATIC_TWIN, *ENTROPY_CONTROLS, ENTROPY_FADE_COMBINED)
+ENTROPY_COMPARED: tuple[Control, ...] = (
+    ENTROPY_BASELINE,
+    ENTROPY_STATIC_TWIN,
+    *ENTROPY_CONTROLS,
+    ENTROPY_FADE_COMBINED,
+)
 
 ENTROPY = Preset(
     name="entropy",
     description=(
         "FADE against what practitioners use instead against entropy collapse, on the paper preset's task and "
         "schedule (countdown_multi, G = 16, 16 prompts a step, 200 steps, 5 seeds paired by seed): dr_grpo; FADE at "
-        "h_star_ratio = 0.7; Power(alpha = 3), the static estimator FADE's schedule settles at; dr_grpo with an entropy bonus, TRL's adaptive entropy coefficient, clip-higher, Clip-Cov "
+        "h_star_ratio = 0.7; Power(alpha = 3), the static estimator FADE's schedule settles at; dr_grpo with an "
+        "entropy bonus, TRL's adaptive entropy coefficient, clip-higher, Clip-Cov "
         "and KL-Cov, each at its recommended setting and at one setting tuned by a rule fixed in advance; DAPO's "
         "clip-higher with dynamic sampling; FADE with clip-higher. Every arm takes 4 optimizer steps a batch, so "
         "the clips act, at a quarter of the paper preset's learning rate. Verdicts from paired bootstrap intervals."
@@ -138,9 +144,12 @@ ENTROPY = Preset(
     plans=(
         TaskPlan(
             task=PAPER_TASK,
-            estimators=tuple(c.arm for c in (ENTROPY_BASELINE, ENTROPY_FADE, *ENTROPY_CONTROLS, ENTROPY_FADE_COMBINED,
-                                             ENTROPY_STATIC_TWIN)),
-            **PAPER_SCHEDULE, trainer=ENTROPY_TRAINER,
+            estimators=tuple(
+                c.arm
+                for c in (ENTROPY_BASELINE, ENTROPY_FADE, *ENTROPY_CONTROLS, ENTROPY_FADE_COMBINED, ENTROPY_STATIC_TWIN)
+            ),
+            **PAPER_SCHEDULE,
+            trainer=ENTROPY_TRAINER,
         ),
     ),
 )

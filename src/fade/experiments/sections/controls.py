@@ -37,7 +37,9 @@ def controls(key: str, r: Controls) -> ClaimSection:
                         caption="mean paired difference over the seeds both share and its 95% bootstrap interval "
                                 "(a dash: fewer than 5 shared seeds); above 0: FADE is higher")
     for c in r.arms:
-        differences.rows.append([c.name, *[_difference(r.verdicts[c.arm.text][key].parts[0][1]) for key, _, _ in MEASURES]])
+        differences.rows.append(
+            [c.name, *[_difference(r.verdicts[c.arm.text][key].parts[0][1]) for key, _, _ in MEASURES]]
+        )
     section.tables.append(differences)
     if r.ks:
         passk = Table(["arm", *[f"pass@{k}" for k in r.ks]], caption="final evaluation, mean ± std over seeds")

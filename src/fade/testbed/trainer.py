@@ -10,27 +10,28 @@ One step, as :func:`train` calls its parts:
    ``filter_max_draws`` draws are made; the first draw is the unfiltered run's, seed for seed;
 2. recompute the old log-probs and the policy's mean token entropy in one no-grad pass
    (``_policy_pass``, the order verl uses);
-3. advantage (``_advantages``): feed the entropy to the estimator with ``observe``, then compute
-   the advantages once for the batch with any registered estimator, by name and parameters (a
-   stateful one, FADE, advances once per batch however many optimizer steps follow), and the
-   batch's gradient-mass diagnostics and entropy-formula terms;
+3. advantage: :func:`train` feeds the entropy to the estimator with ``observe``, then
+   ``_advantages`` computes the advantages once for the batch with any registered estimator, by
+   name and parameters (a stateful one, FADE, advances once per batch however many optimizer
+   steps follow), and the batch's gradient-mass diagnostics and entropy-formula terms;
 4. loss and update (``_update``, :mod:`fade.testbed.update`): ``epochs`` passes over
    ``minibatches`` minibatches, each an optimizer step on the policy loss of :mod:`fade.losses`
    (PPO-clip by default; clip-higher, Clip-Cov, KL-Cov), an optional entropy term (a bonus or
    TRL's adaptive coefficient), an optional KL to the base policy, AdamW or plain SGD, and
    gradient clipping;
-5. log the step's metrics (``_record``: reward and solve rate per difficulty bucket, entropy,
-   norms, the output head's rank-1 share, the diagnostics, the loss's clip fractions and KL, the
-   estimator's schedule, the filter's draws, timings), evaluate every ``eval_every`` steps
+5. log the step's metrics (:func:`train` first hands the output head's rank-1 share to the
+   estimator with ``observe``; ``_record`` builds the line: reward and solve rate per difficulty
+   bucket, entropy, norms, the output head's rank-1 share, the diagnostics, the loss's clip
+   fractions and KL, the estimator's schedule, the filter's draws, timings), evaluate every ``eval_every`` steps
    (``_evaluate``), checkpoint every ``checkpoint_every`` steps (``save_state``).
 
 All randomness of step t comes from generators seeded by (seed, t), and a checkpoint holds the
 model, optimizer, estimator and entropy-term state, RNG states, step and configuration: a resumed
-run's metrics equal an uninterrupted run's. Resuming with other settings is refused when they
-would change what the run computes (see :data:`~fade.testbed.config.RESUME_MAY_CHANGE`); the settings that may change
-are recorded in ``resumes.jsonl``, one line per resume. A checkpoint whose digest does not match or
-whose model holds NaN or inf is refused, and temporary files a kill left behind are removed when
-the run starts again. The per-step logs are written compressed (``metrics.jsonl.gz``,
+run's metrics equal an uninterrupted run's. Resuming with other settings is refused when they would
+change what the run computes (see :data:`~fade.testbed.config.RESUME_MAY_CHANGE`); the settings that
+may change are recorded in ``resumes.jsonl``, one line per resume. A checkpoint whose digest does
+not match or whose model holds NaN or inf is refused, and temporary files a kill left behind are
+removed when the run starts again. The per-step logs are written compressed (``metrics.jsonl.gz``,
 ``eval.jsonl.gz``; :class:`~fade.testbed.checkpoint.JsonlLog`).
 """
 

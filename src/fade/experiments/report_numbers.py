@@ -20,11 +20,7 @@ from .runs import Runs, SweepRun
 from .sections import ClaimSection, Table, VerdictLine
 from .stats import (
     CONTRADICTED,
-    FEW_SEEDS,
     MIN_PAIRED_SEEDS,
-    MIN_SEEDS,
-    NOT_SUPPORTED,
-    OVERLAP,
     SUPPORTED,
     UNRESOLVED,
     PairedVerdict,
@@ -40,25 +36,9 @@ __all__ = ["POWER", "md_table", "results_json", "verdict_count", "verdict_table"
 #: The power at which the report states the minimum detectable difference (the usual 80%).
 POWER = 0.8
 
-_EXPLAIN = {
-    OVERLAP: "the seed means differ by less than the spread over seeds: at this scale the effect, if there is one, "
-             "is inside seed-to-seed variation",
-    NOT_SUPPORTED: "the measured ordering is the opposite of the claim, beyond the spread over seeds (or the "
-                   "target was not reached on most seeds)",
-    FEW_SEEDS: f"fewer than {MIN_SEEDS} seeds were run, so no verdict is given",
-    UNRESOLVED: "the 95% interval of the paired difference contains 0: the effect, if there is one, is smaller "
-                "than these seeds resolve (the interval's half-width says how small; compare the minimum detectable "
-                "difference above)",
-    CONTRADICTED: "the 95% interval of the paired difference lies entirely on the side opposite to the claim (or the "
-                  "target was not reached on most seeds)",
-}
-
-_NO_INTERVAL = ("no interval was computed for this comparison: it is not a mean of paired differences (see its "
-                "detail), so it was read by a rule of its own, and no half-width says how large an effect it could "
-                "have resolved")
-
 
 def md_table(table: Table) -> list[str]:
+    """A report table as markdown lines: header, rule, rows (a ``|`` in a cell escaped), then its caption."""
     lines = ["| " + " | ".join(table.header) + " |", "|" + "|".join("---" for _ in table.header) + "|"]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in table.rows]
     if table.caption:

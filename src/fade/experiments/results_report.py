@@ -90,8 +90,6 @@ def _explain(verdict: VerdictLine) -> str:
     return _EXPLAIN[verdict.outcome]
 
 
-
-
 def _ks_label(summaries: Sequence[SweepRun]) -> str:
     """The k the runs' evaluations report, from their samples per prompt (one label per distinct count)."""
     counts = sorted({s.run.eval_samples for s in summaries})

@@ -316,7 +316,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--estimators", default=None, help="comma-separated names (default: all registered)")
     ap.add_argument("--loop-max", type=float, default=1e6, help="largest N for the verl loop (default 1e6)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--smoke", action="store_true", help="N = 10^3 only: checks that the script runs (CI), measures nothing")
+    ap.add_argument(
+        "--smoke", action="store_true", help="N = 10^3 only: checks that the script runs (CI), measures nothing"
+    )
     args = ap.parse_args(argv)
 
     t_start = time.perf_counter()
@@ -448,7 +450,9 @@ def main(argv: list[str] | None = None) -> int:
                     bad_ms.append(f"{name} (error)")
                     bad_x.append(f"{name} (error)")
                     continue
-                (ok_ms if t * 1e3 <= TARGET_MS else bad_ms).append(name if t * 1e3 <= TARGET_MS else f"{name} ({fmt_ms(t)} ms)")
+                (ok_ms if t * 1e3 <= TARGET_MS else bad_ms).append(
+                    name if t * 1e3 <= TARGET_MS else f"{name} ({fmt_ms(t)} ms)"
+                )
                 if lt is not None:
                     x = lt / t
                     (ok_x if x >= TARGET_X else bad_x).append(name if x >= TARGET_X else f"{name} ({fmt_x(x)})")
@@ -459,7 +463,9 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 out.line(f"  {layout}, >= 50x loop at 10^6 (loop {fmt_ms(lt)} ms): {len(ok_x)}/{len(names)} meet: "
                          f"{', '.join(ok_x) or 'none'}")
-                out.line(f"  {layout}, >= 50x loop at 10^6: {len(bad_x)}/{len(names)} miss: {', '.join(bad_x) or 'none'}")
+                out.line(
+                    f"  {layout}, >= 50x loop at 10^6: {len(bad_x)}/{len(names)} miss: {', '.join(bad_x) or 'none'}"
+                )
     out.line(f"total runtime: {time.perf_counter() - t_start:.1f} s")
     return 0
 

@@ -100,14 +100,18 @@ def main(argv: list[str] | None = None) -> int:
         rollouts = args.steps * args.prompts * args.n
         for p in files:  # into the page cache for every reader alike
             p.read_bytes()
-        schema = pa.schema([("score", pa.float64()), ("step", pa.int64()), ("uid", pa.string()), ("input", pa.string())])
+        schema = pa.schema(
+            [("score", pa.float64()), ("step", pa.int64()), ("uid", pa.string()), ("input", pa.string())]
+        )
         opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
         rows: list[tuple[str, float]] = []
         if not args.skip_pandas:
             import pandas as pd
 
             rows.append(("pandas read_json(lines=True)", timed(lambda: [pd.read_json(p, lines=True) for p in files])))
-        rows.append(("columns (pyarrow, needed fields)", timed(lambda: [pj.read_json(p, parse_options=opts) for p in files])))
+        rows.append(
+            ("columns (pyarrow, needed fields)", timed(lambda: [pj.read_json(p, parse_options=opts) for p in files]))
+        )
         holder = {}
         rows.append(("fade read (read_run)", timed(lambda: holder.setdefault("run", read_run(folder)))))
         run = holder["run"]
@@ -121,8 +125,11 @@ def main(argv: list[str] | None = None) -> int:
 
     pandas_t = rows[0][1] if not args.skip_pandas else None
     columns_t = next(t for name, t in rows if name.startswith("columns"))
-    print(f"fade analyze benchmark: {args.steps} steps x {args.prompts} prompts x {args.n} rollouts = {rollouts} rollouts, "
-          f"{size / 1e9:.2f} GB ({args.text_bytes} B of text per line; generated in {t_gen:.0f} s)")
+    print(
+        f"fade analyze benchmark: {args.steps} steps x {args.prompts} prompts x {args.n} rollouts = "
+        f"{rollouts} rollouts, "
+        f"{size / 1e9:.2f} GB ({args.text_bytes} B of text per line; generated in {t_gen:.0f} s)"
+    )
     print(f"python {platform.python_version()}, pyarrow {pa.__version__}, {platform.machine()}")
     print()
     print(f"| {'reader':<38} | {'seconds':>8} | {'rollouts/s':>11} | {'x pandas':>8} | {'x columns':>9} |")

@@ -82,7 +82,9 @@ def check_estimators(device: torch.device, smoke: bool) -> dict[str, Any]:
     rows, worst = {}, 0.0
     for name in fade.available():
         spec = fade.registry.spec(name)
-        inputs = {k: v for k, v in (("lengths", lengths), ("baseline_rewards", baseline)) if k in (*spec.needs, *spec.uses)}
+        inputs = {
+            k: v for k, v in (("lengths", lengths), ("baseline_rewards", baseline)) if k in (*spec.needs, *spec.uses)
+        }
         out = {}
         for where in (torch.device("cpu"), device):
             est = fade.estimator(name, **({spec.run_length: 100} if spec.run_length else {}))
@@ -154,7 +156,12 @@ def check_losses(device: torch.device, smoke: bool) -> dict[str, Any]:
 def check_testbed(device: torch.device, smoke: bool) -> dict[str, Any]:
     from fade.testbed.trainer import TrainConfig, train
 
-    seen: dict[str, set[str]] = {"loss inputs": set(), "parameters": set(), "gradients": set(), "optimizer state": set()}
+    seen: dict[str, set[str]] = {
+        "loss inputs": set(),
+        "parameters": set(),
+        "gradients": set(),
+        "optimizer state": set(),
+    }
     values: list[float] = []
     original = losses.PolicyLoss.__call__
 
@@ -229,9 +236,15 @@ def check_trl(device: torch.device, smoke: bool) -> dict[str, Any]:
             learning_rate=1e-4, bf16=bf16, use_cpu=device.type == "cpu", report_to="none", save_strategy="no",
             logging_steps=1, seed=0, disable_tqdm=True, beta=0.0, scale_rewards="none",
         )
-        trainer = FadeGRPOTrainer(model=model, reward_funcs=[reward_function(task, problems)], args=config,
-                                  train_dataset=prompt_dataset(problems, tokenizer.bos_token), processing_class=tokenizer,
-                                  advantage="fade", callbacks=[Probe()])
+        trainer = FadeGRPOTrainer(
+            model=model,
+            reward_funcs=[reward_function(task, problems)],
+            args=config,
+            train_dataset=prompt_dataset(problems, tokenizer.bos_token),
+            processing_class=tokenizer,
+            advantage="fade",
+            callbacks=[Probe()],
+        )
         trainer.remove_callback(PrinterCallback)
         trainer.train()
     logs = [row for row in trainer.state.log_history if "loss" in row]
@@ -302,32 +315,49 @@ def check_timing(device: torch.device, smoke: bool, left: Callable[[], float], w
 
 
 def table(report: dict[str, Any]) -> str:
-    lines = [f"# gpu_check on {report['device_name']}", "",
-             f"torch {report['torch']}, CUDA {report['cuda']}, python {report['python']}, budget {report['budget_s']} s, "
-             f"wall {report.get('wall_s', 0):.0f} s{' (smoke)' if report['smoke'] else ''}", "",
-             "| part | status | what |", "|---|---|---|"]
+    lines = [
+        f"# gpu_check on {report['device_name']}",
+        "",
+        f"torch {report['torch']}, CUDA {report['cuda']}, python {report['python']}, budget {report['budget_s']} s, "
+        f"wall {report.get('wall_s', 0):.0f} s{' (smoke)' if report['smoke'] else ''}",
+        "",
+        "| part | status | what |",
+        "|---|---|---|",
+    ]
     for name, part in report["parts"].items():
-        what = {"estimators": lambda p: f"{len(p['estimators'])} estimators + decompose, worst rel diff {p['worst']:.1e}",
-                "losses": lambda p: f"{len(p['losses'])} loss terms fwd+bwd, worst rel diff {p['worst']:.1e}",
-                "testbed": lambda p: f"{p['steps']} steps, loss {p['loss_first']:.4g} -> {p['loss_last']:.4g}, "
-                                     f"devices {json.dumps(p['devices'])}",
-                "trl": lambda p: f"{p['steps']} steps, bf16={p['bf16']}, params {p.get('param_dtype')} on "
-                                 f"{p.get('param_device')}, losses {p['losses']}",
-                "timing": lambda p: f"{len(p['sizes'])} sizes"}[name]
+        what = {
+            "estimators": lambda p: f"{len(p['estimators'])} estimators + decompose, worst rel diff {p['worst']:.1e}",
+            "losses": lambda p: f"{len(p['losses'])} loss terms fwd+bwd, worst rel diff {p['worst']:.1e}",
+            "testbed": lambda p: (
+                f"{p['steps']} steps, loss {p['loss_first']:.4g} -> {p['loss_last']:.4g}, "
+                f"devices {json.dumps(p['devices'])}"
+            ),
+            "trl": lambda p: (
+                f"{p['steps']} steps, bf16={p['bf16']}, params {p.get('param_dtype')} on "
+                f"{p.get('param_device')}, losses {p['losses']}"
+            ),
+            "timing": lambda p: f"{len(p['sizes'])} sizes",
+        }[name]
         lines.append(f"| {name} | {part['status']} | {what(part) if part['status'] == 'ok' else ''} |")
     timing = report["parts"].get("timing", {})
     if timing.get("status") == "ok":
-        lines += ["", f"Timing: {timing['prompts']} prompts x G={timing['group_size']}, mean of steps 3..{timing['steps']}", "",
-                  "| model | parameters | trainer | step (ms) | steps/s | sampled tokens/s | peak memory (MiB) |",
-                  "|---|---:|---|---:|---:|---:|---:|"]
+        lines += [
+            "",
+            f"Timing: {timing['prompts']} prompts x G={timing['group_size']}, mean of steps 3..{timing['steps']}",
+            "",
+            "| model | parameters | trainer | step (ms) | steps/s | sampled tokens/s | peak memory (MiB) |",
+            "|---|---:|---|---:|---:|---:|---:|",
+        ]
         for size, row in timing["sizes"].items():
             if "parameters" not in row:
                 lines.append(f"| {size} | | {row['status']} | | | | |")
                 continue
             for label in ("fade train", "TRL GRPOTrainer"):
                 r = row[label]
-                lines.append(f"| {size} | {row['parameters']:,} | {label} | {r['step_ms']:.1f} | {r['steps_per_s']:.2f} | "
-                             f"{r['tokens_per_s']:,.0f} | {r['peak_mib']:,.0f} |")
+                lines.append(
+                    f"| {size} | {row['parameters']:,} | {label} | {r['step_ms']:.1f} | {r['steps_per_s']:.2f} | "
+                    f"{r['tokens_per_s']:,.0f} | {r['peak_mib']:,.0f} |"
+                )
     return "\n".join(lines) + "\n"
 
 
@@ -347,9 +377,14 @@ def main(argv: list[str] | None = None) -> int:
         return args.budget_s - (time.perf_counter() - start)
 
     report: dict[str, Any] = {
-        "device": str(device), "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
-        "torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
-        "smoke": args.smoke, "budget_s": args.budget_s, "parts": {},
+        "device": str(device),
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+        "smoke": args.smoke,
+        "budget_s": args.budget_s,
+        "parts": {},
     }
 
     def write(report: dict[str, Any]) -> None:

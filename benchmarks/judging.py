@@ -52,7 +52,11 @@ def make_problems(n: int, seed: int = 0) -> list[tuple[dict, str]]:
         ("xs", "    return sum(x * x for x in xs) + {c}\n", lambda xs, c: sum(x * x for x in xs) + c),
         ("xs", "    return sorted(xs)[::-1][:{c}]\n", lambda xs, c: sorted(xs)[::-1][:c]),
         ("xs", "    return [x for x in xs if x % {m} == 0]\n", None),
-        ("xs", "    return max(xs, default={c}) - min(xs, default=0)\n", lambda xs, c: max(xs, default=c) - min(xs, default=0)),
+        (
+            "xs",
+            "    return max(xs, default={c}) - min(xs, default=0)\n",
+            lambda xs, c: max(xs, default=c) - min(xs, default=0),
+        ),
     ]
     problems = []
     for i in range(n):

@@ -112,7 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     ap.add_argument("--full", action="store_true", help="run verl's loop at every size, however long")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--smoke", action="store_true", help="N = 10^3 only: checks that the script runs (CI), measures nothing")
+    ap.add_argument(
+        "--smoke", action="store_true", help="N = 10^3 only: checks that the script runs (CI), measures nothing"
+    )
     args = ap.parse_args(argv)
     if args.smoke:
         args.sizes = [10**3]

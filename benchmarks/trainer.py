@@ -118,8 +118,16 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     table = Table(title=f"fade train on arithmetic, {args.prompts} prompts x G={args.group_size}, "
                         f"{args.threads} thread(s), mean of steps 3..{args.steps}")
-    for col in ("estimator", "step (ms)", "steps/s", "sampled tokens/s", "sampling (ms)", "verify, old log-probs, update (ms)",
-                "advantage (ms)", "advantage share"):
+    for col in (
+        "estimator",
+        "step (ms)",
+        "steps/s",
+        "sampled tokens/s",
+        "sampling (ms)",
+        "verify, old log-probs, update (ms)",
+        "advantage (ms)",
+        "advantage share",
+    ):
         table.add_column(col, justify="right")
     ours = {}
     for name in args.estimators.split(","):
@@ -136,9 +144,20 @@ def main() -> None:
     try:
         import trl
     except ImportError:
-        raise SystemExit("TRL is not installed (pip install -e '.[trl]' from the clone); rerun with --no-trl to skip it") from None
-    peers = Table(title=f"The same work in TRL {trl.__version__}'s GRPOTrainer: ratio = TRL step time / fade train step time")
-    for col in ("trainer", "advantage", "step (ms)", "steps/s", "sampled tokens/s", "ratio vs fade train (same advantage)"):
+        raise SystemExit(
+            "TRL is not installed (pip install -e '.[trl]' from the clone); rerun with --no-trl to skip it"
+        ) from None
+    peers = Table(
+        title=f"The same work in TRL {trl.__version__}'s GRPOTrainer: ratio = TRL step time / fade train step time"
+    )
+    for col in (
+        "trainer",
+        "advantage",
+        "step (ms)",
+        "steps/s",
+        "sampled tokens/s",
+        "ratio vs fade train (same advantage)",
+    ):
         peers.add_column(col, justify="right")
     reference = ours.get("grpo") or next(iter(ours.values()))
     for label, advantage in (("GRPOTrainer", None), ("FadeGRPOTrainer", "grpo"), ("FadeGRPOTrainer", "fade")):

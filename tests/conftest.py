@@ -17,7 +17,9 @@ def tiny_model(tmp_path_factory) -> str:
     from fade.testbed.tokenizer import task_tokenizer
 
     tok = task_tokenizer(get_task("arithmetic"))
-    config = tiny_llama_config(len(tok), hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_positions=32)
+    config = tiny_llama_config(
+        len(tok), hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_positions=32
+    )
     directory = tmp_path_factory.mktemp("tiny") / "policy"
     save_policy(build_policy(config, seed=0), tok, directory)
     return str(directory)

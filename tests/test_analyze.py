@@ -185,8 +185,18 @@ def test_bad_dumps_stop_in_one_line_naming_the_file_and_line_before_any_output(t
 
         prompts = ["a"] * 4 + ["b"] * 3 + ["c"] * 4
         (d / "completions").mkdir(parents=True)
-        pq.write_table(pa.table({"step": [1] * 11, "prompt": prompts, "completion": ["x"] * 11,
-                                 "acc": [1.0] * 11, "advantage": [0.0] * 11}), d / "completions" / "completions_00001.parquet")
+        pq.write_table(
+            pa.table(
+                {
+                    "step": [1] * 11,
+                    "prompt": prompts,
+                    "completion": ["x"] * 11,
+                    "acc": [1.0] * 11,
+                    "advantage": [0.0] * 11,
+                }
+            ),
+            d / "completions" / "completions_00001.parquet",
+        )
         target = d
     elif case == "step_mismatch":
         write_jsonl(d / "3.jsonl", verl_rows(4, REWARDS))

@@ -202,10 +202,14 @@ def test_decompose_user_errors(tmp_path, capsys):
     bad_json.write_text('{"prompt_id": 0, "reward": 1, "advantage": 0.5}\n\n{"prompt_id": 0, "reward": \n')
     _assert_user_error(capsys, ["decompose", str(bad_json)], "bad.jsonl:3", "JSON")
 
-    no_reward = _write_jsonl(tmp_path / "noreward.jsonl", [{"prompt_id": 0, "reward": 1}, {"prompt_id": 0, "advantage": 1}])
+    no_reward = _write_jsonl(
+        tmp_path / "noreward.jsonl", [{"prompt_id": 0, "reward": 1}, {"prompt_id": 0, "advantage": 1}]
+    )
     _assert_user_error(capsys, ["decompose", str(no_reward), "--estimator", "grpo"], "noreward.jsonl:2", "reward")
 
-    no_adv = _write_jsonl(tmp_path / "noadv.jsonl", [{"prompt_id": 0, "reward": 1, "advantage": 1}, {"prompt_id": 0, "reward": 0}])
+    no_adv = _write_jsonl(
+        tmp_path / "noadv.jsonl", [{"prompt_id": 0, "reward": 1, "advantage": 1}, {"prompt_id": 0, "reward": 0}]
+    )
     _assert_user_error(capsys, ["decompose", str(no_adv)], "noadv.jsonl:2", "advantage")
 
     good = _write_jsonl(tmp_path / "good.jsonl", [{"prompt_id": 0, "reward": 1}, {"prompt_id": 0, "reward": 0}])
@@ -279,7 +283,10 @@ def test_python_dash_m_fade_entry_point(tmp_path):
     assert json.loads(ok.stdout)["sign_balance"] == pytest.approx(2 / 3)
 
     bad = subprocess.run(
-        [sys.executable, "-m", "fade", "decompose", str(tmp_path / "nope.jsonl")], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "fade", "decompose", str(tmp_path / "nope.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and bad.stderr.startswith("fade: error: ")
@@ -317,7 +324,11 @@ def _write_samples(tmp_path: Path) -> Path:
         (["sweep", "--preset", "quick", "--out", "{out}", "--no-progress"], "testbed", "transformers"),
         (["demo", "--out", "{out}", "--no-progress"], "testbed", "transformers"),
         (["eval", "{samples}", "--verifier", "math", "--out", "{out}", "--no-progress"], "math", "math_verify"),
-        (["train", "--data", "{samples}", "--verifier", "math", "--out", "{out}", "--no-progress"], "math", "math_verify"),
+        (
+            ["train", "--data", "{samples}", "--verifier", "math", "--out", "{out}", "--no-progress"],
+            "math",
+            "math_verify",
+        ),
     ],
 )
 def test_a_missing_extra_is_one_line_naming_it_and_its_install_line(argv, extra, module, tmp_path, capsys, monkeypatch):
@@ -366,7 +377,10 @@ def test_the_code_verifier_needs_no_math_extra(tmp_path, capsys, monkeypatch):
     [
         (["--group-size", "1"], "--group-size 1 gives every rollout of fade an advantage of 0"),
         (["--estimator", "grpo", "--group-size", "1"], "--group-size 1 gives every rollout of grpo"),
-        (["--estimator", "passk:k=4", "--group-size", "4"], "passk:k=4 gives every rollout an advantage of 0 at --group-size 4"),
+        (
+            ["--estimator", "passk:k=4", "--group-size", "4"],
+            "passk:k=4 gives every rollout an advantage of 0 at --group-size 4",
+        ),
         (["--estimator", "pkpo:k=8", "--group-size", "8"], "pkpo:k=8 gives every rollout an advantage of 0"),
         (["--estimator", "passk:k=8", "--group-size", "4"], "at least k rollouts"),
         (["--verifier", "exact"], "--verifier exact scores --data files only"),
@@ -384,7 +398,9 @@ def test_every_verifier_the_help_lists_is_accepted_and_no_other(capsys):
     assert main(["train", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert f"how --data answers are checked: {', '.join(VERIFIERS)} " in text
-    _assert_user_error(capsys, ["train", "--data", "x.jsonl", "--verifier", "nonsense", "--out", "o"], "nonsense", "exact")
+    _assert_user_error(
+        capsys, ["train", "--data", "x.jsonl", "--verifier", "nonsense", "--out", "o"], "nonsense", "exact"
+    )
 
 
 @pytest.mark.parametrize("command", ["atlas", "decompose", "pretrain", "calibrate", "train", "eval", "sweep"])

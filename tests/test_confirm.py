@@ -23,7 +23,9 @@ from fade.experiments.sections import evaluate
 from fade.experiments.stats import CONTRADICTED, SUPPORTED, UNRESOLVED
 from fade.experiments.sweep import DESIGN_FILE, check_claims, check_design, fix_design, report_sweep, run_sweep
 
-SMALL = dict(steps=3, eval_every=2, eval_prompts=4, eval_samples=4, prompts_per_step=4, group_size=4, checkpoint_every=1)
+SMALL = dict(
+    steps=3, eval_every=2, eval_prompts=4, eval_samples=4, prompts_per_step=4, group_size=4, checkpoint_every=1
+)
 
 
 def _fixed(measure: str = "passk_mean", **overrides) -> Preset:

@@ -11,7 +11,7 @@ import matplotlib.image
 
 from fade.cli import main
 from fade.experiments import demo
-from fade.experiments.sweep import planned_config
+from fade.experiments.execution import planned_config
 from fade.testbed.config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,13 +22,26 @@ def test_the_demo_is_seed_0_of_two_paper_preset_runs_unchanged():
     runs = demo.demo_preset().runs()
     assert [r.estimator for r in runs] == [demo.DEMO_BASELINE, demo.DEMO_FADE] == ["dr_grpo", "fade:h_star_ratio=0.7"]
     for run in runs:
-        assert (run.task, run.seed, run.steps, run.group_size, run.prompts_per_step) == ("countdown_multi", 0, 200, 16, 16)
+        assert (run.task, run.seed, run.steps, run.group_size, run.prompts_per_step) == (
+            "countdown_multi",
+            0,
+            200,
+            16,
+            16,
+        )
         # The settings the paper sweep trained this run with (its run.json), but where it lived; a
         # setting the trainer gained since reads as its default there, as the sweep reads it.
         shipped = json.loads((PAPER_RUNS / run.label / "seed0" / "run.json").read_text())
         planned = planned_config(run, "anywhere")
-        since = {f.name: f.default for f in dataclasses.fields(TrainConfig) if f.name in planned and f.name not in shipped}
-        assert since == {"filter_zero_variance": False, "filter_max_draws": 10, "policy_loss": "ppo_clip", "entropy": None}
+        since = {
+            f.name: f.default for f in dataclasses.fields(TrainConfig) if f.name in planned and f.name not in shipped
+        }
+        assert since == {
+            "filter_zero_variance": False,
+            "filter_max_draws": 10,
+            "policy_loss": "ppo_clip",
+            "entropy": None,
+        }
         shipped.update(since)
         assert planned == {k: v for k, v in shipped.items() if k not in ("out", "progress")}
 
@@ -39,7 +52,9 @@ _DEMO_PRESET = demo.demo_preset
 def _tiny_demo_preset():
     """The demo's two runs, two steps long with a small evaluation: the plumbing, in seconds."""
     preset = _DEMO_PRESET().with_overrides(steps=2)
-    plans = [dataclasses.replace(p, eval_every=1, eval_prompts=4, eval_samples=4, prompts_per_step=2) for p in preset.plans]
+    plans = [
+        dataclasses.replace(p, eval_every=1, eval_prompts=4, eval_samples=4, prompts_per_step=2) for p in preset.plans
+    ]
     return dataclasses.replace(preset, plans=tuple(plans))
 
 

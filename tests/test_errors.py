@@ -333,7 +333,10 @@ def test_numpy_arrays_with_negative_strides_are_accepted():
     lengths = np.arange(1.0, 9.0)[::-1]
     want = fade.advantages("grpo", r.copy(), ids.copy())
     assert torch.equal(fade.advantages("grpo", r, ids), want)
-    assert torch.equal(fade.advantages("opo", r, ids, lengths=lengths), fade.advantages("opo", r.copy(), ids.copy(), lengths=lengths.copy()))
+    assert torch.equal(
+        fade.advantages("opo", r, ids, lengths=lengths),
+        fade.advantages("opo", r.copy(), ids.copy(), lengths=lengths.copy()),
+    )
     rep = fade.decompose(want.numpy()[::-1], r[::-1], ids[::-1])
     assert rep == fade.decompose(want.numpy()[::-1].copy(), r[::-1].copy(), ids[::-1].copy())
 

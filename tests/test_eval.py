@@ -122,8 +122,15 @@ def test_livecodebench_samples_with_a_problems_file(capsys, tmp_path):
 
 def test_taco_and_codecontests_samples_and_comparison_plot(capsys, tmp_path):
     first, second = tmp_path / "lcb", tmp_path / "taco"
-    assert _eval(capsys, LCB, "--problems", LCB_PROBLEMS, "--verifier", "code", "--k", "1,4", "--out", first, *CODE_FLAGS)[0] == 0
-    code, _, err = _eval(capsys, TACO, "--verifier", "code", "--k", "1,3", "--out", second, "--compare", first, *CODE_FLAGS)
+    assert (
+        _eval(capsys, LCB, "--problems", LCB_PROBLEMS, "--verifier", "code", "--k", "1,4", "--out", first, *CODE_FLAGS)[
+            0
+        ]
+        == 0
+    )
+    code, _, err = _eval(
+        capsys, TACO, "--verifier", "code", "--k", "1,3", "--out", second, "--compare", first, *CODE_FLAGS
+    )
     assert code == 0, err
     report = _report(second)
     rows = {r["problem_id"]: r for r in map(json.loads, (second / "problems.jsonl").read_text().splitlines())}
@@ -147,7 +154,19 @@ def test_resume_after_a_kill_equals_an_uninterrupted_run(capsys, tmp_path):
     big_problems = tmp_path / "big_problems.jsonl"
     big_problems.write_text("".join(json.dumps({**p, "question_id": f"{p['question_id']}-{c}"}) + "\n"
                                     for c in range(3) for p in problems))
-    flags = ["--problems", big_problems, "--verifier", "code", "--k", "1,2,4", "--workers", "1", "--label", "run", *CODE_FLAGS]
+    flags = [
+        "--problems",
+        big_problems,
+        "--verifier",
+        "code",
+        "--k",
+        "1,2,4",
+        "--workers",
+        "1",
+        "--label",
+        "run",
+        *CODE_FLAGS,
+    ]
     killed, whole = tmp_path / "killed", tmp_path / "whole"
 
     command = [sys.executable, "-m", "fade", "eval", str(big), *map(str, flags), "--out", str(killed), "--no-progress"]
@@ -198,16 +217,35 @@ def test_bad_input_is_a_one_line_error(capsys, tmp_path):
     math = ["--verifier", "math", "--out", out]
     _assert_error(capsys, [tmp_path / "missing.jsonl", *math], "no such file")
     _assert_error(capsys, [_write(tmp_path / "a.jsonl", ["{not json"]), *math], "a.jsonl:1", "not valid JSON")
-    _assert_error(capsys, [_write(tmp_path / "b.jsonl", [{"completion": "x", "answer": "1"}]), *math], "b.jsonl:1", "problem id")
-    _assert_error(capsys, [_write(tmp_path / "c.jsonl", [{"id": 1, "answer": "1"}]), *math], "c.jsonl:1", "'completion'")
-    _assert_error(capsys, [_write(tmp_path / "d.jsonl", [{"id": 1, "completion": "x"}]), *math], "d.jsonl:1", "gold answer")
+    _assert_error(
+        capsys, [_write(tmp_path / "b.jsonl", [{"completion": "x", "answer": "1"}]), *math], "b.jsonl:1", "problem id"
+    )
+    _assert_error(
+        capsys, [_write(tmp_path / "c.jsonl", [{"id": 1, "answer": "1"}]), *math], "c.jsonl:1", "'completion'"
+    )
+    _assert_error(
+        capsys, [_write(tmp_path / "d.jsonl", [{"id": 1, "completion": "x"}]), *math], "d.jsonl:1", "gold answer"
+    )
     _assert_error(capsys, [_write(tmp_path / "e.jsonl", [{"id": 1, "completion": "x", "answer": "1"},
                                                           {"id": 1, "completion": "y", "answer": "2"}]), *math],
                   "e.jsonl:2", "different reference")
-    _assert_error(capsys, [_write(tmp_path / "f.jsonl", [{"id": 1, "completion": "x", "tests": []}]), "--verifier", "code",
-                           "--out", out], "f.jsonl:1", "no test cases")
-    _assert_error(capsys, [_write(tmp_path / "g.jsonl", [{"id": 9, "completion": "x"}]), "--problems",
-                           _write(tmp_path / "p.jsonl", [{"id": 1, "answer": "1"}]), *math], "g.jsonl:1", "not in --problems")
+    _assert_error(
+        capsys,
+        [_write(tmp_path / "f.jsonl", [{"id": 1, "completion": "x", "tests": []}]), "--verifier", "code", "--out", out],
+        "f.jsonl:1",
+        "no test cases",
+    )
+    _assert_error(
+        capsys,
+        [
+            _write(tmp_path / "g.jsonl", [{"id": 9, "completion": "x"}]),
+            "--problems",
+            _write(tmp_path / "p.jsonl", [{"id": 1, "answer": "1"}]),
+            *math,
+        ],
+        "g.jsonl:1",
+        "not in --problems",
+    )
     _assert_error(capsys, [MATH, *math, "--k", "1,zero"], "--k", "'zero'")
     _assert_error(capsys, [MATH, *math, "--k", "0"], ">= 1")
     _assert_error(capsys, [MATH, *math, "--compare", tmp_path], "--compare", "report.json")
@@ -216,13 +254,23 @@ def test_bad_input_is_a_one_line_error(capsys, tmp_path):
 
 def test_resume_refuses_other_settings_or_changed_samples(capsys, tmp_path):
     out = tmp_path / "out"
-    samples = _write(tmp_path / "s.jsonl", [{"id": 1, "completion": "print(1)", "tests": [{"input": "", "output": "1"}]},
-                                            {"id": 1, "completion": "print(2)", "tests": [{"input": "", "output": "1"}]}])
+    samples = _write(
+        tmp_path / "s.jsonl",
+        [
+            {"id": 1, "completion": "print(1)", "tests": [{"input": "", "output": "1"}]},
+            {"id": 1, "completion": "print(2)", "tests": [{"input": "", "output": "1"}]},
+        ],
+    )
     assert _eval(capsys, samples, "--verifier", "code", "--out", out, "--limit", "1", *CODE_FLAGS)[0] == 0
     _assert_error(capsys, [samples, "--verifier", "code", "--out", out, "--time-limit", "2"], "other settings")
     _assert_error(capsys, [samples, "--verifier", "math", "--out", out], "other settings")
     _write(samples, [{"id": 1, "completion": "print(3)", "tests": [{"input": "", "output": "1"}]}])
-    _assert_error(capsys, [samples, "--verifier", "code", "--out", out, *CODE_FLAGS], "different completion", "samples file changed")
+    _assert_error(
+        capsys,
+        [samples, "--verifier", "code", "--out", out, *CODE_FLAGS],
+        "different completion",
+        "samples file changed",
+    )
 
 
 def test_an_empty_completions_list_adds_no_problem_and_the_report_is_written(capsys, tmp_path):
@@ -255,7 +303,9 @@ def test_unreadable_lines_are_errors_that_name_file_and_line(capsys, tmp_path):
 
 def test_a_score_is_reused_only_against_the_same_reference(capsys, tmp_path):
     out = tmp_path / "out"
-    samples = _write(tmp_path / "s.jsonl", [{"problem_id": "a", "completion": "print(7)", "tests": [{"input": "", "output": "7"}]}])
+    samples = _write(
+        tmp_path / "s.jsonl", [{"problem_id": "a", "completion": "print(7)", "tests": [{"input": "", "output": "7"}]}]
+    )
     code, _, err = _eval(capsys, samples, "--verifier", "code", "--out", out, "--k", "1", *CODE_FLAGS)
     assert code == 0 and _report(out)["pass@k"]["pass@1"] == 1.0, err
     # The same completion, the expected output changed: the old score must not be reused.
@@ -276,7 +326,9 @@ def test_a_score_is_reused_only_against_the_same_reference(capsys, tmp_path):
 
 def test_scores_without_a_reference_hash_are_not_reused(capsys, tmp_path):
     out = tmp_path / "out"
-    samples = _write(tmp_path / "s.jsonl", [{"id": 1, "completion": "print(1)", "tests": [{"input": "", "output": "1"}]}])
+    samples = _write(
+        tmp_path / "s.jsonl", [{"id": 1, "completion": "print(1)", "tests": [{"input": "", "output": "1"}]}]
+    )
     assert _eval(capsys, samples, "--verifier", "code", "--out", out, *CODE_FLAGS)[0] == 0
     recs = _scores(out)
     for rec in recs:
@@ -290,7 +342,9 @@ def test_a_second_run_on_the_same_folder_is_refused(capsys, tmp_path):
 
     out = tmp_path / "out"
     out.mkdir()
-    samples = _write(tmp_path / "s.jsonl", [{"id": 1, "completion": "print(1)", "tests": [{"input": "", "output": "1"}]}])
+    samples = _write(
+        tmp_path / "s.jsonl", [{"id": 1, "completion": "print(1)", "tests": [{"input": "", "output": "1"}]}]
+    )
     with folder_lock(out):
         _assert_error(capsys, [samples, "--verifier", "code", "--out", out, *CODE_FLAGS],
                       "being written by another fade eval", f"pid {os.getpid()}")

@@ -74,8 +74,13 @@ def cc(inp: str, out: str) -> dict:
 
 HE = {"task_id": "HumanEval/x", "prompt": "def add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n", "entry_point": "add",
       "test": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n"}
-MBPP = {"task_id": 11, "text": "Write a function to add two numbers.", "test_list": ["assert add(1, 2) == 3", "assert add(2, 2) == 4"],
-        "test_setup_code": "", "challenge_test_list": []}
+MBPP = {
+    "task_id": 11,
+    "text": "Write a function to add two numbers.",
+    "test_list": ["assert add(1, 2) == 3", "assert add(2, 2) == 4"],
+    "test_setup_code": "",
+    "challenge_test_list": [],
+}
 
 
 @dataclass(frozen=True)
@@ -90,126 +95,447 @@ class Rule:
 
 RULES = [
     # -- LiveCodeBench ---------------------------------------------------------------------------------
-    Rule("lcb", "L1 prelude", fenced("d = deque([int(input())])\nprint(d[0] * 2)"), lcb_stdin("3\n", "6\n"), True,
-         "deque without an import: the prelude star-imports collections"),
-    Rule("lcb", "L1 prelude", fenced("class Solution:\n    def f(self, x: Optional[int]) -> List[int]:\n        return [x]"),
-         lcb_call("f", "3", "[3]"), True, "typing's names without an import"),
-    Rule("lcb", "L2 recursion limit", fenced(
-        "def depth(n):\n    return 0 if n == 0 else 1 + depth(n - 1)\nprint(depth(20000) - 20000 + 2 * int(input()))"),
-        lcb_stdin("3\n", "6\n"), True, "recursion 20,000 deep under the prelude's limit of 50,000"),
-    Rule("lcb", "L3 main guard", fenced(
-        "def main():\n    print(2 * int(input()))\nif __name__ == '__main__':\n    main()\nx = 1"),
-        lcb_stdin("3\n", "6\n"), False, "only a last main guard is unwrapped; this one runs in tmp_sol and is skipped"),
-    Rule("lcb", "L4 wrapped in a function", fenced(
-        "total = 0\ndef add():\n    global total\n    total += int(input())\nadd()\nprint(2 * total)"),
-        lcb_stdin("3\n", "6\n"), False, "top-level names are locals of wrapped_function: the global does not exist"),
-    Rule("lcb", "L5 __future__", fenced("from __future__ import annotations\nprint(2 * int(input()))"),
-         lcb_stdin("3\n", "6\n"), False, "the __future__ import lands after the prelude: a SyntaxError"),
-    Rule("lcb", "L6 class Solution in stdin code", fenced(
-        "class Solution:\n    def twice(self, x):\n        return 2 * x\nprint(Solution().twice(int(input())))"),
-        lcb_stdin("3\n", "6\n"), False, "the text 'class Solution' makes the grader instantiate it at module level"),
-    Rule("lcb", "L7 stdin", fenced("import sys\nfor line in sys.stdin:\n    print(2 * int(line))"),
-         lcb_stdin("3\n", "6\n"), False, "the stand-in for sys.stdin cannot be iterated"),
-    Rule("lcb", "L7 stdin", fenced("import sys\nfor line in sys.stdin.readlines():\n    print(2 * int(line))"),
-         lcb_stdin("3\n", "6\n"), False, "readlines() is input.split('\\n'): a last empty line"),
-    Rule("lcb", "L7 stdin", fenced("print(2 * int(open(0).read()))"), lcb_stdin("3\n", "6\n"), False,
-         "open(0) reads the real standard input, which is empty"),
-    Rule("lcb", "L8 stdout", fenced("import sys\nsys.stdout.buffer.write(str(2 * int(input())).encode())"),
-         lcb_stdin("3\n", "6\n"), False, "the captured sys.stdout is a StringIO without a buffer"),
-    Rule("lcb", "L8 stdout", fenced("import os\nos.write(1, str(2 * int(input())).encode())"),
-         lcb_stdin("3\n", "6\n"), False, "what goes around sys.stdout is not captured"),
-    Rule("lcb", "L9 SystemExit", fenced("import sys\nprint(2 * int(input()))\nsys.exit(1)"),
-         lcb_stdin("3\n", "6\n"), True, "SystemExit ends the program and its output so far is judged"),
-    Rule("lcb", "L9 SystemExit", fenced("import os\nos._exit(0)"), lcb_stdin("3\n", ""), False,
-         "os._exit ends the grader's own process: no result comes back, whatever the output"),
-    Rule("lcb", "L10 lines and decimals", fenced("print(0.3000001)"), lcb_stdin("", "0.3\n"), False,
-         "decimals compare exactly: no tolerance"),
-    Rule("lcb", "L10 lines and decimals", fenced("print(1, 2)"), lcb_stdin("", "1\n2\n"), False,
-         "lines compare one for one"),
-    Rule("lcb", "L10 lines and decimals", fenced("print(1)\nprint()\nprint(2)"), lcb_stdin("", "1\n2\n"), False,
-         "an empty line inside the output is a line"),
-    Rule("lcb", "L10 lines and decimals", fenced("print('a  b')"), lcb_stdin("", "a b\n"), False,
-         "a line that is not numbers compares as text"),
-    Rule("lcb", "L11 call-based ==", fenced("class Solution:\n    def f(self, x):\n        return 0.1 + 0.2"),
-         lcb_call("f", "1", "0.3"), False, "== with no tolerance"),
-    Rule("lcb", "L11 call-based ==", fenced("class Solution:\n    def f(self, x):\n        return 5"),
-         lcb_call("f", "1", "[5]"), False, "no unwrapping of a one-element list"),
-    Rule("lcb", "L11 call-based ==", fenced("class Solution:\n    def f(self, x):\n        return {1: 2}"),
-         lcb_call("f", "1", "{\"1\": 2}"), False, "dict keys compare as they are: 1 is not '1'"),
-    Rule("lcb", "L11 call-based ==", fenced("class Solution:\n    def f(self, x):\n        return [(1, 1)]"),
-         lcb_call("f", "1", "[[1, 1]]"), False, "only a top-level tuple becomes a list"),
-    Rule("lcb", "L16 reliability guard", fenced("import os\nos.getcwd()\nprint(2 * int(input()))"),
-         lcb_stdin("3\n", "6\n"), False, "os.getcwd is switched off"),
-    Rule("lcb", "L16 reliability guard", fenced("print(2 * int(input()))\nquit()"), lcb_stdin("3\n", "6\n"), False,
-         "quit is switched off (exit is not)"),
-    Rule("lcb", "L17 digits", fenced("print(10 ** 5000)"), lcb_stdin("", "1" + "0" * 5000 + "\n"), True,
-         "integers print with up to 50,000 digits"),
+    Rule(
+        "lcb",
+        "L1 prelude",
+        fenced("d = deque([int(input())])\nprint(d[0] * 2)"),
+        lcb_stdin("3\n", "6\n"),
+        True,
+        "deque without an import: the prelude star-imports collections",
+    ),
+    Rule(
+        "lcb",
+        "L1 prelude",
+        fenced("class Solution:\n    def f(self, x: Optional[int]) -> List[int]:\n        return [x]"),
+        lcb_call("f", "3", "[3]"),
+        True,
+        "typing's names without an import",
+    ),
+    Rule(
+        "lcb",
+        "L2 recursion limit",
+        fenced(
+            "def depth(n):\n    return 0 if n == 0 else 1 + depth(n - 1)\n"
+            "print(depth(20000) - 20000 + 2 * int(input()))"
+        ),
+        lcb_stdin("3\n", "6\n"),
+        True,
+        "recursion 20,000 deep under the prelude's limit of 50,000",
+    ),
+    Rule(
+        "lcb",
+        "L3 main guard",
+        fenced("def main():\n    print(2 * int(input()))\nif __name__ == '__main__':\n    main()\nx = 1"),
+        lcb_stdin("3\n", "6\n"),
+        False,
+        "only a last main guard is unwrapped; this one runs in tmp_sol and is skipped",
+    ),
+    Rule(
+        "lcb",
+        "L4 wrapped in a function",
+        fenced("total = 0\ndef add():\n    global total\n    total += int(input())\nadd()\nprint(2 * total)"),
+        lcb_stdin("3\n", "6\n"),
+        False,
+        "top-level names are locals of wrapped_function: the global does not exist",
+    ),
+    Rule(
+        "lcb",
+        "L5 __future__",
+        fenced("from __future__ import annotations\nprint(2 * int(input()))"),
+        lcb_stdin("3\n", "6\n"),
+        False,
+        "the __future__ import lands after the prelude: a SyntaxError",
+    ),
+    Rule(
+        "lcb",
+        "L6 class Solution in stdin code",
+        fenced("class Solution:\n    def twice(self, x):\n        return 2 * x\nprint(Solution().twice(int(input())))"),
+        lcb_stdin("3\n", "6\n"),
+        False,
+        "the text 'class Solution' makes the grader instantiate it at module level",
+    ),
+    Rule(
+        "lcb",
+        "L7 stdin",
+        fenced("import sys\nfor line in sys.stdin:\n    print(2 * int(line))"),
+        lcb_stdin("3\n", "6\n"),
+        False,
+        "the stand-in for sys.stdin cannot be iterated",
+    ),
+    Rule(
+        "lcb",
+        "L7 stdin",
+        fenced("import sys\nfor line in sys.stdin.readlines():\n    print(2 * int(line))"),
+        lcb_stdin("3\n", "6\n"),
+        False,
+        "readlines() is input.split('\\n'): a last empty line",
+    ),
+    Rule(
+        "lcb",
+        "L7 stdin",
+        fenced("print(2 * int(open(0).read()))"),
+        lcb_stdin("3\n", "6\n"),
+        False,
+        "open(0) reads the real standard input, which is empty",
+    ),
+    Rule(
+        "lcb",
+        "L8 stdout",
+        fenced("import sys\nsys.stdout.buffer.write(str(2 * int(input())).encode())"),
+        lcb_stdin("3\n", "6\n"),
+        False,
+        "the captured sys.stdout is a StringIO without a buffer",
+    ),
+    Rule(
+        "lcb",
+        "L8 stdout",
+        fenced("import os\nos.write(1, str(2 * int(input())).encode())"),
+        lcb_stdin("3\n", "6\n"),
+        False,
+        "what goes around sys.stdout is not captured",
+    ),
+    Rule(
+        "lcb",
+        "L9 SystemExit",
+        fenced("import sys\nprint(2 * int(input()))\nsys.exit(1)"),
+        lcb_stdin("3\n", "6\n"),
+        True,
+        "SystemExit ends the program and its output so far is judged",
+    ),
+    Rule(
+        "lcb",
+        "L9 SystemExit",
+        fenced("import os\nos._exit(0)"),
+        lcb_stdin("3\n", ""),
+        False,
+        "os._exit ends the grader's own process: no result comes back, whatever the output",
+    ),
+    Rule(
+        "lcb",
+        "L10 lines and decimals",
+        fenced("print(0.3000001)"),
+        lcb_stdin("", "0.3\n"),
+        False,
+        "decimals compare exactly: no tolerance",
+    ),
+    Rule(
+        "lcb",
+        "L10 lines and decimals",
+        fenced("print(1, 2)"),
+        lcb_stdin("", "1\n2\n"),
+        False,
+        "lines compare one for one",
+    ),
+    Rule(
+        "lcb",
+        "L10 lines and decimals",
+        fenced("print(1)\nprint()\nprint(2)"),
+        lcb_stdin("", "1\n2\n"),
+        False,
+        "an empty line inside the output is a line",
+    ),
+    Rule(
+        "lcb",
+        "L10 lines and decimals",
+        fenced("print('a  b')"),
+        lcb_stdin("", "a b\n"),
+        False,
+        "a line that is not numbers compares as text",
+    ),
+    Rule(
+        "lcb",
+        "L11 call-based ==",
+        fenced("class Solution:\n    def f(self, x):\n        return 0.1 + 0.2"),
+        lcb_call("f", "1", "0.3"),
+        False,
+        "== with no tolerance",
+    ),
+    Rule(
+        "lcb",
+        "L11 call-based ==",
+        fenced("class Solution:\n    def f(self, x):\n        return 5"),
+        lcb_call("f", "1", "[5]"),
+        False,
+        "no unwrapping of a one-element list",
+    ),
+    Rule(
+        "lcb",
+        "L11 call-based ==",
+        fenced("class Solution:\n    def f(self, x):\n        return {1: 2}"),
+        lcb_call("f", "1", '{"1": 2}'),
+        False,
+        "dict keys compare as they are: 1 is not '1'",
+    ),
+    Rule(
+        "lcb",
+        "L11 call-based ==",
+        fenced("class Solution:\n    def f(self, x):\n        return [(1, 1)]"),
+        lcb_call("f", "1", "[[1, 1]]"),
+        False,
+        "only a top-level tuple becomes a list",
+    ),
+    Rule(
+        "lcb",
+        "L16 reliability guard",
+        fenced("import os\nos.getcwd()\nprint(2 * int(input()))"),
+        lcb_stdin("3\n", "6\n"),
+        False,
+        "os.getcwd is switched off",
+    ),
+    Rule(
+        "lcb",
+        "L16 reliability guard",
+        fenced("print(2 * int(input()))\nquit()"),
+        lcb_stdin("3\n", "6\n"),
+        False,
+        "quit is switched off (exit is not)",
+    ),
+    Rule(
+        "lcb",
+        "L17 digits",
+        fenced("print(10 ** 5000)"),
+        lcb_stdin("", "1" + "0" * 5000 + "\n"),
+        True,
+        "integers print with up to 50,000 digits",
+    ),
     # -- TACO ------------------------------------------------------------------------------------------
-    Rule("taco", "T1 prelude", "a, b = map(int, input().split())\nprint(np.int64(a + b))", taco_stdin("1 2\n", "3\n"),
-         True, "numpy as np without an import"),
-    Rule("taco", "T3 file retry", "import sys\nif sys.stdin.read():\n    raise SystemExit(1)\n"
-         "a, b = map(int, open('input.txt').read().split())\nopen('output.txt', 'w').write(str(a + b))",
-         taco_stdin("1 2\n", "3\n"), True, "a failed run is retried with input.txt and output.txt"),
-    Rule("taco", "T3 wrapped rerun", "a, b = map(int, input().split())\nprint(a + b)\nreturn",
-         taco_stdin("1 2\n", "3\n"), True, "every test exited with 1: the program runs again as the body of code()"),
-    Rule("taco", "T4 string cascade", "print(0.3000001)", taco_stdin("", "0.3\n"), False,
-         "floats are compared character by character: no tolerance for a real float"),
-    Rule("taco", "T4 string cascade", "import sys\nsys.stdout.write('12')", taco_stdin("", "1\n2\n"), True,
-         "the output's characters against the expected lines, as floats"),
-    Rule("taco", "T4 string cascade", "import sys\nsys.stdout.write('21')", taco_stdin("", "1 2\n"), True,
-         "the character sets of the output's tokens against the lines' token sets"),
-    Rule("taco", "T4 string cascade", "print('b')\nprint('a')", taco_stdin("", "a\nb\n"), True,
-         "sets of lines: order does not matter"),
-    Rule("taco", "T5 call-based", "def f(x):\n    return 5", taco_call("f", [[1]], [[5, 6]]), True,
-         "the expected value's first element is accepted"),
-    Rule("taco", "T5 call-based", "def f(x):\n    return 0.1 + 0.2", taco_call("f", [[1]], [0.3]), False,
-         "== with no tolerance"),
-    Rule("taco", "T5 call-based", "def f(*args):\n    return len(args)", taco_call("f", ["ab"], [2]), True,
-         "method(*inputs): a string input gives its characters as arguments"),
-    Rule("taco", "T7 time limit", "import time\ntime.sleep(4.5)\nprint(3)", taco_stdin("", "3\n"), False,
-         "4 s per test"),
+    Rule(
+        "taco",
+        "T1 prelude",
+        "a, b = map(int, input().split())\nprint(np.int64(a + b))",
+        taco_stdin("1 2\n", "3\n"),
+        True,
+        "numpy as np without an import",
+    ),
+    Rule(
+        "taco",
+        "T3 file retry",
+        "import sys\nif sys.stdin.read():\n    raise SystemExit(1)\n"
+        "a, b = map(int, open('input.txt').read().split())\nopen('output.txt', 'w').write(str(a + b))",
+        taco_stdin("1 2\n", "3\n"),
+        True,
+        "a failed run is retried with input.txt and output.txt",
+    ),
+    Rule(
+        "taco",
+        "T3 wrapped rerun",
+        "a, b = map(int, input().split())\nprint(a + b)\nreturn",
+        taco_stdin("1 2\n", "3\n"),
+        True,
+        "every test exited with 1: the program runs again as the body of code()",
+    ),
+    Rule(
+        "taco",
+        "T4 string cascade",
+        "print(0.3000001)",
+        taco_stdin("", "0.3\n"),
+        False,
+        "floats are compared character by character: no tolerance for a real float",
+    ),
+    Rule(
+        "taco",
+        "T4 string cascade",
+        "import sys\nsys.stdout.write('12')",
+        taco_stdin("", "1\n2\n"),
+        True,
+        "the output's characters against the expected lines, as floats",
+    ),
+    Rule(
+        "taco",
+        "T4 string cascade",
+        "import sys\nsys.stdout.write('21')",
+        taco_stdin("", "1 2\n"),
+        True,
+        "the character sets of the output's tokens against the lines' token sets",
+    ),
+    Rule(
+        "taco",
+        "T4 string cascade",
+        "print('b')\nprint('a')",
+        taco_stdin("", "a\nb\n"),
+        True,
+        "sets of lines: order does not matter",
+    ),
+    Rule(
+        "taco",
+        "T5 call-based",
+        "def f(x):\n    return 5",
+        taco_call("f", [[1]], [[5, 6]]),
+        True,
+        "the expected value's first element is accepted",
+    ),
+    Rule(
+        "taco",
+        "T5 call-based",
+        "def f(x):\n    return 0.1 + 0.2",
+        taco_call("f", [[1]], [0.3]),
+        False,
+        "== with no tolerance",
+    ),
+    Rule(
+        "taco",
+        "T5 call-based",
+        "def f(*args):\n    return len(args)",
+        taco_call("f", ["ab"], [2]),
+        True,
+        "method(*inputs): a string input gives its characters as arguments",
+    ),
+    Rule(
+        "taco", "T7 time limit", "import time\ntime.sleep(4.5)\nprint(3)", taco_stdin("", "3\n"), False, "4 s per test"
+    ),
     # -- CodeContests --------------------------------------------------------------------------------
     Rule("codecontests", "C1 lowercase tokens", "print('yes', 3)", cc("", "YES 3\n"), True, "case is ignored"),
-    Rule("codecontests", "C1 lowercase tokens", "import sys\nsys.stdout.write('1\\x0c2')", cc("", "1 2\n"), False,
-         "tokens are split on space, \\n, \\t, \\r and \\v only: a form feed is part of a token"),
-    Rule("codecontests", "C1 lowercase tokens", "print('1\\xa02')", cc("", "1 2\n"), False,
-         "a no-break space is part of a token"),
+    Rule(
+        "codecontests",
+        "C1 lowercase tokens",
+        "import sys\nsys.stdout.write('1\\x0c2')",
+        cc("", "1 2\n"),
+        False,
+        "tokens are split on space, \\n, \\t, \\r and \\v only: a form feed is part of a token",
+    ),
+    Rule(
+        "codecontests",
+        "C1 lowercase tokens",
+        "print('1\\xa02')",
+        cc("", "1 2\n"),
+        False,
+        "a no-break space is part of a token",
+    ),
     Rule("codecontests", "C2 ValuesMatch", "print(0.500009)", cc("", "0.5\n"), True, "doubles within an absolute 1e-5"),
-    Rule("codecontests", "C2 ValuesMatch", "print(1000000.5)", cc("", "1000000.0\n"), False,
-         "absolute only: no relative tolerance"),
-    Rule("codecontests", "C3 output decides", "print('YES', 3)\nraise ValueError('after the answer')", cc("", "YES 3\n"),
-         True, "passed is the output's comparison, whatever the exit status"),
-    Rule("codecontests", "C4 limits", "x = bytearray(400 << 20)\nprint('YES', 3)", cc("", "YES 3\n"), False,
-         "256 MiB + 32 MiB of address space"),
+    Rule(
+        "codecontests",
+        "C2 ValuesMatch",
+        "print(1000000.5)",
+        cc("", "1000000.0\n"),
+        False,
+        "absolute only: no relative tolerance",
+    ),
+    Rule(
+        "codecontests",
+        "C3 output decides",
+        "print('YES', 3)\nraise ValueError('after the answer')",
+        cc("", "YES 3\n"),
+        True,
+        "passed is the output's comparison, whatever the exit status",
+    ),
+    Rule(
+        "codecontests",
+        "C4 limits",
+        "x = bytearray(400 << 20)\nprint('YES', 3)",
+        cc("", "YES 3\n"),
+        False,
+        "256 MiB + 32 MiB of address space",
+    ),
     # -- HumanEval -----------------------------------------------------------------------------------
-    Rule("humaneval", "H2 any exception fails", "    import sys\n    sys.exit(0)\n", HE, False,
-         "SystemExit fails a check, even with status 0"),
-    Rule("humaneval", "H2 any exception fails", "    return a + b\n\nexit()\n", HE, False,
-         "exit is switched off: calling it raises"),
-    Rule("humaneval", "H2 the check must return", "    return a - b\nimport os\nos._exit(0)\n", HE, False,
-         "a process that ends before the check returns leaves no result: status 0 is not a pass"),
-    Rule("humaneval", "H2 the check must return", "    return a - b\nimport os\nos.execvp('true', ['true'])\n", HE,
-         False, "exec replaces the process before the check runs"),
-    Rule("humaneval", "H1 program", "    return a + b\n\nif __name__ == '__main__':\n    raise ValueError\n", HE, True,
-         "the program runs in an empty globals dict: __name__ is not '__main__'"),
-    Rule("humaneval", "H3 time limit", "    import time\n    time.sleep(1.6)\n    return a + b\n", HE, False,
-         "3 s for the whole program (two calls of 1.6 s)"),
-    Rule("humaneval", "H4 standard input", "    import sys\n    sys.stdin.read()\n    return a + b\n", HE, False,
-         "reading standard input raises"),
-    Rule("humaneval", "H5 reliability guard", "    import os\n    os.getcwd()\n    return a + b\n", HE, False,
-         "os.getcwd is switched off"),
+    Rule(
+        "humaneval",
+        "H2 any exception fails",
+        "    import sys\n    sys.exit(0)\n",
+        HE,
+        False,
+        "SystemExit fails a check, even with status 0",
+    ),
+    Rule(
+        "humaneval",
+        "H2 any exception fails",
+        "    return a + b\n\nexit()\n",
+        HE,
+        False,
+        "exit is switched off: calling it raises",
+    ),
+    Rule(
+        "humaneval",
+        "H2 the check must return",
+        "    return a - b\nimport os\nos._exit(0)\n",
+        HE,
+        False,
+        "a process that ends before the check returns leaves no result: status 0 is not a pass",
+    ),
+    Rule(
+        "humaneval",
+        "H2 the check must return",
+        "    return a - b\nimport os\nos.execvp('true', ['true'])\n",
+        HE,
+        False,
+        "exec replaces the process before the check runs",
+    ),
+    Rule(
+        "humaneval",
+        "H1 program",
+        "    return a + b\n\nif __name__ == '__main__':\n    raise ValueError\n",
+        HE,
+        True,
+        "the program runs in an empty globals dict: __name__ is not '__main__'",
+    ),
+    Rule(
+        "humaneval",
+        "H3 time limit",
+        "    import time\n    time.sleep(1.6)\n    return a + b\n",
+        HE,
+        False,
+        "3 s for the whole program (two calls of 1.6 s)",
+    ),
+    Rule(
+        "humaneval",
+        "H4 standard input",
+        "    import sys\n    sys.stdin.read()\n    return a + b\n",
+        HE,
+        False,
+        "reading standard input raises",
+    ),
+    Rule(
+        "humaneval",
+        "H5 reliability guard",
+        "    import os\n    os.getcwd()\n    return a + b\n",
+        HE,
+        False,
+        "os.getcwd is switched off",
+    ),
     # -- MBPP (bigcode) ------------------------------------------------------------------------------
-    Rule("mbpp", "M1 stop words", "def add(a, b):\n    return a + b\nprint(add(1, 'x'))", MBPP, True,
-         "the generation is cut at its first stop word (\\nprint)"),
-    Rule("mbpp", "M1 stop words", "```python\ndef add(a, b):\n    return a + b\n```", MBPP, False,
-         "no code extraction: a fenced answer is not Python"),
-    Rule("mbpp", "M1 then as H2", "def add(a, b):\n    return a - b\nimport ctypes\nctypes.CDLL(None)._exit(0)", MBPP,
-         False, "a process that ends before the asserts run leaves no result"),
-    Rule("mbpp", "M1 setup code not used", "def add(a, b):\n    return a + b",
-         {**MBPP, "test_list": ["assert add(1, 2) == 3", "assert math.isqrt(add(2, 2)) == 2"], "test_setup_code": "import math"},
-         False, "test_setup_code is not run"),
-    Rule("mbpp", "M1 challenge tests not used", "def add(a, b):\n    return a + b if a < 100 else 0",
-         {**MBPP, "challenge_test_list": ["assert add(100, 1) == 101"]}, True, "challenge_test_list is not run"),
+    Rule(
+        "mbpp",
+        "M1 stop words",
+        "def add(a, b):\n    return a + b\nprint(add(1, 'x'))",
+        MBPP,
+        True,
+        "the generation is cut at its first stop word (\\nprint)",
+    ),
+    Rule(
+        "mbpp",
+        "M1 stop words",
+        "```python\ndef add(a, b):\n    return a + b\n```",
+        MBPP,
+        False,
+        "no code extraction: a fenced answer is not Python",
+    ),
+    Rule(
+        "mbpp",
+        "M1 then as H2",
+        "def add(a, b):\n    return a - b\nimport ctypes\nctypes.CDLL(None)._exit(0)",
+        MBPP,
+        False,
+        "a process that ends before the asserts run leaves no result",
+    ),
+    Rule(
+        "mbpp",
+        "M1 setup code not used",
+        "def add(a, b):\n    return a + b",
+        {
+            **MBPP,
+            "test_list": ["assert add(1, 2) == 3", "assert math.isqrt(add(2, 2)) == 2"],
+            "test_setup_code": "import math",
+        },
+        False,
+        "test_setup_code is not run",
+    ),
+    Rule(
+        "mbpp",
+        "M1 challenge tests not used",
+        "def add(a, b):\n    return a + b if a < 100 else 0",
+        {**MBPP, "challenge_test_list": ["assert add(100, 1) == 101"]},
+        True,
+        "challenge_test_list is not run",
+    ),
 ]
 
 
@@ -247,15 +573,30 @@ def test_each_rule_gives_the_official_verdict_where_a_naive_judge_differs(offici
 # -- the one rule fade keeps against every harness ------------------------------------------------------
 
 
-@pytest.mark.parametrize("judge, completion, problem", [
-    ("lcb", fenced("print(2.0 * int(input()))"), lcb_stdin("3\n", "6\n")),  # Decimal('6.0') == Decimal('6')
-    ("lcb", fenced("class Solution:\n    def f(self, x):\n        return 3.0"), lcb_call("f", "1", "3")),  # 3.0 == 3
-    ("lcb", fenced("class Solution:\n    def f(self, x):\n        return True"), lcb_call("f", "1", "1")),  # True == 1
-    ("codecontests", "print(3.000001)", cc("", "3\n")),  # as doubles, within 1e-5
-    ("codecontests", "print(10 ** 18)", cc("", f"{10 ** 18 + 1}\n")),  # the same double
-    ("codecontests", "n = 1414213562\nprint(int(n * (n + 1) / 2))", cc("", f"{1414213562 * 1414213563 // 2}\n")),  # 17 off
-    ("taco", "def f(x):\n    return 5.0", taco_call("f", [[1]], [5])),
-])
+@pytest.mark.parametrize(
+    "judge, completion, problem",
+    [
+        ("lcb", fenced("print(2.0 * int(input()))"), lcb_stdin("3\n", "6\n")),  # Decimal('6.0') == Decimal('6')
+        (
+            "lcb",
+            fenced("class Solution:\n    def f(self, x):\n        return 3.0"),
+            lcb_call("f", "1", "3"),
+        ),  # 3.0 == 3
+        (
+            "lcb",
+            fenced("class Solution:\n    def f(self, x):\n        return True"),
+            lcb_call("f", "1", "1"),
+        ),  # True == 1
+        ("codecontests", "print(3.000001)", cc("", "3\n")),  # as doubles, within 1e-5
+        ("codecontests", "print(10 ** 18)", cc("", f"{10**18 + 1}\n")),  # the same double
+        (
+            "codecontests",
+            "n = 1414213562\nprint(int(n * (n + 1) / 2))",
+            cc("", f"{1414213562 * 1414213563 // 2}\n"),
+        ),  # 17 off
+        ("taco", "def f(x):\n    return 5.0", taco_call("f", [[1]], [5])),
+    ],
+)
 def test_an_integer_answer_needs_an_integer_in_every_profile(official, judge, completion, problem):
     # The official harness accepts these (the comment says why); fade does not, on purpose:
     # docs/verifiers.md lists it as the one deviation.
@@ -304,7 +645,9 @@ def test_the_profile_follows_the_format_or_is_named():
 def test_the_official_default_limits_and_explicit_ones():
     v = CodeVerifier()
     assert v.limits_for(JUDGES["lcb"]).time_seconds == 6.0 and v.limits_for(JUDGES["taco"]).time_seconds == 4.0
-    assert v.limits_for(JUDGES["codecontests"]).memory_mb == 288 and v.limits_for(JUDGES["humaneval"]).time_seconds == 3.0
+    assert (
+        v.limits_for(JUDGES["codecontests"]).memory_mb == 288 and v.limits_for(JUDGES["humaneval"]).time_seconds == 3.0
+    )
     partial = CodeVerifier(limits={"time_seconds": 2.0})
     assert partial.limits_for(JUDGES["codecontests"]).memory_mb == 288
     assert partial.limits_for(JUDGES["codecontests"]).time_seconds == 2.0
@@ -336,13 +679,22 @@ LCB_SAMPLES = [
     ("2812", fenced("class Solution:\n    def maxSum(self, nums, k):\n        return sorted(nums)[-k:]"), False),
 ]
 HE_PROBLEMS = [
-    {"task_id": "HumanEval/0", "prompt": "def add(a: int, b: int) -> int:\n    \"\"\"Add two numbers.\"\"\"\n",
-     "canonical_solution": "    return a + b\n", "entry_point": "add",
-     "test": "METADATA = {}\n\n\ndef check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(-1, 1) == 0\n"},
-    {"task_id": "HumanEval/1", "prompt": "from typing import List\n\n\ndef evens(xs: List[int]) -> List[int]:\n"
-     "    \"\"\"The even numbers of xs, in order.\"\"\"\n", "canonical_solution": "    return [x for x in xs if x % 2 == 0]\n",
-     "entry_point": "evens", "test": "def check(candidate):\n    assert candidate([1, 2, 3, 4]) == [2, 4]\n"
-     "    assert candidate([]) == []\n"},
+    {
+        "task_id": "HumanEval/0",
+        "prompt": 'def add(a: int, b: int) -> int:\n    """Add two numbers."""\n',
+        "canonical_solution": "    return a + b\n",
+        "entry_point": "add",
+        "test": "METADATA = {}\n\n\ndef check(candidate):\n    assert candidate(1, 2) == 3\n"
+        "    assert candidate(-1, 1) == 0\n",
+    },
+    {
+        "task_id": "HumanEval/1",
+        "prompt": "from typing import List\n\n\ndef evens(xs: List[int]) -> List[int]:\n"
+        '    """The even numbers of xs, in order."""\n',
+        "canonical_solution": "    return [x for x in xs if x % 2 == 0]\n",
+        "entry_point": "evens",
+        "test": "def check(candidate):\n    assert candidate([1, 2, 3, 4]) == [2, 4]\n    assert candidate([]) == []\n",
+    },
 ]
 HE_SAMPLES = [
     ("HumanEval/0", "    return a + b\n", True),
@@ -351,19 +703,31 @@ HE_SAMPLES = [
     ("HumanEval/1", "    return list(filter(lambda x: x % 2, xs))\n", False),
 ]
 MBPP_PROBLEMS = [
-    {"task_id": 2, "text": "Write a function to find the shared elements from the given two lists.",
-     "code": "def similar_elements(a, b):\r\n  return tuple(set(a) & set(b))", "test_setup_code": "",
-     "test_list": ["assert set(similar_elements((3, 4, 5, 6),(5, 7, 4, 10))) == set((4, 5))",
-                   "assert set(similar_elements((1, 2, 3, 4),(5, 4, 3, 7))) == set((3, 4))"], "challenge_test_list": []},
+    {
+        "task_id": 2,
+        "text": "Write a function to find the shared elements from the given two lists.",
+        "code": "def similar_elements(a, b):\r\n  return tuple(set(a) & set(b))",
+        "test_setup_code": "",
+        "test_list": [
+            "assert set(similar_elements((3, 4, 5, 6),(5, 7, 4, 10))) == set((4, 5))",
+            "assert set(similar_elements((1, 2, 3, 4),(5, 4, 3, 7))) == set((3, 4))",
+        ],
+        "challenge_test_list": [],
+    },
 ]
 MBPP_SAMPLES = [
     (2, "def similar_elements(a, b):\n    return tuple(set(a) & set(b))\n", True),
     (2, "def similar_elements(a, b):\n    return tuple(set(a) | set(b))\n", False),
 ]
 TACO_PROBLEMS = [
-    {"question": "Print the sum.", "input_output": json.dumps({"inputs": ["1 2\n", "5 7\n"], "outputs": ["3\n", "12\n"]})},
-    {"question": "Reverse a list.", "input_output": json.dumps({"fn_name": "rev", "inputs": [[[1, 2, 3]], [[]]],
-                                                                "outputs": [[[3, 2, 1]], [[]]]})},
+    {
+        "question": "Print the sum.",
+        "input_output": json.dumps({"inputs": ["1 2\n", "5 7\n"], "outputs": ["3\n", "12\n"]}),
+    },
+    {
+        "question": "Reverse a list.",
+        "input_output": json.dumps({"fn_name": "rev", "inputs": [[[1, 2, 3]], [[]]], "outputs": [[[3, 2, 1]], [[]]]}),
+    },
 ]
 TACO_SAMPLES = [
     (0, "a, b = map(int, input().split())\nprint(a + b)", True),
@@ -371,8 +735,14 @@ TACO_SAMPLES = [
     (1, "def rev(xs):\n    return xs[::-1]", True),
     (1, "def rev(xs):\n    return xs", False),
 ]
-CC_PROBLEMS = [{"name": "1000_A. Sum", "public_tests": {"input": ["1 2\n"], "output": ["3\n"]},
-                "private_tests": {"input": ["4 4\n"], "output": ["8\n"]}, "generated_tests": {"input": ["0 9\n"], "output": ["9\n"]}}]
+CC_PROBLEMS = [
+    {
+        "name": "1000_A. Sum",
+        "public_tests": {"input": ["1 2\n"], "output": ["3\n"]},
+        "private_tests": {"input": ["4 4\n"], "output": ["8\n"]},
+        "generated_tests": {"input": ["0 9\n"], "output": ["9\n"]},
+    }
+]
 CC_SAMPLES = [(0, "print(sum(map(int, input().split())))", True), (0, "print(9)", False)]
 
 
@@ -468,7 +838,9 @@ def profile_name_comparisons(src: Path) -> list[str]:
         for node in ast.walk(ast.parse(path.read_text())):
             operands = [node.left, *node.comparators] if isinstance(node, ast.Compare) else \
                 [node.value] if isinstance(node, ast.MatchValue) else []
-            constants = [e for op in operands for e in (op.elts if isinstance(op, (ast.Tuple, ast.List, ast.Set)) else [op])]
+            constants = [
+                e for op in operands for e in (op.elts if isinstance(op, (ast.Tuple, ast.List, ast.Set)) else [op])
+            ]
             for name in {c.value for c in constants if isinstance(c, ast.Constant)} & set(JUDGES):
                 if where != f"fade/verifiers/judges/{name}.py" and (name != "fade" or "/verifiers/" in where):
                     found.append((where, node.lineno, f"{where}:{node.lineno}: {ast.unparse(node)[:80]}"))
@@ -516,9 +888,15 @@ def test_the_command_line_offers_the_registrys_profiles_and_defaults(capsys):
         pass
     shown = " ".join(capsys.readouterr().out.split())
     assert "--judge {" + ",".join(["auto", *JUDGES]) + "}" in shown
-    assert limit_defaults("time_seconds") == "lcb 6, taco 4, codecontests 10, humaneval and mbpp 3 for the whole program, fade 6"
+    assert (
+        limit_defaults("time_seconds")
+        == "lcb 6, taco 4, codecontests 10, humaneval and mbpp 3 for the whole program, fade 6"
+    )
     assert limit_defaults("memory_mb") == "codecontests 288, else 1024"
-    assert f"the judge's: {limit_defaults('time_seconds')})" in shown and f"(default: {limit_defaults('memory_mb')})" in shown
+    assert (
+        f"the judge's: {limit_defaults('time_seconds')})" in shown
+        and f"(default: {limit_defaults('memory_mb')})" in shown
+    )
 
 
 def test_a_profile_refuses_tests_its_benchmark_does_not_have(official):

@@ -35,7 +35,16 @@ LAYERS: dict[str, set[str]] = {
 
 def _layer(module: str) -> str:
     parts = module.split(".")
-    if len(parts) > 1 and parts[1] in ("testbed", "verifiers", "integrations", "experiments", "analyze", "plots", "progress", "cli"):
+    if len(parts) > 1 and parts[1] in (
+        "testbed",
+        "verifiers",
+        "integrations",
+        "experiments",
+        "analyze",
+        "plots",
+        "progress",
+        "cli",
+    ):
         return parts[1]
     if len(parts) > 1 and parts[1] == "__main__":
         return "cli"
@@ -131,14 +140,17 @@ def test_the_verifiers_draw_nothing():
         for node in ast.walk(ast.parse(path.read_text())):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
                 [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
-            drawing += [f"{path.relative_to(SRC)}:{node.lineno} imports {n}" for n in names if n.split(".")[0] == "matplotlib"]
+            drawing += [
+                f"{path.relative_to(SRC)}:{node.lineno} imports {n}" for n in names if n.split(".")[0] == "matplotlib"
+            ]
     assert not drawing, "\n".join(drawing)
 
 
 def test_the_core_imports_torch_and_numpy_only():
     code = (
         "import sys, fade; "
-        "heavy = sorted(m for m in ('matplotlib', 'transformers', 'trl', 'verl', 'rich', 'math_verify') if m in sys.modules); "
+        "heavy = sorted(m for m in ('matplotlib', 'transformers', 'trl', 'verl', 'rich', 'math_verify') "
+        "if m in sys.modules); "
         "print(','.join(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

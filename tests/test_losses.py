@@ -316,7 +316,9 @@ def test_zero_variance_mask_is_the_per_group_definition(data):
     r = torch.tensor(rewards, dtype=dtype)
     assert zero_variance_mask(r, ids).tolist() == by_loop(r.tolist(), ids)
     order = torch.randperm(n)
-    assert zero_variance_mask(r[order], [ids[i] for i in order]).tolist() == [by_loop(r.tolist(), ids)[i] for i in order]
+    assert zero_variance_mask(r[order], [ids[i] for i in order]).tolist() == [
+        by_loop(r.tolist(), ids)[i] for i in order
+    ]
 
 
 @settings(max_examples=100, deadline=None)
@@ -372,70 +374,122 @@ def with_nan(at):
     ("run", "message"),
     [
         (lambda: losses.policy_loss("ppo"), "unknown policy loss 'ppo'; available: clip_cov, kl_cov, ppo_clip"),
-        (lambda: losses.policy_loss("entropy_bonus"),
-         "'entropy_bonus' is an entropy term, not a policy loss; available: clip_cov, kl_cov, ppo_clip"),
+        (
+            lambda: losses.policy_loss("entropy_bonus"),
+            "'entropy_bonus' is an entropy term, not a policy loss; available: clip_cov, kl_cov, ppo_clip",
+        ),
         (lambda: losses.entropy_term("ppo_clip"), "'ppo_clip' is a policy loss, not an entropy term"),
-        (lambda: losses.policy_loss("ppo_clip", eps=0.2), "'ppo_clip' got unknown parameter(s) ['eps']; accepted "
-         "(with defaults): clip_ratio_low=0.2, clip_ratio_high=0.2, clip_ratio_c=3.0"),
-        (lambda: losses.policy_loss("ppo_clip", clip_ratio_low=1.5),
-         "clip_ratio_low must be a number in [0, 1] (the ratio is kept above 1 - it), got 1.5"),
+        (
+            lambda: losses.policy_loss("ppo_clip", eps=0.2),
+            "'ppo_clip' got unknown parameter(s) ['eps']; accepted "
+            "(with defaults): clip_ratio_low=0.2, clip_ratio_high=0.2, clip_ratio_c=3.0",
+        ),
+        (
+            lambda: losses.policy_loss("ppo_clip", clip_ratio_low=1.5),
+            "clip_ratio_low must be a number in [0, 1] (the ratio is kept above 1 - it), got 1.5",
+        ),
         (lambda: losses.policy_loss("ppo_clip", clip_ratio_high=-0.1), "clip_ratio_high must be a finite number >= 0"),
         # an int past float range is not finite: a one-line refusal, not Python's OverflowError
-        (lambda: losses.policy_loss("ppo_clip", clip_ratio_high=10**400), "clip_ratio_high must be a finite number >= 0"),
+        (
+            lambda: losses.policy_loss("ppo_clip", clip_ratio_high=10**400),
+            "clip_ratio_high must be a finite number >= 0",
+        ),
         (lambda: losses.policy_loss("ppo_clip", clip_ratio_c=1.0), "clip_ratio_c must be a finite number > 1"),
-        (lambda: losses.policy_loss("ppo_clip", clip_ratio_c=True),
-         "clip_ratio_c must be a finite number > 1 (dual clip's bound, verl's requirement), or None for no dual clip, "
-         "got True"),
+        (
+            lambda: losses.policy_loss("ppo_clip", clip_ratio_c=True),
+            "clip_ratio_c must be a finite number > 1 (dual clip's bound, verl's requirement), "
+            "or None for no dual clip, "
+            "got True",
+        ),
         (lambda: losses.policy_loss("clip_cov", clip_cov_ratio=0), "clip_cov_ratio must be a number in (0, 1]"),
-        (lambda: losses.policy_loss("clip_cov", clip_cov_lb=5.0),
-         "clip_cov_lb must be below clip_cov_ub (the covariance band a token is drawn from), got clip_cov_lb=5.0, "
-         "clip_cov_ub=5.0"),
+        (
+            lambda: losses.policy_loss("clip_cov", clip_cov_lb=5.0),
+            "clip_cov_lb must be below clip_cov_ub (the covariance band a token is drawn from), got clip_cov_lb=5.0, "
+            "clip_cov_ub=5.0",
+        ),
         (lambda: losses.policy_loss("kl_cov", kl_cov_ratio=2.0), "kl_cov_ratio must be a number in (0, 1]"),
-        (lambda: losses.policy_loss("kl_cov", ppo_kl_coef=math.inf), "ppo_kl_coef must be a finite number >= 0, got inf"),
+        (
+            lambda: losses.policy_loss("kl_cov", ppo_kl_coef=math.inf),
+            "ppo_kl_coef must be a finite number >= 0, got inf",
+        ),
         (lambda: losses.entropy_term("entropy_bonus", coef=math.nan), "coef must be a finite number"),
-        (lambda: losses.entropy_term("adaptive_entropy", coef=2.0),
-         "coef (the initial coefficient) must lie in [coef_min, coef_max], got coef=2.0, coef_min=0.0, coef_max=1.0"),
+        (
+            lambda: losses.entropy_term("adaptive_entropy", coef=2.0),
+            "coef (the initial coefficient) must lie in [coef_min, coef_max], got coef=2.0, coef_min=0.0, coef_max=1.0",
+        ),
         (lambda: losses.entropy_term("adaptive_entropy", target=-1), "target must be a finite entropy >= 0"),
         (lambda: losses.entropy_term("adaptive_entropy", delta=-0.1), "delta must be a finite number >= 0"),
         (lambda: losses.entropy_term("adaptive_entropy").observe(-0.5), "entropy must be the mean token entropy"),
         (lambda: losses.entropy_term("adaptive_entropy").observe(math.nan), "entropy must be the mean token entropy"),
         (lambda: losses.entropy_term("adaptive_entropy").observe("high"), "entropy must be a number"),
-        (lambda: losses.entropy_term("adaptive_entropy").load_state_dict({"coef": 0.1}),
-         "'adaptive_entropy' state must hold 'coef' and 'last_entropy', got keys ['coef']"),
-        (lambda: losses.entropy_term("entropy_bonus").load_state_dict({"coef": 0.1}),
-         "'entropy_bonus' is stateless: expected an empty state, got keys ['coef']"),
-        (lambda: losses.from_spec("ppo_clip:clip_ratio_high=x", "policy"),
-         "policy loss spec 'ppo_clip:clip_ratio_high=x': clip_ratio_high must be a finite number >= 0"),
+        (
+            lambda: losses.entropy_term("adaptive_entropy").load_state_dict({"coef": 0.1}),
+            "'adaptive_entropy' state must hold 'coef' and 'last_entropy', got keys ['coef']",
+        ),
+        (
+            lambda: losses.entropy_term("entropy_bonus").load_state_dict({"coef": 0.1}),
+            "'entropy_bonus' is stateless: expected an empty state, got keys ['coef']",
+        ),
+        (
+            lambda: losses.from_spec("ppo_clip:clip_ratio_high=x", "policy"),
+            "policy loss spec 'ppo_clip:clip_ratio_high=x': clip_ratio_high must be a finite number >= 0",
+        ),
         (lambda: losses.from_spec("ppo clip", "policy"), "bad policy loss spec 'ppo clip'"),
         (lambda: losses.from_spec("ppo_clip", "loss"), "kind must be one of 'policy', 'entropy', got 'loss'"),
-        (lambda: losses.spec("ppo"), "unknown loss term 'ppo'; available: adaptive_entropy, clip_cov, "
-         "entropy_bonus, kl_cov, ppo_clip"),
-        (lambda: losses.from_spec("ppo_clip:clip_ratio_low=0.1", "policy", clip_ratio_low=0.2),
-         "policy loss spec 'ppo_clip:clip_ratio_low=0.1': parameter(s) given twice with different values: clip_ratio_low=0.1 and clip_ratio_low=0.2"),
-        (lambda: PPO(LP[0], LP[0], torch.zeros(3), MASK[0]), "log_prob must be (B, T), one value per response "
-         "token, got shape (3,)"),
-        (lambda: PPO(LP, torch.zeros(2, 4), torch.zeros(2), MASK), "old_log_prob must have log_prob's shape (2, 3), "
-         "got (2, 4)"),
+        (
+            lambda: losses.spec("ppo"),
+            "unknown loss term 'ppo'; available: adaptive_entropy, clip_cov, entropy_bonus, kl_cov, ppo_clip",
+        ),
+        (
+            lambda: losses.from_spec("ppo_clip:clip_ratio_low=0.1", "policy", clip_ratio_low=0.2),
+            "policy loss spec 'ppo_clip:clip_ratio_low=0.1': parameter(s) given twice with different values: "
+            "clip_ratio_low=0.1 and clip_ratio_low=0.2",
+        ),
+        (
+            lambda: PPO(LP[0], LP[0], torch.zeros(3), MASK[0]),
+            "log_prob must be (B, T), one value per response token, got shape (3,)",
+        ),
+        (
+            lambda: PPO(LP, torch.zeros(2, 4), torch.zeros(2), MASK),
+            "old_log_prob must have log_prob's shape (2, 3), got (2, 4)",
+        ),
         (lambda: PPO(LP, LP, torch.zeros(3), MASK), "advantages must be (B,) = (2,) or (B, T) = (2, 3), got (3,)"),
         (lambda: PPO(LP, LP, torch.zeros(2, dtype=torch.long), MASK), "advantages must be a floating-point tensor"),
-        (lambda: PPO(LP, LP, torch.zeros(2), torch.full((2, 3), 0.5)),
-         "mask must be bool or 0/1 (True on the response tokens), got 0.5 at row 0, token 0"),
+        (
+            lambda: PPO(LP, LP, torch.zeros(2), torch.full((2, 3), 0.5)),
+            "mask must be bool or 0/1 (True on the response tokens), got 0.5 at row 0, token 0",
+        ),
         (lambda: PPO(LP, LP, torch.zeros(2), MASK[:, :2]), "mask must have log_prob's shape (2, 3), got (2, 2)"),
-        (lambda: PPO(with_nan((1, 2)), LP, torch.zeros(2), MASK),
-         "log_prob must be finite on the response tokens, got nan at row 1, token 2 (1 such value(s))"),
-        (lambda: PPO(LP, LP, torch.tensor([0.0, math.inf]), MASK),
-         "advantages must be finite on the response tokens, got inf at row 1, token 0 (3 such value(s))"),
-        (lambda: PPO(LP, LP, torch.zeros(2), MASK, agg="seq-mean"), "agg must be one of 'token-mean', 'token-sum', "
-         "'seq-mean-token-sum', 'seq-mean-token-mean', 'seq-mean-token-sum-norm', got 'seq-mean'"),
-        (lambda: PPO(LP, LP, torch.zeros(2), MASK, tokens=0), "tokens must be a finite number > 0 (or None to count "
-         "it from the mask), got 0"),
-        (lambda: losses.entropy_term("entropy_bonus")(with_nan((0, 1)), MASK),
-         "entropy must be finite on the response tokens, got nan at row 0, token 1"),
-        (lambda: losses.aggregate(torch.zeros(3), MASK[0]), "values must be (B, T), one value per response token, "
-         "got shape (3,)"),
+        (
+            lambda: PPO(with_nan((1, 2)), LP, torch.zeros(2), MASK),
+            "log_prob must be finite on the response tokens, got nan at row 1, token 2 (1 such value(s))",
+        ),
+        (
+            lambda: PPO(LP, LP, torch.tensor([0.0, math.inf]), MASK),
+            "advantages must be finite on the response tokens, got inf at row 1, token 0 (3 such value(s))",
+        ),
+        (
+            lambda: PPO(LP, LP, torch.zeros(2), MASK, agg="seq-mean"),
+            "agg must be one of 'token-mean', 'token-sum', "
+            "'seq-mean-token-sum', 'seq-mean-token-mean', 'seq-mean-token-sum-norm', got 'seq-mean'",
+        ),
+        (
+            lambda: PPO(LP, LP, torch.zeros(2), MASK, tokens=0),
+            "tokens must be a finite number > 0 (or None to count it from the mask), got 0",
+        ),
+        (
+            lambda: losses.entropy_term("entropy_bonus")(with_nan((0, 1)), MASK),
+            "entropy must be finite on the response tokens, got nan at row 0, token 1",
+        ),
+        (
+            lambda: losses.aggregate(torch.zeros(3), MASK[0]),
+            "values must be (B, T), one value per response token, got shape (3,)",
+        ),
         (lambda: losses.aggregate(LP, MASK, "mean"), "agg must be one of 'token-mean'"),
-        (lambda: losses.aggregate(LP, MASK.cpu().float() * 2), "mask must be bool or 0/1 (True on the response "
-         "tokens), got 2.0 at row 0, token 0"),
+        (
+            lambda: losses.aggregate(LP, MASK.cpu().float() * 2),
+            "mask must be bool or 0/1 (True on the response tokens), got 2.0 at row 0, token 0",
+        ),
         (lambda: zero_variance_mask([1.0, math.nan], 2), "rewards must be finite, got nan at position 1"),
         (lambda: zero_variance_mask([1.0, 0.0, 1.0], 2), "3 rollouts cannot be split into consecutive groups of 2"),
         (lambda: zero_variance_mask([[1.0, 0.0]], 2), "rewards must be 1-D"),

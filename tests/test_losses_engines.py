@@ -82,8 +82,13 @@ def both(loss: str, params: dict, seed: int, agg: str, norms: dict | None = None
     adv_tokens = adv if adv.dim() == 2 else adv[:, None].expand_as(log_prob).contiguous()
     norms = norms or {}
     config = verl_config(loss, params)
-    config.global_batch_info.update({"batch_num_tokens": norms.get("tokens"), "global_batch_size": norms.get("sequences"),
-                                     "loss_scale_factor": norms.get("horizon")})
+    config.global_batch_info.update(
+        {
+            "batch_num_tokens": norms.get("tokens"),
+            "global_batch_size": norms.get("sequences"),
+            "loss_scale_factor": norms.get("horizon"),
+        }
+    )
     theirs_lp = log_prob.clone().requires_grad_()
     torch.manual_seed(seed)
     theirs, their_metrics = VERL_FN[loss](old, theirs_lp, adv_tokens, mask.float(), agg, config)
@@ -108,7 +113,9 @@ CLIP_SETTINGS = [
 
 
 @pytest.mark.parametrize("agg", AGGS)
-@pytest.mark.parametrize("params", CLIP_SETTINGS, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()) or "defaults")
+@pytest.mark.parametrize(
+    "params", CLIP_SETTINGS, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()) or "defaults"
+)
 def test_ppo_clip_is_verls_vanilla_loss(parity, params, agg):
     """Loss, clip fractions, ppo_kl and gradient, over spreads where the clip, the dual clip and
     verl's +-20 clamp of the log-ratio bind, per-rollout and per-token advantages."""
@@ -126,7 +133,11 @@ def test_ppo_clip_is_verls_vanilla_loss(parity, params, agg):
 def test_the_normalisers_are_verls_global_batch_info(parity, agg):
     norms = {"tokens": 37.0, "sequences": 11.0, "horizon": 24.0}
     for seed in SEEDS:
-        for loss, params in (("ppo_clip", {}), ("clip_cov", {"clip_cov_ratio": 0.1}), ("kl_cov", {"kl_cov_ratio": 0.1})):
+        for loss, params in (
+            ("ppo_clip", {}),
+            ("clip_cov", {"clip_cov_ratio": 0.1}),
+            ("kl_cov", {"kl_cov_ratio": 0.1}),
+        ):
             ours, theirs, _ = both(loss, params, seed, agg, norms, spread=0.6)
             parity("verl", VERL_FN[loss].__name__, loss, f"global batch info, {agg}", ours, theirs)
 
@@ -140,7 +151,9 @@ CLIP_COV_SETTINGS = [
 
 
 @pytest.mark.parametrize("agg", AGGS)
-@pytest.mark.parametrize("params", CLIP_COV_SETTINGS, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()) or "defaults")
+@pytest.mark.parametrize(
+    "params", CLIP_COV_SETTINGS, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()) or "defaults"
+)
 def test_clip_cov_is_verls(parity, params, agg):
     """The same tokens are cut (torch's global generator seeded alike), so loss, metrics and
     gradient agree; the comparison reaches batches where tokens are cut."""
@@ -174,7 +187,9 @@ KL_COV_SETTINGS = [
 
 
 @pytest.mark.parametrize("agg", AGGS)
-@pytest.mark.parametrize("params", KL_COV_SETTINGS, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()) or "defaults")
+@pytest.mark.parametrize(
+    "params", KL_COV_SETTINGS, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()) or "defaults"
+)
 def test_kl_cov_is_verls(parity, params, agg):
     for seed in SEEDS:
         for spread, per_token in ((0.05, False), (0.6, True), (2.0, False)):

@@ -44,7 +44,9 @@ def test_the_conformance_set_gets_the_same_verdicts_under_every_antlr_runtime(ve
     cases = _cases()
     assert len(cases) == 454
     results = verifier.score_many([c["completion"] for c in cases], [c["gold"] for c in cases])
-    differ = [(c["completion"], c["gold"], c["reason"], r.reason) for c, r in zip(cases, results) if r.reason != c["reason"]]
+    differ = [
+        (c["completion"], c["gold"], c["reason"], r.reason) for c, r in zip(cases, results) if r.reason != c["reason"]
+    ]
     assert not differ, f"antlr {runtime}: {len(differ)} verdicts differ from the recorded ones, e.g. {differ[:5]}"
 
 

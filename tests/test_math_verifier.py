@@ -166,10 +166,27 @@ def test_verl_data_sources_are_routed_as_verls_own_default_reward_routes_them(mo
     for name, kind in kinds.items():
         stub = types.SimpleNamespace(compute_score=lambda *args, kind=kind, **kwargs: {"kind": kind})
         monkeypatch.setattr(verl_scores, name, stub, raising=False)
-    theirs_sources = ["openai/gsm8k", "lighteval/MATH", "DigitalLearningGmbH/MATH-lighteval", "HuggingFaceH4/MATH-500",
-                      "math_dapo", "math", "math_dapo_reasoning", "aime2024", "aime", "numina_aops_forum",
-                      "numina_synthetic_math", "numina_amc_aime", "numina_cn_k12", "numina_olympiads", "hiyouga/geometry3k",
-                      "codecontests", "apps", "codeforces", "taco"]
+    theirs_sources = [
+        "openai/gsm8k",
+        "lighteval/MATH",
+        "DigitalLearningGmbH/MATH-lighteval",
+        "HuggingFaceH4/MATH-500",
+        "math_dapo",
+        "math",
+        "math_dapo_reasoning",
+        "aime2024",
+        "aime",
+        "numina_aops_forum",
+        "numina_synthetic_math",
+        "numina_amc_aime",
+        "numina_cn_k12",
+        "numina_olympiads",
+        "hiyouga/geometry3k",
+        "codecontests",
+        "apps",
+        "codeforces",
+        "taco",
+    ]
     for source in theirs_sources:
         theirs = verl_scores.default_compute_score(source, "x", "1")["kind"]
         assert ("code" if rewards.names_code_dataset(source) else "math") == theirs, source
@@ -182,13 +199,14 @@ def test_verl_data_sources_are_routed_as_verls_own_default_reward_routes_them(mo
 
 def test_testbed_file_task_scores_with_math_verify(tmp_path):
     pytest.importorskip("transformers")
-    from fade.testbed.trainer import TrainConfig, _load_task
+    from fade.testbed.session import load_task
+    from fade.testbed.trainer import TrainConfig
 
     data = tmp_path / "aime.jsonl"
     rows = [{"prompt": f"Problem {i}?", "answer": a, "split": "train"} for i, a in enumerate(["33", "\\frac{1}{2}"])]
     rows.append({"prompt": "Problem int?", "answer": 24, "split": "test"})
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    task = _load_task(TrainConfig(out=str(tmp_path / "run"), data=str(data), verifier="math"))
+    task = load_task(TrainConfig(out=str(tmp_path / "run"), data=str(data), verifier="math"))
     train = {p.answer: p for p in task.problems("train")}
     assert task.verify(train["33"], "The answer is \\boxed{033}").score == 1.0
     assert task.verify(train["\\frac{1}{2}"], "\\boxed{0.5}").reason == "correct"
@@ -272,20 +290,33 @@ def test_several_boxes_follow_the_documented_rule(verifier, completion, gold, re
 TRUNCATED = "We have a = 3 and b = 7, so a^2 + b^2 = 9 + 49 = 58 and then we still need to divide by"
 
 
-@pytest.mark.parametrize("mode, completion, gold, reason", [
-    ("any", TRUNCATED, "58", "correct"),  # math-verify falls back to the last expression
-    ("final", TRUNCATED, "58", "no_answer"),
-    ("boxed", TRUNCATED, "58", "no_answer"),
-    ("final", "... so 58 / 2 = 29.\n\nThe final answer is $29$.", "29", "correct"),
-    ("final", "Final answer: 29", "29", "correct"),
-    ("boxed", "Final answer: 29", "29", "no_answer"),
-    ("final", "We get \\boxed{29} since 58 / 2 = 29 and then", "29", "correct"),
-    ("final", "We get \\boxed{29", "29", "no_answer"),  # a box cut off before it closes
-    ("final", "\\boxed{3} \\boxed{7}", "3, 7", "correct"),  # boxes read together, as in "any"
-    ("boxed", "first \\boxed{3}, and then, after a long and careful second look at every single step of the whole "
-              "computation: \\boxed{7}", "7", "correct"),
-    ("boxed", "first \\boxed{3}, and after a second look: \\boxed{7}", "7", "wrong"),  # within 70 with "and": one answer
-])
+@pytest.mark.parametrize(
+    "mode, completion, gold, reason",
+    [
+        ("any", TRUNCATED, "58", "correct"),  # math-verify falls back to the last expression
+        ("final", TRUNCATED, "58", "no_answer"),
+        ("boxed", TRUNCATED, "58", "no_answer"),
+        ("final", "... so 58 / 2 = 29.\n\nThe final answer is $29$.", "29", "correct"),
+        ("final", "Final answer: 29", "29", "correct"),
+        ("boxed", "Final answer: 29", "29", "no_answer"),
+        ("final", "We get \\boxed{29} since 58 / 2 = 29 and then", "29", "correct"),
+        ("final", "We get \\boxed{29", "29", "no_answer"),  # a box cut off before it closes
+        ("final", "\\boxed{3} \\boxed{7}", "3, 7", "correct"),  # boxes read together, as in "any"
+        (
+            "boxed",
+            "first \\boxed{3}, and then, after a long and careful second look at every single step of the whole "
+            "computation: \\boxed{7}",
+            "7",
+            "correct",
+        ),
+        (
+            "boxed",
+            "first \\boxed{3}, and after a second look: \\boxed{7}",
+            "7",
+            "wrong",
+        ),  # within 70 with "and": one answer
+    ],
+)
 def test_the_final_answer_mode_scores_a_truncated_output_zero(mode, completion, gold, reason):
     with MathVerifier(timeout=5.0, workers=1, answer_mode=mode) as v:
         assert v.score(completion, gold).reason == reason
@@ -488,7 +519,9 @@ def _math_verify_unlimited(completion: str, gold: str) -> bool:
     sys.set_int_max_str_digits(0)
     try:
         golds = parse(f"${gold}$", extraction_config=[LatexExtractionConfig(), ExprExtractionConfig()])
-        preds = parse(completion, extraction_config=[LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()])
+        preds = parse(
+            completion, extraction_config=[LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
+        )
         return bool(golds) and verify(golds, preds)
     finally:
         sys.set_int_max_str_digits(before)
@@ -512,7 +545,9 @@ def test_under_pythons_digit_limit_math_verify_finds_no_answer_in_a_huge_integer
 
     code = ("from math_verify import parse; import sys; assert sys.get_int_max_str_digits() == 4300; "
             f"print(sorted({{type(x).__name__ for x in parse('${HUGE}$')}}))")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() == ["[]"]
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() == [
+        "[]"
+    ]
 
 
 @pytest.mark.parametrize("completion, gold, reason", [
@@ -522,7 +557,9 @@ def test_under_pythons_digit_limit_math_verify_finds_no_answer_in_a_huge_integer
     ("\\boxed{3}", HUGE, "wrong"),
     (f"\\boxed{{{HUGE}}}", "3", "wrong"),
 ])
-def test_an_integer_past_pythons_digit_limit_is_judged_by_value_as_math_verify_judges_it(verifier, completion, gold, reason):
+def test_an_integer_past_pythons_digit_limit_is_judged_by_value_as_math_verify_judges_it(
+    verifier, completion, gold, reason
+):
     assert _math_verify_unlimited(completion, gold) is (reason == "correct")
     assert verifier.score(completion, gold).reason == reason
     # A gold that is a Python int of that size (str() refuses it) and the verl entry point.

@@ -122,7 +122,9 @@ def test_each_config_field_is_its_commands_flag_with_the_fields_default(command,
     flags = options.flags(cls)
     required = {f.name: "arithmetic" if f.name == "task" else "x" for f in dataclasses.fields(cls)
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
-    args = build_parser().parse_args([command, *(part for key, value in required.items() for part in (flags[key], value))])
+    args = build_parser().parse_args(
+        [command, *(part for key, value in required.items() for part in (flags[key], value))]
+    )
     assert options.from_args(cls, args) == cls(**required)  # every other field at its default
     assert main([command, "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())

@@ -110,7 +110,9 @@ def verl_gpg(scores: torch.Tensor, index, f_norm: float = 1.0) -> torch.Tensor:
     return out
 
 
-def verl_grpo_passk(scores: torch.Tensor, index, epsilon: float = 1e-6, norm_adv_by_std_in_grpo: bool = True) -> torch.Tensor:
+def verl_grpo_passk(
+    scores: torch.Tensor, index, epsilon: float = 1e-6, norm_adv_by_std_in_grpo: bool = True
+) -> torch.Tensor:
     out = torch.zeros_like(scores)
     for rows in by_group(index).values():
         r = scores[rows]

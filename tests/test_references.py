@@ -103,7 +103,11 @@ def test_no_absolute_path_of_a_machine(texts):
 def test_the_checks_catch_what_they_are_for():
     """The patterns find a document outside the repository, a broken link and a machine path."""
     # Assembled from pieces, so that this file does not itself hold what it looks for.
-    outside, elsewhere, machine = "NOTES-outside" + ".md", "../../elsewhere/notes" + ".md", "/" + "/".join(("home", "someone"))
+    outside, elsewhere, machine = (
+        "NOTES-outside" + ".md",
+        "../../elsewhere/notes" + ".md",
+        "/" + "/".join(("home", "someone")),
+    )
     sample = f"see {outside} section 3, [x]({elsewhere}) and {machine}/fade"
     assert DOCUMENT.findall(sample) == [outside, elsewhere.removeprefix("../../")]
     assert LINK.findall(sample) == [elsewhere]

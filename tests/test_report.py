@@ -268,7 +268,9 @@ def test_the_synthetic_records_here_follow_the_schema():
     buckets = {bucket_key(k, b) for k in PER_BUCKET_KEYS for b in BUCKETS}
     assert set(record) == set(METRIC_KEYS) | buckets
     row = _eval(0, 0.5)
-    assert set(row) - set(EVAL_KEYS) == {pass_key(k) for k in KS} | {bucket_key(k, b) for k in ("pass@1", "distinct_correct") for b in BUCKETS}
+    assert set(row) - set(EVAL_KEYS) == {pass_key(k) for k in KS} | {
+        bucket_key(k, b) for k in ("pass@1", "distinct_correct") for b in BUCKETS
+    }
 
 
 def test_the_trainer_writes_the_schema(tmp_path):
@@ -279,10 +281,24 @@ def test_the_trainer_writes_the_schema(tmp_path):
     from fade.testbed.trainer import TrainConfig, train
 
     tok = task_tokenizer(get_task("arithmetic"))
-    config = tiny_llama_config(len(tok), hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32, max_positions=32)
+    config = tiny_llama_config(
+        len(tok), hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32, max_positions=32
+    )
     save_policy(build_policy(config, seed=0), tok, tmp_path / "policy")
-    out = train(TrainConfig(out=str(tmp_path / "run"), model=str(tmp_path / "policy"), steps=1, prompts_per_step=4,
-                            group_size=2, eval_every=1, eval_prompts=4, eval_samples=2, checkpoint_every=1, progress=False))
+    out = train(
+        TrainConfig(
+            out=str(tmp_path / "run"),
+            model=str(tmp_path / "policy"),
+            steps=1,
+            prompts_per_step=4,
+            group_size=2,
+            eval_every=1,
+            eval_prompts=4,
+            eval_samples=2,
+            checkpoint_every=1,
+            progress=False,
+        )
+    )
     run = load_run(out)
     (record,) = run.metrics
     buckets = {b for k in record for b in logged_buckets([k], "solve_rate")}
@@ -313,7 +329,9 @@ def test_reading_a_run_imports_no_plotting_library():
 
 def test_report_reexports_what_the_cli_reads():
     assert report.load_run is runlog.load_run
-    np.testing.assert_array_equal(metric_column([{"x": 1}, {"x": None}, {"x": "s"}, {}], "x"), [1, np.nan, np.nan, np.nan])
+    np.testing.assert_array_equal(
+        metric_column([{"x": 1}, {"x": None}, {"x": "s"}, {}], "x"), [1, np.nan, np.nan, np.nan]
+    )
 
 
 # -- smoothing ----------------------------------------------------------------------------------
@@ -490,7 +508,12 @@ def test_summary_table_compares_base_final_and_best(tmp_path):
     assert _row(text, "eval at step") == ["0", "60", "30"]
     assert _row(text, "pass@1") == ["0.125", "0.500", "0.625", "+0.375"]
     # pass@4 = 1 - (1 - p)^4
-    assert _row(text, "pass@4") == [f"{1 - 0.875**4:.3f}", "0.938", f"{1 - 0.375**4:.3f}", f"{0.9375 - (1 - 0.875**4):+.3f}"]
+    assert _row(text, "pass@4") == [
+        f"{1 - 0.875**4:.3f}",
+        "0.938",
+        f"{1 - 0.375**4:.3f}",
+        f"{0.9375 - (1 - 0.875**4):+.3f}",
+    ]
     assert [_row(text, f"pass@{k}")[0] for k in KS] == [f"{min(1.0, 1 - 0.875**k):.3f}" for k in KS]
     assert _row(text, "greedy") == ["0.175", "0.550", "0.675", "+0.375"]
     assert _row(text, "distinct_correct") == ["1.250", "2.000", "2.250", "+0.750"]
@@ -649,7 +672,9 @@ def test_compare_table_puts_the_shared_base_and_each_final_side_by_side(tmp_path
 def _write_short_fade_run(directory: Path, steps: int) -> None:
     """A FADE run of ``steps`` steps whose entropy falls and whose delta drops below 1 from step 14."""
     directory.mkdir(parents=True)
-    rows = [{"step": s, "entropy": 2.0 - 0.05 * s, "delta": 1.0 if s < 14 else 0.5 + 0.01 * s} for s in range(1, steps + 1)]
+    rows = [
+        {"step": s, "entropy": 2.0 - 0.05 * s, "delta": 1.0 if s < 14 else 0.5 + 0.01 * s} for s in range(1, steps + 1)
+    ]
     _write_jsonl(directory / "metrics.jsonl", rows)
     _write_jsonl(directory / "eval.jsonl", [{"step": 0, "pass@1": 0.2}, {"step": steps, "pass@1": 0.4}])
 

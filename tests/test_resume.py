@@ -44,9 +44,29 @@ def run(two_step_run, tmp_path):
 
 
 def _cli(model, out, *extra) -> list[str]:
-    return ["train", "--model", model, "--out", str(out), "--steps", "2", "--prompts-per-step", "2", "--group-size", "2",
-            "--estimator", "grpo", "--eval-every", "0", "--eval-prompts", "0", "--checkpoint-every", "1", "--no-progress",
-            *extra]
+    return [
+        "train",
+        "--model",
+        model,
+        "--out",
+        str(out),
+        "--steps",
+        "2",
+        "--prompts-per-step",
+        "2",
+        "--group-size",
+        "2",
+        "--estimator",
+        "grpo",
+        "--eval-every",
+        "0",
+        "--eval-prompts",
+        "0",
+        "--checkpoint-every",
+        "1",
+        "--no-progress",
+        *extra,
+    ]
 
 
 def _one_error_line(capsys) -> str:
@@ -111,7 +131,10 @@ def test_resume_accepts_settings_that_leave_the_run_unchanged(run, tiny_model):
     train(_config(run, tiny_model, eval_every=5, device="cpu", checkpoint_every=2, progress=True), resume=True)
     (record,) = [json.loads(line) for line in (run / "resumes.jsonl").read_text().splitlines()]
     record["changed"].pop("out")
-    assert record == {"step": 2, "changed": {"device": ["auto", "cpu"], "eval_every": [0, 5], "checkpoint_every": [1, 2]}}
+    assert record == {
+        "step": 2,
+        "changed": {"device": ["auto", "cpu"], "eval_every": [0, 5], "checkpoint_every": [1, 2]},
+    }
     assert set(RESUME_MAY_CHANGE) == {"out", "progress", "checkpoint_every", "eval_every", "device", "steps"}
 
 
@@ -131,9 +154,13 @@ def test_a_checkpoint_from_before_the_optimizer_setting_reads_as_adamw(run, tiny
 def parity_data(tmp_path, monkeypatch) -> dict:
     """--data settings under which a random policy gets mixed rewards (by the parity of the completion's
     characters), so it moves every step."""
-    monkeypatch.setitem(VERIFIERS, "parity", lambda answer, text: Verdict(float(sum(map(ord, text)) % 2 == 0), "parity", None))
+    monkeypatch.setitem(
+        VERIFIERS, "parity", lambda answer, text: Verdict(float(sum(map(ord, text)) % 2 == 0), "parity", None)
+    )
     data = tmp_path / "sums.jsonl"
-    data.write_text("".join(json.dumps({"prompt": f"{a}+{b}=", "answer": str(a + b)}) + "\n" for a in range(10) for b in range(10)))
+    data.write_text(
+        "".join(json.dumps({"prompt": f"{a}+{b}=", "answer": str(a + b)}) + "\n" for a in range(10) for b in range(10))
+    )
     return dict(data=str(data), verifier="parity", max_new_tokens=4, prompts_per_step=4, group_size=4)
 
 
@@ -163,7 +190,7 @@ def test_a_run_resumes_exactly(settings, tiny_model, tmp_path, parity_data):
 
 
 def test_a_checkpoint_from_before_the_entropy_term_loads_it_as_the_initial_state(tiny_model, tmp_path, parity_data):
-    from fade.testbed import trainer
+    from fade.testbed import session
 
     config = _config(tmp_path / "r", tiny_model, steps=2, **{**parity_data, **OFF_POLICY})
     train(config)
@@ -171,7 +198,7 @@ def test_a_checkpoint_from_before_the_entropy_term_loads_it_as_the_initial_state
     assert state["entropy"]["target"] is not None
     del state["entropy"]
     save_checkpoint(tmp_path / "r" / "checkpoint.pt", state)
-    setup, start, _ = trainer._setup(dataclasses.replace(config, steps=3), resume=True)
+    setup, start, _ = session.prepare(dataclasses.replace(config, steps=3), resume=True)
     assert start == 2 and setup.entropy.state_dict() == config.build_entropy_term().state_dict()
     train(dataclasses.replace(config, steps=3), resume=True)
     assert [r["step"] for r in _metrics(tmp_path / "r")] == [1, 2, 3]
@@ -260,7 +287,9 @@ def test_a_full_disk_under_a_library_is_one_line_too(run, tiny_model, capsys, mo
     from fade.testbed import trainer
 
     def save_policy(*args, **kwargs):  # safetensors reports the OS error in its own exception type
-        raise RuntimeError('Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })')
+        raise RuntimeError(
+            'Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })'
+        )
 
     monkeypatch.setattr(trainer, "save_policy", save_policy)
     assert main(_cli(tiny_model, run, "--resume", "--steps", "3")) == 2

@@ -115,8 +115,13 @@ def test_livecodebench_functional_format():
 
 
 def test_codecontests_and_taco_formats():
-    cc = parse_tests({"public_tests": {"input": ["1\n"], "output": ["2\n"]}, "private_tests": {"input": [], "output": []},
-                      "generated_tests": {"input": ["5\n"], "output": ["6\n"]}})
+    cc = parse_tests(
+        {
+            "public_tests": {"input": ["1\n"], "output": ["2\n"]},
+            "private_tests": {"input": [], "output": []},
+            "generated_tests": {"input": ["5\n"], "output": ["6\n"]},
+        }
+    )
     assert [c.stdin for c in cc.cases] == ["1\n", "5\n"]
     taco = parse_tests(json.dumps({"input_output": json.dumps({"fn_name": "f", "inputs": [[1, 2]], "outputs": [[3]]})}))
     assert taco.call == "f" and taco.cases[0].args == (1, 2)
@@ -202,11 +207,25 @@ def test_call_based_programs(verifier):
 
 
 def test_results_do_not_depend_on_the_number_of_workers():
-    programs = ["print(sum(map(int, input().split())))", "print(0)", "print(1/0)", "while True: pass", "x = (", "print(3)"]
+    programs = [
+        "print(sum(map(int, input().split())))",
+        "print(0)",
+        "print(1/0)",
+        "while True: pass",
+        "x = (",
+        "print(3)",
+    ]
     one = CodeVerifier(limits=LIMITS, workers=1).score_many(programs, [SUM_TESTS] * len(programs))
     many = CodeVerifier(limits=LIMITS, workers=4).score_many(programs, [SUM_TESTS] * len(programs))
     assert [(r.reason, r.canonical) for r in one] == [(r.reason, r.canonical) for r in many]
-    assert [r.reason for r in one] == ["correct", "wrong_answer", "runtime_error", "time_limit", "compile_error", "wrong_answer"]
+    assert [r.reason for r in one] == [
+        "correct",
+        "wrong_answer",
+        "runtime_error",
+        "time_limit",
+        "compile_error",
+        "wrong_answer",
+    ]
 
 
 def test_isolation_reported_in_every_result(verifier, isolation):
@@ -261,7 +280,12 @@ def test_huge_output(verifier):
 
 
 def test_writing_outside_the_working_directory(verifier, namespaces, tmp_path):
-    outside = [str(tmp_path / "escape"), str(Path(__file__).with_name("escape-marker")), "/etc/fade-escape", "/usr/fade-escape"]
+    outside = [
+        str(tmp_path / "escape"),
+        str(Path(__file__).with_name("escape-marker")),
+        "/etc/fade-escape",
+        "/usr/fade-escape",
+    ]
     # The sandbox's /tmp is its own working directory (a fresh tmpfs): writing there is allowed
     # and must not reach the host's /tmp.
     host_tmp = Path(tempfile.gettempdir()) / f"fade-escape-{os.getpid()}"
@@ -282,7 +306,10 @@ def test_writing_outside_the_working_directory(verifier, namespaces, tmp_path):
     result = verifier.score("open('/etc/fade-escape', 'w')", SUM_TESTS)
     assert result.reason == "sandbox_violation" and result.details["errno"] in ("EROFS", "EACCES")
     # The working directory is fresh for every run.
-    assert verifier.score("import os\nprint('SAFE' if not os.path.exists('inside.txt') else 'SEEN')", ECHO_TESTS).reason == "correct"
+    assert (
+        verifier.score("import os\nprint('SAFE' if not os.path.exists('inside.txt') else 'SEEN')", ECHO_TESTS).reason
+        == "correct"
+    )
     _assert_evaluator_fine(verifier)
 
 
@@ -508,8 +535,11 @@ def test_the_supervisors_siblings_leave_nothing_in_sys_modules():
 
 def test_a_traceback_names_none_of_the_supervisors_files():
     program = "def f():\n    raise ValueError('x')\nf()"
-    for options, source in [(RunOptions(), program), (RunOptions(io=CAPTURED, module_name="tmp_sol"), lcb_wrap(program)),
-                            (RunOptions(file_retry=True), program)]:
+    for options, source in [
+        (RunOptions(), program),
+        (RunOptions(io=CAPTURED, module_name="tmp_sol"), lcb_wrap(program)),
+        (RunOptions(file_retry=True), program),
+    ]:
         with SandboxRun(source, [{"stdin": ""}], limits=LIMITS, options=options) as run:
             (record,) = list(run)
         tail = record["stderr_tail"]

@@ -50,7 +50,9 @@ def test_format_then_parse_is_the_identity(params):
 
 
 def test_format_is_canonical_and_refuses_unreadable_strings():
-    assert format_spec("power", {"alpha": 3, "k": 2}) == format_spec("power", {"k": 2, "alpha": 3}) == "power:alpha=3:k=2"
+    assert (
+        format_spec("power", {"alpha": 3, "k": 2}) == format_spec("power", {"k": 2, "alpha": 3}) == "power:alpha=3:k=2"
+    )
     assert format_spec("power", {"alpha": 3.0, "eps": 1e-4}) == "power:alpha=3.0:eps=0.0001"
     with pytest.raises(ValueError, match="read back"):
         format_spec("grpo", {"std": "a,b"})

@@ -104,13 +104,17 @@ def test_verdict_follows_the_interval():
 
 def test_paired_verdict_text_on_known_numbers():
     assert PairedVerdict(0.031, 0.012, 0.050, 5, SUPPORTED).text() == "+0.031 [+0.012, +0.050] (n=5)"
-    assert PairedVerdict(0.004, -0.020, 0.028, 5, UNRESOLVED).text() == "+0.004 [-0.020, +0.028], ±0.024 half-width (n=5)"
+    assert (
+        PairedVerdict(0.004, -0.020, 0.028, 5, UNRESOLVED).text() == "+0.004 [-0.020, +0.028], ±0.024 half-width (n=5)"
+    )
 
 
 def test_minimum_detectable_difference_on_known_values():
     # Normal quantiles: (1.959964 + 0.841621) * sd / sqrt(n).
     assert minimum_detectable_difference(1.0, 16, t=False) == pytest.approx(2.801585 / 4, abs=1e-6)
-    assert minimum_detectable_difference(0.02, 4, level=0.9, power=0.5, t=False) == pytest.approx(1.644854 * 0.01, abs=1e-7)
+    assert minimum_detectable_difference(0.02, 4, level=0.9, power=0.5, t=False) == pytest.approx(
+        1.644854 * 0.01, abs=1e-7
+    )
     # t on n - 1 = 4 degrees of freedom at 5 seeds: 2.776445 + 0.940965.
     assert minimum_detectable_difference(0.03, 5) == pytest.approx(3.717410 * 0.03 / math.sqrt(5), abs=1e-6)
     assert minimum_detectable_difference(0.03, 5) > minimum_detectable_difference(0.03, 5, t=False)

@@ -153,7 +153,9 @@ def test_the_pass1_area_is_the_trapezoid_mean_over_training():
 def _write_run(directory: Path, steps: int) -> None:
     """A run of ``steps`` logged steps whose run.json plans 30."""
     directory.mkdir(parents=True)
-    (directory / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "entropy": 1.0}) + "\n" for s in range(1, steps + 1)))
+    (directory / "metrics.jsonl").write_text(
+        "".join(json.dumps({"step": s, "entropy": 1.0}) + "\n" for s in range(1, steps + 1))
+    )
     evals = [{"step": 0, "pass@1": 0.2}, {"step": steps, "pass@1": 0.4}]
     (directory / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in evals))
     (directory / "run.json").write_text(json.dumps({"estimator": "fade", "steps": 30}))

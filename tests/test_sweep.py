@@ -38,7 +38,9 @@ from fade.experiments.sweep import DONE, NEW, RESUME, inspect_run, report_sweep,
 from fade.testbed.runlog import read_log_bytes
 
 VERDICTS = (SUPPORTED, NOT_SUPPORTED, OVERLAP, FEW_SEEDS, NOT_MEASURED)
-SMALL = dict(steps=3, eval_every=2, eval_prompts=4, eval_samples=4, prompts_per_step=4, group_size=4, checkpoint_every=1)
+SMALL = dict(
+    steps=3, eval_every=2, eval_prompts=4, eval_samples=4, prompts_per_step=4, group_size=4, checkpoint_every=1
+)
 
 
 def _tiny(**overrides) -> Preset:
@@ -96,7 +98,10 @@ def test_report_has_command_tables_verdicts_and_pngs(swept):
     for line in verdict_lines:
         assert any(line.startswith(f"- **{v}**") for v in VERDICTS), line
     assert FEW_SEEDS in text  # one seed: no verdict is claimed
-    pngs = ["atlas.png", *(f"{t}-{k}.png" for t in ("arithmetic", "countdown") for k in ("pass1", "passk", "entropy-rank1", "plane"))]
+    pngs = [
+        "atlas.png",
+        *(f"{t}-{k}.png" for t in ("arithmetic", "countdown") for k in ("pass1", "passk", "entropy-rank1", "plane")),
+    ]
     for name in pngs:
         path = out / name
         assert path.is_file() and 0 < path.stat().st_size < 400_000, name
@@ -229,7 +234,9 @@ def test_the_paper_preset_is_the_calibrated_paired_design_within_eight_cpu_hours
     for spec in ("grpo", "dr_grpo", "psr", "nsr", "asym_grpo:delta=2", "asym_grpo:delta=0.5", "power:alpha=3",
                  *PAPER_FADE_ARMS, "fade_alpha", "fade_decay"):
         assert spec in adam.estimators, spec
-    assert {"fade:h_star_ratio=1.0", "fade:h_star_ratio=1.2", "fade:h_star=1.0", "fade:ema=0.98"} <= set(PAPER_FADE_ARMS)
+    assert {"fade:h_star_ratio=1.0", "fade:h_star_ratio=1.2", "fade:h_star=1.0", "fade:ema=0.98"} <= set(
+        PAPER_FADE_ARMS
+    )
     # the SGD setting trains the same task, apart in folders and reports, with a plain unclipped step
     run = next(r for r in runs if r.task == "countdown_multi-sgd" and r.name == "nsr" and r.seed == 0)
     assert run.key == "countdown_multi-sgd/nsr/seed0" and run.testbed_task == "countdown_multi"
@@ -278,7 +285,9 @@ def _write_run(out: Path, run, entropy_slope: float, seed_noise: float, positive
 @pytest.mark.parametrize("psr_slope, expected", [(0.01, SUPPORTED), (0.0005, NOT_SUPPORTED)])
 def test_sign_axis_verdict_is_computed_from_the_runs(tmp_path, psr_slope, expected):
     """Logs written by hand: the verdict follows the entropy the runs logged, whichever way it goes."""
-    plan = TaskPlan(task="arithmetic", estimators=("grpo", "psr"), steps=30, eval_every=30, eval_prompts=4, eval_samples=2)
+    plan = TaskPlan(
+        task="arithmetic", estimators=("grpo", "psr"), steps=30, eval_every=30, eval_prompts=4, eval_samples=2
+    )
     summaries = []
     for seed in range(3):
         for spec, slope, pos, neg in (("grpo", 0.002, 0.2, 0.2), ("psr", psr_slope, 0.4, 0.0)):
@@ -292,7 +301,7 @@ def test_sign_axis_verdict_is_computed_from_the_runs(tmp_path, psr_slope, expect
 
 
 def test_a_setting_added_to_the_trainer_later_keeps_finished_runs_finished():
-    from fade.experiments.sweep import _differences
+    from fade.experiments.execution import _differences
 
     planned = {"estimator": "grpo", "steps": 3, "max_new_tokens": None, "out": "a"}
     recorded_before_the_option = {"estimator": "grpo", "steps": 3, "out": "b"}
@@ -416,8 +425,11 @@ def test_five_seeds_give_paired_verdicts_a_verdict_table_and_the_detectable_diff
     assert "Rule in force: **paired by seed**" in text
     table = text.split("## Verdict table")[1].split("\n## ")[0]
     assert "| task | claim | comparison | mean difference | 95% CI | verdict |" in table
-    assert re.search(r"\| arithmetic \| Success-biased weights .* \| psr vs grpo \| \+0\.0010\d* \| \[\+0\.\d+, \+0\.\d+\] "
-                     r"\(n=5\) \| \*\*supported\*\* \|", table), table
+    assert re.search(
+        r"\| arithmetic \| Success-biased weights .* \| psr vs grpo \| \+0\.0010\d* \| \[\+0\.\d+, \+0\.\d+\] "
+        r"\(n=5\) \| \*\*supported\*\* \|",
+        table,
+    ), table
     peaks = {spec: {s.seed: s.scalars["peak_pass1"] for s in summaries if s.run.estimator == spec} for spec in own}
     sd = float(np.std(paired_differences(peaks["grpo"], peaks["dr_grpo"]), ddof=1))
     mdd = minimum_detectable_difference(sd, 5)
@@ -439,8 +451,17 @@ def part_values(summaries, spec: str) -> list[float]:
 # -- the paper preset's report: design checks, the entropy formula with both terms, FADE's arms --------
 
 PAPER_LIKE = dict(steps=100, eval_every=10, eval_prompts=4, eval_samples=4, prompts_per_step=4, group_size=4)
-ADAM_SPECS = ("grpo", "dr_grpo", "psr", "nsr", "fade", "fade:h_star_ratio=1.0", "fade_alpha", "fade_delta:h_star_ratio=1.0",
-              "fade_decay")
+ADAM_SPECS = (
+    "grpo",
+    "dr_grpo",
+    "psr",
+    "nsr",
+    "fade",
+    "fade:h_star_ratio=1.0",
+    "fade_alpha",
+    "fade_delta:h_star_ratio=1.0",
+    "fade_decay",
+)
 #: Per estimator: (m_S, m_F) while delta = 1, the level of its entropy drive, its pass@1 lift, its
 #: extra pass@k (k >= 2) at the end. The engaged FADE arm gains on both; fade_delta loses the pass@k.
 PAPER_LIKE_RUNS = {
@@ -454,7 +475,9 @@ PAPER_LIKE_RUNS = {
 
 def _paper_like_preset() -> Preset:
     adam = TaskPlan(task="countdown_multi", estimators=ADAM_SPECS, **PAPER_LIKE)
-    sgd = TaskPlan(task="countdown_multi-sgd", trains_on="countdown_multi", estimators=("psr", "grpo", "nsr"), **PAPER_LIKE)
+    sgd = TaskPlan(
+        task="countdown_multi-sgd", trains_on="countdown_multi", estimators=("psr", "grpo", "nsr"), **PAPER_LIKE
+    )
     return Preset(name="paper-like", description="Hand-written logs shaped like the paper preset's.",
                   seeds=tuple(range(5)), plans=(adam, sgd))
 
@@ -466,8 +489,14 @@ def _write_logged(out: Path, run, records: list[dict], evals: list[dict]) -> Non
     (directory / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in evals))
 
 
-def _paper_like_sweep(out: Path, *, direction: float = 1.0, knob_share: float = 0.4, late: tuple[str, int] | None = None,
-                      spike: tuple[str, int] | None = None):
+def _paper_like_sweep(
+    out: Path,
+    *,
+    direction: float = 1.0,
+    knob_share: float = 0.4,
+    late: tuple[str, int] | None = None,
+    spike: tuple[str, int] | None = None,
+):
     """Every run of the paper-like preset written by hand, returned summarised. The entropy moves by
     ``direction`` * eta * entropy_drive at every step (the formula, exactly, when direction = 1);
     the sign-engaged arms have delta < 1 on the last ``knob_share`` of their steps; balanced runs peak
@@ -676,7 +705,9 @@ def test_a_baseline_that_never_rises_above_its_base_fails_the_regime(tmp_path):
     """A run whose smoothed pass@1 peaks at step 0 (it collapsed after the base evaluation, as plain SGD
     at too large a step does) has no peak to decline from: the regime check names it and fails."""
     preset, summaries = _paper_like_sweep(tmp_path)
-    collapsed = next(s for s in summaries if s.run.task == "countdown_multi" and s.run.estimator == "grpo" and s.seed == 1)
+    collapsed = next(
+        s for s in summaries if s.run.task == "countdown_multi" and s.run.estimator == "grpo" and s.seed == 1
+    )
     path = collapsed.run.directory(tmp_path) / "eval.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     for row in rows[1:]:
@@ -719,7 +750,9 @@ def test_the_shipped_presets_keep_their_run_keys_and_folders(name, folder):
     """Every run of the presets whose runs docs/results ships is found where it was trained, so a
     sweep into those folders still skips or resumes them; an arm that sets nothing is its estimator."""
     preset, out = get_preset(name), RESULTS / folder
-    runs = preset.runs() + preset.tuned_runs(json.loads((out / "tuning.json").read_text())["choice"] if preset.tuning else "")
+    runs = preset.runs() + preset.tuned_runs(
+        json.loads((out / "tuning.json").read_text())["choice"] if preset.tuning else ""
+    )
     assert len(runs) == {"quick": 12, "full": 84, "paper": 120}[name]
     for run in runs:
         assert run.overrides == () and run.arm.text == run.estimator
@@ -738,7 +771,9 @@ def test_an_arm_names_its_training_in_its_key_and_folder():
     plain, dapo, bonus = (plan.run(arm, 2) for arm in plan.estimators)
     assert plain.key == "countdown_multi/dr_grpo/seed2"
     assert dapo.arm.text == "dr_grpo+filter_zero_variance=true+policy_loss=ppo_clip:clip_ratio_high=0.28"
-    assert dapo.key == "countdown_multi/dr_grpo+filter_zero_variance=true+policy_loss=ppo_clip-clip_ratio_high=0.28/seed2"
+    assert (
+        dapo.key == "countdown_multi/dr_grpo+filter_zero_variance=true+policy_loss=ppo_clip-clip_ratio_high=0.28/seed2"
+    )
     assert bonus.label == "dr_grpo+entropy=entropy_bonus-coef=0.01"  # loss specs are kept canonical
     assert dapo.directory("OUT") == Path("OUT") / "runs" / "countdown_multi" / dapo.label / "seed2"
     kwargs = dapo.train_kwargs("OUT")
@@ -848,7 +883,9 @@ def _entropy_like_sweep(out: Path, names=tuple(ENTROPY_LIKE), clip_gap: float = 
     plan = TaskPlan(task="countdown_multi", estimators=tuple(controls[name].arm for name in names), steps=30,
                     eval_every=10, eval_prompts=4, eval_samples=4, prompts_per_step=4, group_size=4,
                     trainer=(("minibatches", 4),))
-    preset = Preset(name="entropy-like", description="The entropy preset's layout.", seeds=tuple(range(5)), plans=(plan,))
+    preset = Preset(
+        name="entropy-like", description="The entropy preset's layout.", seeds=tuple(range(5)), plans=(plan,)
+    )
     summaries = []
     for i, name in enumerate(names):
         peak, wide, entropy, distinct = ENTROPY_LIKE[name]
@@ -862,9 +899,18 @@ def _entropy_like_sweep(out: Path, names=tuple(ENTROPY_LIKE), clip_gap: float = 
                         "positive_mass": 0.2, "negative_mass": 0.2, "sign_balance": 0.5, "difficulty": 0.5,
                         "effective_sample_fraction": 0.5, "step_seconds": 0.1} for step in range(1, run.steps + 1)]
             final = top - 0.01
-            evals = [{"step": 0, "pass@1": 0.15}, {"step": 10, "pass@1": top}, {"step": 20, "pass@1": top - 0.005},
-                     {"step": 30, "pass@1": final, "pass@2": final + 0.1 + wide + own, "pass@4": final + 0.2 + wide + own,
-                      "distinct_correct": distinct + own}]
+            evals = [
+                {"step": 0, "pass@1": 0.15},
+                {"step": 10, "pass@1": top},
+                {"step": 20, "pass@1": top - 0.005},
+                {
+                    "step": 30,
+                    "pass@1": final,
+                    "pass@2": final + 0.1 + wide + own,
+                    "pass@4": final + 0.2 + wide + own,
+                    "distinct_correct": distinct + own,
+                },
+            ]
             _write_logged(out, run, records, evals)
             summaries.append(summarise(run, out))
     return preset, summaries
@@ -901,8 +947,11 @@ def test_fade_against_the_controls_is_computed_from_the_runs(tmp_path):
 
     match = _section(sections, "controls_match", "countdown_multi")
     answers = {row[0]: row[-1] for row in match.tables[0].rows}
-    assert answers == {"dr_grpo (no control)": "below FADE's pass@k", "entropy bonus, tuned": "pass@1 not equal",
-                       "clip-higher, recommended": "matches FADE's pass@k (not resolved apart)"}  # FADE + clip-higher is FADE
+    assert answers == {
+        "dr_grpo (no control)": "below FADE's pass@k",
+        "entropy bonus, tuned": "pass@1 not equal",
+        "clip-higher, recommended": "matches FADE's pass@k (not resolved apart)",
+    }  # FADE + clip-higher is FADE
     assert match.verdicts[0].outcome == UNRESOLVED
     assert [name for name, _ in match.verdicts[0].parts] == ["pass@k mean vs dr_grpo (no control)",
                                                               "pass@k mean vs clip-higher, recommended"]

@@ -71,7 +71,16 @@ def test_fade_schedule_is_logged(tiny_model, tmp_path):
 
 
 def test_resume_equals_uninterrupted_run(tiny_model, tmp_path):
-    kw = dict(steps=4, eval_every=2, eval_prompts=4, eval_samples=4, epochs=2, minibatches=2, checkpoint_every=2, estimator="fade")
+    kw = dict(
+        steps=4,
+        eval_every=2,
+        eval_prompts=4,
+        eval_samples=4,
+        epochs=2,
+        minibatches=2,
+        checkpoint_every=2,
+        estimator="fade",
+    )
     train(_config(tmp_path / "a", tiny_model, **kw))
     train(_config(tmp_path / "b", tiny_model, **{**kw, "steps": 2}))
     train(_config(tmp_path / "b", tiny_model, **kw), resume=True)
@@ -170,14 +179,18 @@ def test_unknown_estimator_and_bad_params(tiny_model, tmp_path):
 
 
 def test_optimizer_settings_come_from_the_config(tiny_model, tmp_path):
-    out = train(_config(tmp_path / "o", tiny_model, steps=1, adam_beta1=0.8, adam_beta2=0.95, adam_eps=1e-6, weight_decay=0.01))
+    out = train(
+        _config(tmp_path / "o", tiny_model, steps=1, adam_beta1=0.8, adam_beta2=0.95, adam_eps=1e-6, weight_decay=0.01)
+    )
     (group,) = load_checkpoint(out / "checkpoint.pt")["optimizer"]["param_groups"]
     assert (tuple(group["betas"]), group["eps"], group["weight_decay"]) == ((0.8, 0.95), 1e-6, 0.01)
     assert json.loads((out / "run.json").read_text())["adam_beta2"] == 0.95
 
 
 def test_kl_seq_mean_and_minibatches(tiny_model, tmp_path):
-    out = train(_config(tmp_path / "k", tiny_model, kl_coef=0.1, loss_agg="seq-mean", epochs=2, minibatches=4, estimator="grpo"))
+    out = train(
+        _config(tmp_path / "k", tiny_model, kl_coef=0.1, loss_agg="seq-mean", epochs=2, minibatches=4, estimator="grpo")
+    )
     rows = _records(out / "metrics.jsonl")
     assert all(r["kl"] is not None and 0 <= r["kl"] < 0.1 for r in rows)
 
@@ -186,7 +199,11 @@ def test_data_file_with_named_verifier(tiny_model, tmp_path):
     data = tmp_path / "sums.jsonl"
     data.write_text("".join(json.dumps({"prompt": f"{a}+{b}=", "answer": str(a + b), "difficulty": 1 + (a > 4)}) + "\n"
                             for a in range(10) for b in range(10)))
-    out = train(_config(tmp_path / "d", tiny_model, data=str(data), verifier="numeric", eval_every=2, eval_prompts=4, eval_samples=4))
+    out = train(
+        _config(
+            tmp_path / "d", tiny_model, data=str(data), verifier="numeric", eval_every=2, eval_prompts=4, eval_samples=4
+        )
+    )
     assert [r["step"] for r in _records(out / "eval.jsonl")] == [0, 2]
     with pytest.raises(ValueError, match="verifier"):
         train(_config(tmp_path / "e", tiny_model, data=str(data), verifier="telepathy"))
@@ -270,7 +287,9 @@ def test_compress_logs_converts_a_tree_of_runs_and_reads_back_the_same(tmp_path)
     runs = [tmp_path / "runs" / name / "seed0" for name in ("grpo", "fade")]
     for i, run in enumerate(runs):
         run.mkdir(parents=True)
-        (run / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "entropy": s / 7 + i}) + "\n" for s in range(1, 30)))
+        (run / "metrics.jsonl").write_text(
+            "".join(json.dumps({"step": s, "entropy": s / 7 + i}) + "\n" for s in range(1, 30))
+        )
         (run / "eval.jsonl").write_text(json.dumps({"step": 0, "pass@1": 0.25}) + "\n")
         (run / "resumes.jsonl").write_text("{}\n")
     before = [load_run(run) for run in runs]
@@ -376,7 +395,9 @@ def test_token_covariance_equals_numpy_sample_covariance_and_ignores_rollout_ord
         got = token_covariance(torch.from_numpy(adv), torch.from_numpy(logp), torch.from_numpy(mask))
         assert got == pytest.approx(expected, rel=1e-12, abs=1e-14)
         order = torch.from_numpy(rng.permutation(rows))
-        permuted = token_covariance(torch.from_numpy(adv)[order], torch.from_numpy(logp)[order], torch.from_numpy(mask)[order])
+        permuted = token_covariance(
+            torch.from_numpy(adv)[order], torch.from_numpy(logp)[order], torch.from_numpy(mask)[order]
+        )
         assert permuted == pytest.approx(got, rel=1e-12, abs=1e-14)
 
 
@@ -402,7 +423,9 @@ def parity_data(tmp_path, monkeypatch) -> dict:
     """--data and --verifier settings under which a random policy gets mixed rewards."""
     monkeypatch.setitem(VERIFIERS, "parity", _parity)
     data = tmp_path / "sums.jsonl"
-    data.write_text("".join(json.dumps({"prompt": f"{a}+{b}=", "answer": str(a + b)}) + "\n" for a in range(10) for b in range(10)))
+    data.write_text(
+        "".join(json.dumps({"prompt": f"{a}+{b}=", "answer": str(a + b)}) + "\n" for a in range(10) for b in range(10))
+    )
     return {"data": str(data), "verifier": "parity", "max_new_tokens": 4}
 
 
@@ -413,13 +436,20 @@ def test_sgd_run_logs_the_entropy_formula(tiny_model, tmp_path, parity_data):
     for r in rows:
         for key in ("cov_adv_logp", "mass_entropy_term", "entropy_drive"):
             assert isinstance(r[key], float) and math.isfinite(r[key]), (key, r[key])
-        assert r["mass_entropy_term"] == pytest.approx((r["positive_mass"] - r["negative_mass"]) * r["entropy"], rel=1e-12)
+        assert r["mass_entropy_term"] == pytest.approx(
+            (r["positive_mass"] - r["negative_mass"]) * r["entropy"], rel=1e-12
+        )
         assert r["entropy_drive"] == pytest.approx(-(r["mass_entropy_term"] + r["cov_adv_logp"]), rel=1e-12)
     assert any(r["cov_adv_logp"] != 0 for r in rows)  # mixed rewards: the batch carries signal
     assert json.loads((out / "run.json").read_text())["optimizer"] == "sgd"
     optimizer = load_checkpoint(out / "checkpoint.pt")["optimizer"]
     (group,) = optimizer["param_groups"]
-    assert "betas" not in group and (group["lr"], group["momentum"], group["dampening"], group["nesterov"]) == (0.05, 0, 0, False)
+    assert "betas" not in group and (group["lr"], group["momentum"], group["dampening"], group["nesterov"]) == (
+        0.05,
+        0,
+        0,
+        False,
+    )
     assert group["weight_decay"] == 0.0
     # plain SGD keeps no moments (no exp_avg, no momentum buffer)
     assert all(not any(v is not None for v in state.values()) for state in optimizer["state"].values())

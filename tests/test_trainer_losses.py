@@ -42,10 +42,16 @@ def _quarters(answer: str, completion: str) -> Verdict:
 @pytest.fixture
 def data(tmp_path, monkeypatch) -> dict:
     """--data settings whose verifier (parity unless a test names another) gives a random policy mixed rewards."""
-    for name, verifier in (("parity", _parity), ("quarters", _quarters), ("never", lambda a, c: Verdict(0.0, "no", None))):
+    for name, verifier in (
+        ("parity", _parity),
+        ("quarters", _quarters),
+        ("never", lambda a, c: Verdict(0.0, "no", None)),
+    ):
         monkeypatch.setitem(VERIFIERS, name, verifier)
     path = tmp_path / "sums.jsonl"
-    path.write_text("".join(json.dumps({"prompt": f"{a}+{b}=", "answer": str(a + b)}) + "\n" for a in range(10) for b in range(10)))
+    path.write_text(
+        "".join(json.dumps({"prompt": f"{a}+{b}=", "answer": str(a + b)}) + "\n" for a in range(10) for b in range(10))
+    )
     return {"data": str(path), "verifier": "parity", "max_new_tokens": 4}
 
 
@@ -77,8 +83,14 @@ def _spy(monkeypatch, name: str, calls: list) -> None:
 
 def test_train_help_lists_the_loss_options_with_their_defaults():
     text = " ".join(build_parser()._subparsers._group_actions[0].choices["train"].format_help().split())
-    for flag, default in (("--policy-loss SPEC", "ppo_clip"), ("--clip-eps EPS", "0.2"), ("--entropy SPEC", "none"),
-                          ("--filter-zero-variance", "off"), ("--filter-max-draws N", "10"), ("--loss-agg", "token-mean")):
+    for flag, default in (
+        ("--policy-loss SPEC", "ppo_clip"),
+        ("--clip-eps EPS", "0.2"),
+        ("--entropy SPEC", "none"),
+        ("--filter-zero-variance", "off"),
+        ("--filter-max-draws N", "10"),
+        ("--loss-agg", "token-mean"),
+    ):
         start = text.index(flag + " ", text.index("options:"))
         assert f"(default: {default})" in text[start:text.index("(default:", start) + 40], flag
     assert all(name in text for name in (*POLICY_LOSSES, *losses.AGGREGATIONS, "adaptive_entropy", "entropy_bonus"))
@@ -99,8 +111,10 @@ def test_clip_eps_fills_the_ratios_a_spec_leaves_unset_and_is_refused_where_none
     assert (higher["clip_ratio_low"], higher["clip_ratio_high"]) == (0.1, 0.28)
     assert loss(policy_loss="clip_cov", clip_eps=0.25).params["clip_ratio_high"] == 0.25
     assert loss(policy_loss="kl_cov").params == {"kl_cov_ratio": 0.0002, "ppo_kl_coef": 0.1}
-    for spec, why in (("kl_cov", "kl_cov has no ratio clip"),
-                      ("ppo_clip:clip_ratio_low=0.2,clip_ratio_high=0.28", "sets both clip_ratio_low and clip_ratio_high")):
+    for spec, why in (
+        ("kl_cov", "kl_cov has no ratio clip"),
+        ("ppo_clip:clip_ratio_low=0.2,clip_ratio_high=0.28", "sets both clip_ratio_low and clip_ratio_high"),
+    ):
         with pytest.raises(ValueError, match=f"--clip-eps 0.3 cannot apply to --policy-loss {spec}: .*{why}"):
             TrainConfig(out="x", policy_loss=spec, clip_eps=0.3).validate()
 
@@ -133,7 +147,9 @@ def test_bad_loss_and_filter_settings_are_refused_before_the_run_starts(field, v
 
 @pytest.mark.parametrize("entropy", ENTROPY_TERMS)
 @pytest.mark.parametrize("policy", POLICY_LOSSES)
-def test_every_policy_loss_and_entropy_term_reaches_the_update(policy, entropy, tiny_model, tmp_path, data, monkeypatch):
+def test_every_policy_loss_and_entropy_term_reaches_the_update(
+    policy, entropy, tiny_model, tmp_path, data, monkeypatch
+):
     """Two epochs of two minibatches: the loss named runs at each of the 4 optimizer steps with the
     spec's parameters, the entropy term too, and the step logs what they measured, token-weighted."""
     loss_calls, entropy_calls = [], []
@@ -142,7 +158,11 @@ def test_every_policy_loss_and_entropy_term_reaches_the_update(policy, entropy, 
         _spy(monkeypatch, entropy, entropy_calls)
     spec = {"ppo_clip": "ppo_clip:clip_ratio_high=0.28", "clip_cov": "clip_cov:clip_cov_ub=9.0",
             "kl_cov": "kl_cov:kl_cov_ratio=0.01"}[policy]
-    term = {None: None, "entropy_bonus": "entropy_bonus:coef=0.01", "adaptive_entropy": "adaptive_entropy:target_ratio=2"}
+    term = {
+        None: None,
+        "entropy_bonus": "entropy_bonus:coef=0.01",
+        "adaptive_entropy": "adaptive_entropy:target_ratio=2",
+    }
     # The filter leaves no group whose leave-one-out advantages are all 0: every minibatch reaches the loss.
     out = train(_config(tmp_path / "r", tiny_model, data, policy_loss=spec, entropy=term[entropy], epochs=2,
                         minibatches=2, lr=1e-2, estimator="rloo", group_size=2, prompts_per_step=8,
@@ -311,8 +331,10 @@ def test_the_filter_trains_only_groups_whose_raw_rewards_differ(estimator, group
 def test_the_filter_keeps_the_first_draw_of_a_run_without_it_and_draws_deterministically(tiny_model, tmp_path, data):
     kw = dict(steps=2, group_size=2, prompts_per_step=6, estimator="rloo")
     plain = _records(train(_config(tmp_path / "plain", tiny_model, data, **kw)))
-    a, b, other = (_records(train(_config(tmp_path / name, tiny_model, data, filter_zero_variance=True, seed=seed, **kw)))
-                   for name, seed in (("a", 0), ("b", 0), ("c", 1)))
+    a, b, other = (
+        _records(train(_config(tmp_path / name, tiny_model, data, filter_zero_variance=True, seed=seed, **kw)))
+        for name, seed in (("a", 0), ("b", 0), ("c", 1))
+    )
     assert a == b and a != other
     first = {k: v for k, v in plain[0].items() if k.startswith(("reward_mean", "solve_rate"))}
     assert first == {k: v for k, v in a[0].items() if k.startswith(("reward_mean", "solve_rate"))}

@@ -254,7 +254,10 @@ def test_example_settings_validate_against_trl_and_fade():
     assert checked["fade"]["advantage_kwargs"] == {"k": 4}
     assert example.dry_run(example.parse_args(["--advantage", "grpo", "--advantage-args", ""]))["grpo_config"][
         "scale_rewards"] == "group"
-    with pytest.raises(ValueError, match=r"scale_rewards=.group. means scale=.group. for estimator .grpo., but advantage_kwargs has scale=.batch."):
+    with pytest.raises(
+        ValueError,
+        match=r"scale_rewards=.group. means scale=.group. for estimator .grpo., but advantage_kwargs has scale=.batch.",
+    ):
         example.dry_run(example.parse_args(["--advantage", "grpo", "--advantage-args", "scale=batch"]))
     with pytest.raises(ValueError, match="unknown estimator 'nope'"):
         example.dry_run(example.parse_args(["--advantage", "nope"]))
@@ -416,21 +419,47 @@ def test_scale_rewards_has_no_effect_under_normalize_then_sum_and_fade_says_so(m
 @pytest.mark.parametrize(
     ("advantage", "kwargs", "config", "message"),
     [
-        ("fade", {}, {"scale_rewards": "group"},
-         r"^FadeGRPOTrainer: scale_rewards='group' divides TRL's advantage by the reward std; estimator 'fade' sets "
-         r"its own scale and cannot honour it: set scale_rewards='none' \(or False\)$"),
-        ("maxrl", {}, {"scale_rewards": True}, r"scale_rewards='group' .* estimator 'maxrl'"),  # TRL reads True as 'group'
-
-        ("fade", {}, {"scale_rewards": "none", "multi_objective_aggregation": "normalize_then_sum"},
-         r"^FadeGRPOTrainer: multi_objective_aggregation='normalize_then_sum' is TRL's GRPO recipe .* estimator "
-         r"'fade' needs one reward per completion"),
-        ("grpo_passk", {}, {"scale_rewards": "batch"}, r"scale_rewards='batch' cannot be honoured by estimator "
-                                                        r"'grpo_passk'"),
-        ("grpo", {"scale": "none"}, {"scale_rewards": "group"},
-         r"^FadeGRPOTrainer: scale_rewards='group' means scale='group' for estimator 'grpo', but advantage_kwargs has "
-         r"scale='none'; set one of them$"),
-        ("grpo", {"scale": "batch"}, {"multi_objective_aggregation": "normalize_then_sum"},
-         r"multi_objective_aggregation='normalize_then_sum' means scale='group' for estimator 'grpo'"),
+        (
+            "fade",
+            {},
+            {"scale_rewards": "group"},
+            r"^FadeGRPOTrainer: scale_rewards='group' divides TRL's advantage by the reward std; estimator 'fade' sets "
+            r"its own scale and cannot honour it: set scale_rewards='none' \(or False\)$",
+        ),
+        (
+            "maxrl",
+            {},
+            {"scale_rewards": True},
+            r"scale_rewards='group' .* estimator 'maxrl'",
+        ),  # TRL reads True as 'group'
+        (
+            "fade",
+            {},
+            {"scale_rewards": "none", "multi_objective_aggregation": "normalize_then_sum"},
+            r"^FadeGRPOTrainer: multi_objective_aggregation='normalize_then_sum' is TRL's GRPO recipe .* estimator "
+            r"'fade' needs one reward per completion",
+        ),
+        (
+            "grpo_passk",
+            {},
+            {"scale_rewards": "batch"},
+            r"scale_rewards='batch' cannot be honoured by estimator "
+            r"'grpo_passk'",
+        ),
+        (
+            "grpo",
+            {"scale": "none"},
+            {"scale_rewards": "group"},
+            r"^FadeGRPOTrainer: scale_rewards='group' means scale='group' for estimator 'grpo', "
+            r"but advantage_kwargs has "
+            r"scale='none'; set one of them$",
+        ),
+        (
+            "grpo",
+            {"scale": "batch"},
+            {"multi_objective_aggregation": "normalize_then_sum"},
+            r"multi_objective_aggregation='normalize_then_sum' means scale='group' for estimator 'grpo'",
+        ),
     ],
 )
 def test_a_trl_setting_an_estimator_cannot_honour_is_refused_before_the_model_loads(advantage, kwargs, config,
@@ -459,7 +488,9 @@ def test_rewards_outside_the_unit_interval_are_refused_on_the_first_batch(tiny_m
 
     trainer = tiny_trainer(FadeGRPOTrainer, tiny_model, tmp_path, reward_funcs=[partial_credit], advantage="fade",
                            config={"scale_rewards": "none"})
-    with pytest.raises(ValueError, match=r"expects rewards in \[0, 1\], got values in \[-0.13, 0.9\]: .*success_threshold="):
+    with pytest.raises(
+        ValueError, match=r"expects rewards in \[0, 1\], got values in \[-0.13, 0.9\]: .*success_threshold="
+    ):
         trainer.train()
     assert trainer.state.global_step == 0
 
@@ -537,7 +568,9 @@ def test_the_testbed_verl_and_trl_log_one_batchs_diagnostics_alike(name, params,
     rewards, groups = torch.tensor(scores), torch.arange(4 * G) // G
     adv = fade.estimator(name, **params)(rewards, groups)
     expected = fade.decompose(adv, (rewards >= 0.5).float(), groups)
-    assert expected.total_mass > 0 and expected.difficulty != pytest.approx(fade.decompose(adv, rewards, groups).difficulty)
+    assert expected.total_mass > 0 and expected.difficulty != pytest.approx(
+        fade.decompose(adv, rewards, groups).difficulty
+    )
     want = {f"fade/{key}": getattr(expected, key) for key in DIAGNOSTICS}
     assert {f"fade/{key}": testbed[key] for key in DIAGNOSTICS} == pytest.approx(want, rel=1e-6)
 
@@ -545,8 +578,10 @@ def test_the_testbed_verl_and_trl_log_one_batchs_diagnostics_alike(name, params,
     vname = name if name == "fade" else f"fade_{name}"
     tlr = torch.zeros(4 * G, 3)
     tlr[:, -1] = rewards
-    batch = DataProto.from_dict(tensors={"token_level_rewards": tlr, "response_mask": torch.ones(4 * G, 3, dtype=torch.int64)},
-                                non_tensors={"uid": np.array([f"prompt-{i}" for i in groups.tolist()], dtype=object)})
+    batch = DataProto.from_dict(
+        tensors={"token_level_rewards": tlr, "response_mask": torch.ones(4 * G, 3, dtype=torch.int64)},
+        non_tensors={"uid": np.array([f"prompt-{i}" for i in groups.tolist()], dtype=object)},
+    )
     config = OmegaConf.create({"adv_estimator": vname, "gamma": 1.0, "lam": 1.0, "norm_adv_by_std_in_grpo": True,
                                "use_kl_in_reward": False, "fade": params})
     fv.reset_estimators()
@@ -593,7 +628,9 @@ def test_the_testbed_and_trl_feed_fade_decay_the_same_schedule_at_the_same_step(
                            reward_funcs=[reward_function(task, task.problems("train", n=32, seed=0))],
                            advantage_kwargs=params, config={"scale_rewards": "none"})
     trainer.train()
-    trl = {row["step"]: (row["fade/alpha"], row["fade/delta"]) for row in trainer.state.log_history if "fade/alpha" in row}
+    trl = {
+        row["step"]: (row["fade/alpha"], row["fade/delta"]) for row in trainer.state.log_history if "fade/alpha" in row
+    }
     assert sorted(testbed) == sorted(trl) == [1, 2, 3]
     for s in (1, 2, 3):
         assert testbed[s] == pytest.approx(expected[s], rel=1e-12) and trl[s] == pytest.approx(expected[s], rel=1e-6), s

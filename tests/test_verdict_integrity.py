@@ -131,7 +131,10 @@ def test_integers_past_pythons_digit_limit_are_read_and_compared():
     assert lcb_verifier.score("```python\ndef f(x):\n    return x\n```", lcb).reason == "correct"
     wrong = lcb_verifier.score("```python\ndef f(x):\n    return x + 1\n```", lcb)
     assert wrong.reason == "wrong_answer" and wrong.details["got"] == "<an integer of about 5001 digits>"
-    too_long = {**lcb, "public_test_cases": json.dumps([{"input": "1", "output": "1" * 50_001, "testtype": "functional"}])}
+    too_long = {
+        **lcb,
+        "public_test_cases": json.dumps([{"input": "1", "output": "1" * 50_001, "testtype": "functional"}]),
+    }
     assert "50,000" in lcb_verifier.score("```python\ndef f(x):\n    return x\n```", too_long).details["error"]
     suite = Suite((Case(args=(1,), expected=10 ** 5000 + 7),), "f", frozenset({"tests"}))
     assert verifier_for("fade").score("def f(x):\n    return 10 ** 5000 + 7", suite).reason == "correct"
@@ -149,10 +152,21 @@ JSON_VALUES = st.recursive(
         st.text(max_size=3) | st.integers() | st.floats() | st.booleans() | st.none(), inner, max_size=3),
     max_leaves=15)
 TYPED_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.integers(min_value=10 ** 700) | st.floats(allow_nan=False) | st.text(max_size=4),
-    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner) | st.frozensets(st.integers() | st.text(max_size=2), max_size=3)
-    | st.sets(st.integers(), max_size=3) | st.dictionaries(st.integers() | st.text(max_size=2) | st.tuples(st.integers()), inner, max_size=3),
-    max_leaves=15)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=10**700)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.frozensets(st.integers() | st.text(max_size=2), max_size=3)
+        | st.sets(st.integers(), max_size=3)
+        | st.dictionaries(st.integers() | st.text(max_size=2) | st.tuples(st.integers()), inner, max_size=3)
+    ),
+    max_leaves=15,
+)
 
 
 def _same(a, b) -> bool:
@@ -250,24 +264,58 @@ def test_the_worst_case_bound_is_the_run_deadline():
 # Each profile and kind of test, with a program that makes every run the profile can make: it
 # passes every test (a failing test ends the run), or, for TACO's standard input, it exits with
 # status 1 on every test, which retries each with files and then reruns them all wrapped.
-TWO = {"lcb-stdin": ("lcb", "```python\nprint(2 * int(input()))\n```",
-                     {"public_test_cases": json.dumps([{"input": f"{i}\n", "output": f"{2 * i}\n", "testtype": "stdin"}
-                                                       for i in (1, 2)])}),
-       "lcb-call": ("lcb", "```python\ndef f(x):\n    return 2 * x\n```",
-                    {"public_test_cases": json.dumps([{"input": f"{i}", "output": f"{2 * i}", "testtype": "functional"}
-                                                      for i in (1, 2)]), "metadata": json.dumps({"func_name": "f"})}),
-       "taco-stdin": ("taco", "import sys\nsys.exit(1)", {"input_output": json.dumps({"inputs": ["1\n", "2\n"],
-                                                                                        "outputs": ["2\n", "4\n"]})}),
-       "taco-call": ("taco", "def f(x):\n    return 2 * x",
-                     {"input_output": json.dumps({"fn_name": "f", "inputs": [[1], [2]], "outputs": [2, 4]})}),
-       "codecontests": ("codecontests", "print(2 * int(input()))", {"public_tests": {"input": ["1\n", "2\n"],
-                                                                                    "output": ["2\n", "4\n"]}}),
-       "humaneval": ("humaneval", "    return 2 * x\n", {"task_id": "t", "prompt": "def f(x):\n", "entry_point": "f",
-                                                          "test": "def check(c):\n    assert c(1) == 2\n"}),
-       "mbpp": ("mbpp", "def f(x):\n    return 2 * x\n", {"task_id": 1, "text": "twice", "test_list": ["assert f(1) == 2"]}),
-       "fade-stdin": ("fade", "print(2 * int(input()))", _stdin_tests(("1\n", "2"), ("2\n", "4"))),
-       "fade-call": ("fade", "def f(x):\n    return 2 * x", {"tests": {"fn_name": "f", "inputs": [[1], [2]],
-                                                                         "outputs": [2, 4]}})}
+TWO = {
+    "lcb-stdin": (
+        "lcb",
+        "```python\nprint(2 * int(input()))\n```",
+        {
+            "public_test_cases": json.dumps(
+                [{"input": f"{i}\n", "output": f"{2 * i}\n", "testtype": "stdin"} for i in (1, 2)]
+            )
+        },
+    ),
+    "lcb-call": (
+        "lcb",
+        "```python\ndef f(x):\n    return 2 * x\n```",
+        {
+            "public_test_cases": json.dumps(
+                [{"input": f"{i}", "output": f"{2 * i}", "testtype": "functional"} for i in (1, 2)]
+            ),
+            "metadata": json.dumps({"func_name": "f"}),
+        },
+    ),
+    "taco-stdin": (
+        "taco",
+        "import sys\nsys.exit(1)",
+        {"input_output": json.dumps({"inputs": ["1\n", "2\n"], "outputs": ["2\n", "4\n"]})},
+    ),
+    "taco-call": (
+        "taco",
+        "def f(x):\n    return 2 * x",
+        {"input_output": json.dumps({"fn_name": "f", "inputs": [[1], [2]], "outputs": [2, 4]})},
+    ),
+    "codecontests": (
+        "codecontests",
+        "print(2 * int(input()))",
+        {"public_tests": {"input": ["1\n", "2\n"], "output": ["2\n", "4\n"]}},
+    ),
+    "humaneval": (
+        "humaneval",
+        "    return 2 * x\n",
+        {"task_id": "t", "prompt": "def f(x):\n", "entry_point": "f", "test": "def check(c):\n    assert c(1) == 2\n"},
+    ),
+    "mbpp": (
+        "mbpp",
+        "def f(x):\n    return 2 * x\n",
+        {"task_id": 1, "text": "twice", "test_list": ["assert f(1) == 2"]},
+    ),
+    "fade-stdin": ("fade", "print(2 * int(input()))", _stdin_tests(("1\n", "2"), ("2\n", "4"))),
+    "fade-call": (
+        "fade",
+        "def f(x):\n    return 2 * x",
+        {"tests": {"fn_name": "f", "inputs": [[1], [2]], "outputs": [2, 4]}},
+    ),
+}
 
 
 @pytest.mark.parametrize("case", sorted(TWO))
@@ -282,7 +330,11 @@ def test_every_profile_runs_a_program_no_more_often_than_its_bound_counts(monkey
             before = time.monotonic()
             super().start()
             can = sum(self.options.runs_of(test) for test in self._job["tests"])
-            assert worst_case_seconds(self.limits, can) <= self._deadline - before <= worst_case_seconds(self.limits, can) + 0.5
+            assert (
+                worst_case_seconds(self.limits, can)
+                <= self._deadline - before
+                <= worst_case_seconds(self.limits, can) + 0.5
+            )
             made.append((self, can))
 
     monkeypatch.setattr(code_exec, "SandboxRun", Counted)
@@ -433,7 +485,10 @@ def test_exit_statuses_are_the_programs(program, status, stderr):
 def test_a_traceback_shows_the_programs_frames_only():
     for program, tests in [
         ("def f():\n    raise ValueError('x')\nf()", _stdin_tests(("", ""))),
-        ("def g(n):\n    return 1 // n", {"input_output": json.dumps({"fn_name": "g", "inputs": [[0]], "outputs": [0]})}),
+        (
+            "def g(n):\n    return 1 // n",
+            {"input_output": json.dumps({"fn_name": "g", "inputs": [[0]], "outputs": [0]})},
+        ),
     ]:
         suite = parse_tests(tests)
         with SandboxRun(program, [t.harness_input() for t in suite.cases], call=suite.call, limits=LIMITS) as run:
@@ -481,7 +536,8 @@ def test_a_killed_evaluator_leaves_no_zygote_supervisor_or_folder(tmp_path):
     script.write_text(
         "import time\n"
         "from fade.verifiers import sandbox\n"
-        "run = sandbox.SandboxRun('import time\\ntime.sleep(60)', [{'stdin': ''}], limits=sandbox.Limits(time_seconds=30))\n"
+        "run = sandbox.SandboxRun('import time\\ntime.sleep(60)', [{'stdin': ''}], "
+        "limits=sandbox.Limits(time_seconds=30))\n"
         "run.start()\n"
         "zygote = sandbox._zygote.proc.pid if sandbox._zygote else 0\n"
         "print(run._root, zygote, run._proc.pid, flush=True)\n"

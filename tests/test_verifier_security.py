@@ -235,9 +235,12 @@ EARLY_EXITS = {
     "exec": "import os\nos.execvp('true', ['true'])\n",
     "thread": "import os, threading, time\nthreading.Thread(target=os._exit, args=(0,)).start()\ntime.sleep(2)\n",
     "signal handler": "import os, signal, time\nsignal.signal(signal.SIGALRM, lambda *a: os._exit(0))\n"
-                      "signal.setitimer(signal.ITIMER_REAL, 0.05)\ntime.sleep(2)\n",
+    "signal.setitimer(signal.ITIMER_REAL, 0.05)\ntime.sleep(2)\n",
     "report channel closed": "import os\nos.close(3)\nos._exit(0)\n",
-    "forged closing report": "import os\nos.write(3, b'{\"done\": \"0123456789abcdef0123456789abcdef\"}\\n')\nos._exit(0)\n",
+    "forged closing report": (
+        'import os\nos.write(3, b\'{"done": "0123456789abcdef0123456789abcdef"}\\n\')\n'
+        "os._exit(0)\n"
+    ),
     "nonce hunted": HUNT_NONCE,
 }
 
@@ -256,7 +259,9 @@ def test_a_check_program_that_ends_before_the_check_returns_fails(judge, way):
     assert result.reason in ("runtime_error", "sandbox_violation"), result
     if result.reason == "runtime_error":
         assert result.details["note"] == ENDED_EARLY
-    right = CodeVerifier(limits=LIMITS, workers=1).score(completion.replace("a - b", "a + b").split("import")[0], problem)
+    right = CodeVerifier(limits=LIMITS, workers=1).score(
+        completion.replace("a - b", "a + b").split("import")[0], problem
+    )
     assert right.correct  # the same function without the exit passes
 
 
@@ -285,8 +290,18 @@ def test_the_closing_report_is_needed_where_the_harness_calls_the_program():
 
 # -- a forged return value never raises -----------------------------------------------------------------
 
-FORGED_VALUES = ['{"$": "tuple", "v": 5}', '{"$": "float", "v": "abc"}', '{"$": "dict", "v": [[1]]}', '{"$": "set", "v": 5}',
-                 '[{"T": 5}]', '[{"R": "abc"}]', '[{"D": 1}, [1]]', '[{"S": 1}, {"L": 0}]', '[{"I": "12"}]', '[]']
+FORGED_VALUES = [
+    '{"$": "tuple", "v": 5}',
+    '{"$": "float", "v": "abc"}',
+    '{"$": "dict", "v": [[1]]}',
+    '{"$": "set", "v": 5}',
+    '[{"T": 5}]',
+    '[{"R": "abc"}]',
+    '[{"D": 1}, [1]]',
+    '[{"S": 1}, {"L": 0}]',
+    '[{"I": "12"}]',
+    "[]",
+]
 
 
 @pytest.mark.parametrize("payload", FORGED_VALUES)
@@ -295,7 +310,9 @@ FORGED_VALUES = ['{"$": "tuple", "v": 5}', '{"$": "float", "v": "abc"}', '{"$": 
 def test_a_forged_return_value_scores_zero_with_a_reason(judge, key, payload):
     line = json.dumps({key: json.loads(payload)}).encode() + b"\n"
     program = f"import os\nos.write(3, {line!r})\nos._exit(0)\n"
-    result = CodeVerifier(limits=LIMITS, workers=1, judge=judge).score(f"```python\n{program}```", CALL_TESTS)  # never raises
+    result = CodeVerifier(limits=LIMITS, workers=1, judge=judge).score(
+        f"```python\n{program}```", CALL_TESTS
+    )  # never raises
     assert result.reason == "sandbox_violation" and "report" in result.details, result
 
 
@@ -303,8 +320,12 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st
                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
                     max_leaves=12)
 # Markers of every kind with arbitrary fields, so that the decoder's every branch meets bad input.
-MARKERS = st.dictionaries(st.sampled_from(["L", "T", "S", "F", "D", "I", "R", "O", "$"]),
-                          JSON | st.integers(-2, 6) | st.sampled_from(["inf", "nan", "0x1f", "-0x2"]), min_size=1, max_size=2)
+MARKERS = st.dictionaries(
+    st.sampled_from(["L", "T", "S", "F", "D", "I", "R", "O", "$"]),
+    JSON | st.integers(-2, 6) | st.sampled_from(["inf", "nan", "0x1f", "-0x2"]),
+    min_size=1,
+    max_size=2,
+)
 TOKENS = st.lists(JSON | MARKERS, max_size=12)
 
 

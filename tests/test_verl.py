@@ -410,16 +410,36 @@ def test_gpu_recipe_passes_fades_preflight_check_and_a_typo_does_not(example_ove
 #: scores it), sizes, the loggers and the checkpoint and test schedule.
 CPU_SMOKE_CHANGES = {
     "model": {"actor_rollout_ref.model.path"},
-    "data": {"data.train_files", "data.val_files", "reward.custom_reward_function.path",
-             "reward.custom_reward_function.name"},
-    "sizes": {"data.train_batch_size", "data.max_prompt_length", "data.max_response_length",
-              "data.dataloader_num_workers", "actor_rollout_ref.actor.ppo_mini_batch_size",
-              "actor_rollout_ref.actor.ppo_max_token_len_per_gpu", "actor_rollout_ref.rollout.n",
-              "actor_rollout_ref.rollout.tensor_model_parallel_size", "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu",
-              "actor_rollout_ref.rollout.agent.num_workers", "reward.num_workers",
-              "transfer_queue.backend.SimpleStorage.num_data_storage_units", "trainer.n_gpus_per_node"},
-    "run": {"trainer.logger", "trainer.experiment_name", "trainer.default_local_dir", "trainer.val_before_train",
-            "trainer.test_freq", "trainer.save_freq", "trainer.total_training_steps"},
+    "data": {
+        "data.train_files",
+        "data.val_files",
+        "reward.custom_reward_function.path",
+        "reward.custom_reward_function.name",
+    },
+    "sizes": {
+        "data.train_batch_size",
+        "data.max_prompt_length",
+        "data.max_response_length",
+        "data.dataloader_num_workers",
+        "actor_rollout_ref.actor.ppo_mini_batch_size",
+        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu",
+        "actor_rollout_ref.rollout.n",
+        "actor_rollout_ref.rollout.tensor_model_parallel_size",
+        "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu",
+        "actor_rollout_ref.rollout.agent.num_workers",
+        "reward.num_workers",
+        "transfer_queue.backend.SimpleStorage.num_data_storage_units",
+        "trainer.n_gpus_per_node",
+    },
+    "run": {
+        "trainer.logger",
+        "trainer.experiment_name",
+        "trainer.default_local_dir",
+        "trainer.val_before_train",
+        "trainer.test_freq",
+        "trainer.save_freq",
+        "trainer.total_training_steps",
+    },
 }
 
 
@@ -446,7 +466,9 @@ def test_cpu_smoke_is_the_gpu_recipe_with_the_cpu_switch(tmp_path, example_overr
     assert {k: v for k, v in again.items() if cpu.get(k) != v} == {
         "trainer.default_local_dir": again["trainer.default_local_dir"], "trainer.resume_mode": "resume_path",
         "trainer.resume_from_path": cpu["trainer.default_local_dir"] + "/global_step_2"}
-    assert again["trainer.default_local_dir"].endswith("/resumed") and cpu["trainer.default_local_dir"].endswith("/full")
+    assert again["trainer.default_local_dir"].endswith("/resumed") and cpu["trainer.default_local_dir"].endswith(
+        "/full"
+    )
     # the CPU config composes in verl, passes the CPU check and verl's validation
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
@@ -628,7 +650,9 @@ def test_trainer_refuses_a_setting_it_cannot_honour_before_the_first_step(exampl
 def test_trainer_takes_a_reward_model_with_a_success_option(trainer_base, example_config):
     trainer = build_trainer(example_config, **{"reward.reward_model.enable": True, "algorithm.use_kl_in_reward": True,
                                                "algorithm.fade.success_threshold": 0.5})
-    assert fv.estimator_for("fade", fv.resolve_params("fade", trainer.config.algorithm)).params["success_threshold"] == 0.5
+    assert (
+        fv.estimator_for("fade", fv.resolve_params("fade", trainer.config.algorithm)).params["success_threshold"] == 0.5
+    )
 
 
 def test_trainer_saves_state_before_verl_marks_the_checkpoint_and_restores_it(
@@ -728,7 +752,9 @@ def test_bad_reward_kwargs_of_fades_reward_are_refused_before_the_run_starts(exa
               "reward.custom_reward_function.name=compute_score"]
     fv.check_run(_compose([*example_overrides, *reward, "+reward.custom_reward_function.reward_kwargs.timeout=2"]))
     bad = _compose([*example_overrides, *reward, "+reward.custom_reward_function.reward_kwargs.timeout=0"])
-    line = r"^the run's reward settings are invalid \(verl: reward.custom_reward_function.reward_kwargs\): timeout must be"
+    line = (
+        r"^the run's reward settings are invalid \(verl: reward.custom_reward_function.reward_kwargs\): timeout must be"
+    )
     with pytest.raises(ValueError, match=line) as caught:
         fv.check_run(bad)
     assert "\n" not in str(caught.value)

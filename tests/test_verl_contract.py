@@ -125,7 +125,9 @@ def run(name: str, b: dict, config, *, uids=True) -> tuple[torch.Tensor, torch.T
     """verl's compute_advantage on a fresh DataProto, as verl's trainers call it."""
     cp = fv.COUNTERPARTS.get(name)
     remax = name == "remax" or (cp is not None and cp.verl == "remax")
-    data = make_data(b["tlr"].clone(), b["mask"].clone(), b["uids"] if uids else None, b["baselines"] if remax else None)
+    data = make_data(
+        b["tlr"].clone(), b["mask"].clone(), b["uids"] if uids else None, b["baselines"] if remax else None
+    )
     norm = fv.setting(config, "norm_adv_by_std_in_grpo", True)
     out = compute_advantage(data, adv_estimator=name, norm_adv_by_std_in_grpo=norm, config=config)
     return out.batch["advantages"], out.batch["returns"]
@@ -470,22 +472,51 @@ def test_all_equal_groups_get_exactly_zero_where_verl_leaves_a_float_residue(par
 @pytest.mark.parametrize(
     ("name", "config", "kwargs", "message"),
     [
-        ("fade_grpo", algorithm(norm_adv_by_std_in_grpo=False, fade={"scale": "group"}), {},
-         r"^fade_grpo: norm_adv_by_std_in_grpo=False means scale='none', but algorithm.fade.scale='group'"),
-        ("fade_grpo_passk", algorithm(norm_adv_by_std_in_grpo=True, fade={"norm_by_std": False}), {},
-         r"^fade_grpo_passk: norm_adv_by_std_in_grpo=True means norm_by_std=True, but algorithm.fade.norm_by_std=False"),
-        ("fade_grpo_vectorized", algorithm(norm_adv_by_std_in_grpo=False), {},
-         r"^fade_grpo_vectorized: algorithm.norm_adv_by_std_in_grpo=False is not read by verl's grpo_vectorized"),
-        ("fade_grpo", algorithm(norm_adv_by_std_in_grpo=True), {"norm_adv_by_std_in_grpo": False},
-         r"^fade_grpo: the norm_adv_by_std_in_grpo=False keyword contradicts the algorithm config's"),
-        ("fade_grpo_passk", {"gamma": 1.0}, {"norm_adv_by_std_in_grpo": False},
-         r"^fade_grpo_passk: verl's grpo_passk reads norm_adv_by_std_in_grpo from the algorithm config"),
-        ("fade_grpo", algorithm(fade={"eps": 1e-4}), {"epsilon": 1e-3},
-         r"^fade_grpo: epsilon=0.001 contradicts algorithm.fade.eps=0.0001"),
+        (
+            "fade_grpo",
+            algorithm(norm_adv_by_std_in_grpo=False, fade={"scale": "group"}),
+            {},
+            r"^fade_grpo: norm_adv_by_std_in_grpo=False means scale='none', but algorithm.fade.scale='group'",
+        ),
+        (
+            "fade_grpo_passk",
+            algorithm(norm_adv_by_std_in_grpo=True, fade={"norm_by_std": False}),
+            {},
+            r"^fade_grpo_passk: norm_adv_by_std_in_grpo=True means norm_by_std=True, "
+            r"but algorithm.fade.norm_by_std=False",
+        ),
+        (
+            "fade_grpo_vectorized",
+            algorithm(norm_adv_by_std_in_grpo=False),
+            {},
+            r"^fade_grpo_vectorized: algorithm.norm_adv_by_std_in_grpo=False is not read by verl's grpo_vectorized",
+        ),
+        (
+            "fade_grpo",
+            algorithm(norm_adv_by_std_in_grpo=True),
+            {"norm_adv_by_std_in_grpo": False},
+            r"^fade_grpo: the norm_adv_by_std_in_grpo=False keyword contradicts the algorithm config's",
+        ),
+        (
+            "fade_grpo_passk",
+            {"gamma": 1.0},
+            {"norm_adv_by_std_in_grpo": False},
+            r"^fade_grpo_passk: verl's grpo_passk reads norm_adv_by_std_in_grpo from the algorithm config",
+        ),
+        (
+            "fade_grpo",
+            algorithm(fade={"eps": 1e-4}),
+            {"epsilon": 1e-3},
+            r"^fade_grpo: epsilon=0.001 contradicts algorithm.fade.eps=0.0001",
+        ),
         ("fade", algorithm(), {"epsilon": 1e-3}, r"^fade: verl's epsilon=0.001 has no meaning for fade's 'fade'"),
         ("fade_gpg", algorithm(), {"alpha": 2.0}, r"^fade_gpg: verl's gpg takes alpha=2.0 but replaces it with N / M"),
-        ("fade", algorithm(use_kl_in_reward=True), {},
-         r"^fade: fade's 'fade' reads each score as a success in \[0, 1\], but algorithm.use_kl_in_reward=True"),
+        (
+            "fade",
+            algorithm(use_kl_in_reward=True),
+            {},
+            r"^fade: fade's 'fade' reads each score as a success in \[0, 1\], but algorithm.use_kl_in_reward=True",
+        ),
     ],
 )
 def test_a_setting_fade_cannot_honour_is_refused_in_one_line(name, config, kwargs, message):

@@ -284,5 +284,8 @@ def test_a_resume_with_another_dataloader_worker_count_stops_before_its_first_st
     # Before: torchdata's AssertionError at the first batch, after the workers loaded the checkpoint.
     text = refused(tmp_path, "trainer.resume_mode=resume_path",
                    f"trainer.resume_from_path={fade_run / 'full' / 'global_step_2'}", "data.dataloader_num_workers=1")
-    assert re.search(r"data.dataloader_num_workers=1, but the checkpoint \S+global_step_2 saved its data loader with 0: "
-                     r"verl's StatefulDataLoader resumes only with the same count", text), text[-4000:]
+    assert re.search(
+        r"data.dataloader_num_workers=1, but the checkpoint \S+global_step_2 saved its data loader with 0: "
+        r"verl's StatefulDataLoader resumes only with the same count",
+        text,
+    ), text[-4000:]

@@ -67,8 +67,13 @@ def _install(directory: str) -> None:
             for key, uid, scores, mask, adv in zip(batch.keys, uids, data["rm_scores"].unbind(),
                                                     data["response_mask"].unbind(), data["advantages"].unbind())
         ]
-        record = {"step": self.global_steps, "estimator": self.config.algorithm.adv_estimator,
-                  **getattr(self, "_fade_record", {}), "rows": rows, "verl_grpo": verl_grpo(rows, self.config.algorithm)}
+        record = {
+            "step": self.global_steps,
+            "estimator": self.config.algorithm.adv_estimator,
+            **getattr(self, "_fade_record", {}),
+            "rows": rows,
+            "verl_grpo": verl_grpo(rows, self.config.algorithm),
+        }
         with open(os.path.join(directory, f"step_{self.global_steps}.json"), "w") as f:
             json.dump(record, f)
         return update_actor(self, batch, metrics)

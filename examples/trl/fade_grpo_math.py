@@ -45,7 +45,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--max-steps", type=int, default=1000)
     ap.add_argument("--use-vllm", action="store_true", help="generate with vLLM, colocated with training")
     ap.add_argument("--report-to", default="tensorboard")
-    ap.add_argument("--dry-run", action="store_true", help="validate the settings and print them; load no model or data")
+    ap.add_argument(
+        "--dry-run", action="store_true", help="validate the settings and print them; load no model or data"
+    )
     return ap.parse_args(argv)
 
 

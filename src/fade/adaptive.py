@@ -84,7 +84,9 @@ class FadeState:
                 f"h_hat={self.h_hat!r}, h_first={self.h_first!r}"
             )
         if self.h_hat is not None and self.h_star is None:
-            raise ValueError(f"FADE state h_star must be set once an entropy is observed (h_hat={self.h_hat!r}), got None")
+            raise ValueError(
+                f"FADE state h_star must be set once an entropy is observed (h_hat={self.h_hat!r}), got None"
+            )
 
     @classmethod
     def from_dict(cls, state: Mapping[str, Any]) -> FadeState:
@@ -130,7 +132,9 @@ def _state_step(step: Any) -> int:
 
 def init(params: Mapping[str, Any]) -> FadeState:
     """The state before any batch or signal: p_hat = p_init, and H_star where it is absolute."""
-    return FadeState(p_hat=float(params["p_init"]), h_star=None if params["h_star"] is None else float(params["h_star"]))
+    return FadeState(
+        p_hat=float(params["p_init"]), h_star=None if params["h_star"] is None else float(params["h_star"])
+    )
 
 
 def observe(state: FadeState, params: Mapping[str, Any], **signals: float) -> FadeState:
@@ -171,7 +175,9 @@ def schedule(state: FadeState, params: Mapping[str, Any], mode: str) -> tuple[fl
         alpha = float(params["alpha"])
     if params["delta"] is not None:
         delta = float(params["delta"])
-    elif params["rank_guard"] is not None and state.rank1_share is not None and state.rank1_share > params["rank_guard"]:
+    elif (
+        params["rank_guard"] is not None and state.rank1_share is not None and state.rank1_share > params["rank_guard"]
+    ):
         delta = 1.0
     return alpha, delta
 
@@ -206,7 +212,9 @@ def advance(state: FadeState, params: Mapping[str, Any], solve_rate: float) -> F
     return replace(state, p_hat=(1 - w) * state.p_hat + w * solve_rate, step=state.step + 1)
 
 
-def update(state: FadeState, params: Mapping[str, Any], mode: str, solve_rate: float) -> tuple[tuple[float, float], FadeState]:
+def update(
+    state: FadeState, params: Mapping[str, Any], mode: str, solve_rate: float
+) -> tuple[tuple[float, float], FadeState]:
     """The knobs (alpha, delta) a batch with this solve rate is weighed with, and the state after it.
 
     A batch is weighed with its own solve rate already in p_hat, at its own step: the knobs are
@@ -368,8 +376,12 @@ def _check_fade(p: dict[str, Any]) -> None:
         raise ValueError(f"baseline must be 'group' or 'batch', got {p['baseline']!r}")
     if "total_steps" in p and p["total_steps"] is not None:
         plain(p, "total_steps")
-    if "total_steps" in p and (isinstance(p["total_steps"], bool) or not isinstance(p["total_steps"], int) or p["total_steps"] < 1):
-        raise ValueError(f"fade_decay needs total_steps=, a positive integer (the run's length), got {p['total_steps']!r}")
+    if "total_steps" in p and (
+        isinstance(p["total_steps"], bool) or not isinstance(p["total_steps"], int) or p["total_steps"] < 1
+    ):
+        raise ValueError(
+            f"fade_decay needs total_steps=, a positive integer (the run's length), got {p['total_steps']!r}"
+        )
 
 
 _DEFAULTS: dict[str, Any] = dict(

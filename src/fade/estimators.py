@@ -94,7 +94,9 @@ def _log_factorials(n_max: int, device: torch.device) -> torch.Tensor:
 def _require_group_size(g: Groups, k: int, name: str) -> None:
     smallest = int(g.counts.min())
     if smallest < k:
-        raise ValueError(f"{name} with k={k} needs every group to have at least k rollouts; smallest group has {smallest}")
+        raise ValueError(
+            f"{name} with k={k} needs every group to have at least k rollouts; smallest group has {smallest}"
+        )
 
 
 def _comb_ratio(top: torch.Tensor, bottom: torch.Tensor, b: int, log_fact: torch.Tensor) -> torch.Tensor:
@@ -248,7 +250,9 @@ def _check_alpha(p: dict[str, Any]) -> None:
     require(p, "alpha", low=0.0)
 
 
-def focal(r: torch.Tensor, baseline: torch.Tensor, alpha: float, delta: float, groups: Groups | None = None) -> torch.Tensor:
+def focal(
+    r: torch.Tensor, baseline: torch.Tensor, alpha: float, delta: float, groups: Groups | None = None
+) -> torch.Tensor:
     """The focal, sign-weighted advantage shared by power, asym_grpo and FADE.
 
     A_i = (1 - b_i)^(alpha - 1) (r_i - b_i), divided by delta where r_i < b_i, with b the

@@ -97,7 +97,9 @@ def decompose(
     return decompose_grouped(a, r, as_groups(groups, r.numel(), r.device))
 
 
-def decompose_grouped(a: torch.Tensor, r: torch.Tensor, g: Groups, group_mean: torch.Tensor | None = None) -> MassReport:
+def decompose_grouped(
+    a: torch.Tensor, r: torch.Tensor, g: Groups, group_mean: torch.Tensor | None = None
+) -> MassReport:
     """:func:`decompose` on validated inputs with the grouping already built.
 
     ``group_mean`` (one reward mean per group) may be passed when the caller has it already.
@@ -227,7 +229,9 @@ def carries_signal(name_or_estimator: str | Estimator, group_size: int, **params
         raise ValueError(f"group_size must be a positive integer, got {group_size!r}")
     if isinstance(name_or_estimator, Estimator):
         if params:
-            raise ValueError(f"parameters {sorted(params)} were given with an estimator object; set them when building it")
+            raise ValueError(
+                f"parameters {sorted(params)} were given with an estimator object; set them when building it"
+            )
         template = name_or_estimator
     else:
         template = estimator(name_or_estimator, **params)
@@ -267,7 +271,9 @@ def mass_profile(
     g = int(group_size)
     if isinstance(name_or_estimator, Estimator):
         if params:
-            raise ValueError(f"parameters {sorted(params)} were given with an estimator object; set them when building it")
+            raise ValueError(
+                f"parameters {sorted(params)} were given with an estimator object; set them when building it"
+            )
         est = name_or_estimator
     else:
         est = estimator(name_or_estimator, **params)

@@ -17,8 +17,18 @@ import numpy as np
 
 from .mass import BALANCED_SIGN, MassProfile
 
-__all__ = ["ATLAS_DPI", "NEGATIVE_COLOUR", "PASSK_DPI", "PASSK_SIZE_IN", "POSITIVE_COLOUR", "atlas_pixel_size", "draw_atlas",
-           "draw_eval_passk", "plane_guides", "profile_summary"]
+__all__ = [
+    "ATLAS_DPI",
+    "NEGATIVE_COLOUR",
+    "PASSK_DPI",
+    "PASSK_SIZE_IN",
+    "POSITIVE_COLOUR",
+    "atlas_pixel_size",
+    "draw_atlas",
+    "draw_eval_passk",
+    "plane_guides",
+    "profile_summary",
+]
 
 ATLAS_DPI = 100
 ATLAS_COLUMNS = 4
@@ -100,7 +110,15 @@ def draw_atlas(profiles: Sequence[tuple[str, MassProfile]], path: str | Path) ->
 
         handles = [
             Line2D([], [], color=POSITIVE_COLOUR, marker="o", ms=4, label="m_S(p) = p a+  (positive mass, successes)"),
-            Line2D([], [], color=NEGATIVE_COLOUR, marker="s", ls="--", ms=4, label="m_F(p) = q |a-|  (negative mass, failures)"),
+            Line2D(
+                [],
+                [],
+                color=NEGATIVE_COLOUR,
+                marker="s",
+                ls="--",
+                ms=4,
+                label="m_F(p) = q |a-|  (negative mass, failures)",
+            ),
         ]
         g_text = ", ".join(str(g) for g in group_sizes)
         # The title is the legend's title, so constrained layout stacks the two without overlap.
@@ -134,7 +152,9 @@ def plane_guides(ax, *, fontsize: float = 8, labels: bool = True, lw: float = 1.
     if labels:
         ax.text(0.005, 1.03, "success-heavy: entropy collapse", fontsize=fontsize - 0.5, color="0.45", va="top")
         ax.text(0.005, -0.03, "failure-heavy: rank-1 funnel", fontsize=fontsize - 0.5, color="0.45", va="bottom")
-        ax.set_xlabel("difficulty: mass-weighted mean solve rate  (low = hard focus, high = easy focus)", fontsize=fontsize)
+        ax.set_xlabel(
+            "difficulty: mass-weighted mean solve rate  (low = hard focus, high = easy focus)", fontsize=fontsize
+        )
         ax.set_ylabel("sign_balance = m_S / (m_S + m_F)", fontsize=fontsize)
     ax.tick_params(labelsize=fontsize - 1)
     ax.grid(alpha=0.2)
@@ -215,7 +235,11 @@ def draw_eval_passk(reports: Sequence[dict[str, Any]], path: str | Path) -> Path
             label = report.get("label", "run") + (f" (pass@1 {p1:.3f})" if isinstance(p1, (int, float)) else "")
             (line,) = ax.plot(ks[keep], vals[keep], lw=1.6, label=label)
             # The requested k, marked where they lie on the curve (same problems averaged).
-            marks = [(int(k[5:]), v) for k, v in report["pass@k"].items() if isinstance(v, (int, float)) and int(k[5:]) <= top]
+            marks = [
+                (int(k[5:]), v)
+                for k, v in report["pass@k"].items()
+                if isinstance(v, (int, float)) and int(k[5:]) <= top
+            ]
             if marks:
                 ax.plot([m[0] for m in marks], [m[1] for m in marks], "o", color=line.get_color(), ms=5)
         ax.set_xscale("log", base=2 if max_k <= 64 else 10)

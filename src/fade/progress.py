@@ -63,10 +63,16 @@ def bar_columns(*, unit: str = "steps") -> tuple[Any, ...]:
         return Column(no_wrap=True)
 
     return (
-        TextColumn("[bold]{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", max_width=DESCRIPTION_WIDTH)),
+        TextColumn(
+            "[bold]{task.description}",
+            table_column=Column(no_wrap=True, overflow="ellipsis", max_width=DESCRIPTION_WIDTH),
+        ),
         BarColumn(bar_width=None, table_column=Column(ratio=1, min_width=BAR_MIN_WIDTH)),
-        MofNCompleteColumn(table_column=fixed()), Rate(table_column=fixed()), TimeElapsedColumn(table_column=fixed()),
-        TextColumn("ETA", table_column=fixed()), TimeRemainingColumn(table_column=fixed()),
+        MofNCompleteColumn(table_column=fixed()),
+        Rate(table_column=fixed()),
+        TimeElapsedColumn(table_column=fixed()),
+        TextColumn("ETA", table_column=fixed()),
+        TimeRemainingColumn(table_column=fixed()),
     )
 
 

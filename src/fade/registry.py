@@ -181,7 +181,9 @@ def register(
             raise ValueError(f"unknown per-rollout input {key!r}; known: {sorted(INPUTS)}")
 
     if run_length is not None and run_length not in defaults:
-        raise ValueError(f"estimator {name!r}: run_length {run_length!r} is not one of its parameters {sorted(defaults)}")
+        raise ValueError(
+            f"estimator {name!r}: run_length {run_length!r} is not one of its parameters {sorted(defaults)}"
+        )
     clash = sorted(set(defaults) & set(SUCCESS_OPTIONS))
     if clash:
         raise ValueError(f"estimator {name!r}: parameter(s) {clash} are reserved for the success options")
@@ -438,7 +440,9 @@ def _check_reward_kind(s: EstimatorSpec, r: torch.Tensor) -> None:
     lo_t, hi_t = torch.aminmax(r)
     lo, hi = float(lo_t), float(hi_t)
     if lo < 0.0 or hi > 1.0:
-        raise ValueError(f"estimator {s.name!r} expects rewards in [0, 1], got values in [{lo:.6g}, {hi:.6g}]: {_SUCCESS_HINT}")
+        raise ValueError(
+            f"estimator {s.name!r} expects rewards in [0, 1], got values in [{lo:.6g}, {hi:.6g}]: {_SUCCESS_HINT}"
+        )
     # In [0, 1], r (1 - r) >= 0 with equality exactly at 0 and 1: one dot product checks binarity.
     if s.rewards == "binary" and float(torch.dot(r, 1 - r)) != 0.0:
         bad = r[(r != 0) & (r != 1)][0].item()

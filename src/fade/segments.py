@@ -73,7 +73,9 @@ def check_finite(x: torch.Tensor, name: str) -> None:
     i = first_non_finite(x)
     if i is not None:
         count = int((~torch.isfinite(x)).sum())
-        raise ValueError(f"{name} must be finite, got {x[i].item()} at position {i} ({count} non-finite value(s) in {x.numel()})")
+        raise ValueError(
+            f"{name} must be finite, got {x[i].item()} at position {i} ({count} non-finite value(s) in {x.numel()})"
+        )
 
 
 def _is_integer_dtype(dtype: torch.dtype) -> bool:

@@ -107,7 +107,9 @@ class Tokens:
     generator: torch.Generator | None = None
 
     def reduce(self, values: torch.Tensor) -> torch.Tensor:
-        return aggregate(values, self.mask, self.agg, tokens=self.tokens, sequences=self.sequences, horizon=self.horizon)
+        return aggregate(
+            values, self.mask, self.agg, tokens=self.tokens, sequences=self.sequences, horizon=self.horizon
+        )
 
     def mean_of(self, values: torch.Tensor) -> torch.Tensor:
         """Mean of ``values`` over the tokens under the mask (0 when there are none)."""
@@ -133,7 +135,9 @@ def as_matrix(x: Any, name: str) -> torch.Tensor:
 def as_mask(mask: Any, like: torch.Tensor, name: str) -> torch.Tensor:
     """``mask`` as a bool tensor of ``like``'s shape and device (``like`` is called ``name``)."""
     if not isinstance(mask, torch.Tensor):
-        raise ValueError(f"mask must be a torch tensor of {name}'s shape {tuple(like.shape)}, got {type(mask).__name__}")
+        raise ValueError(
+            f"mask must be a torch tensor of {name}'s shape {tuple(like.shape)}, got {type(mask).__name__}"
+        )
     if mask.shape != like.shape:
         raise ValueError(f"mask must have {name}'s shape {tuple(like.shape)}, got {tuple(mask.shape)}")
     if mask.device != like.device:
@@ -168,7 +172,9 @@ def token_batch(
     log_prob = as_matrix(log_prob, "log_prob")
     old_log_prob = as_matrix(old_log_prob, "old_log_prob")
     if old_log_prob.shape != log_prob.shape:
-        raise ValueError(f"old_log_prob must have log_prob's shape {tuple(log_prob.shape)}, got {tuple(old_log_prob.shape)}")
+        raise ValueError(
+            f"old_log_prob must have log_prob's shape {tuple(log_prob.shape)}, got {tuple(old_log_prob.shape)}"
+        )
     device = log_prob.device
     if old_log_prob.device != device:
         raise ValueError(f"old_log_prob is on {old_log_prob.device}, log_prob on {device}: expected one device")

@@ -277,7 +277,9 @@ def _verl_v1_groups(p: Path, uids, rewards: np.ndarray, inputs):
     parts = pc.extract_regex(uids, r"^(?P<prompt>.+)_(?P<session>[^_]+)_(?P<index>[0-9]+)$")
     if parts.null_count:
         row = int(np.flatnonzero(parts.is_null().to_numpy(zero_copy_only=False))[0])
-        raise DumpError(f"{p}: row {row + 1}: uid {uids[row].as_py()!r}: expected verl's {{prompt}}_{{session}}_{{index}}")
+        raise DumpError(
+            f"{p}: row {row + 1}: uid {uids[row].as_py()!r}: expected verl's {{prompt}}_{{session}}_{{index}}"
+        )
     prompt, _ = encode_keys(pc.struct_field(parts, "prompt"))
     session, _ = encode_keys(pc.struct_field(parts, "session"))
     index = pc.cast(pc.struct_field(parts, "index"), pa.int64()).to_numpy(zero_copy_only=False)
@@ -338,7 +340,9 @@ def _trl_reward_columns(names: list[str], options: ReadOptions, where: Path) -> 
     rewards = [n for n in names if n not in _TRL_FIXED]
     if options.reward_column is not None:
         if options.reward_column not in rewards:
-            raise DumpError(f"{where}: no reward column {options.reward_column!r}: expected one of {', '.join(rewards)}")
+            raise DumpError(
+                f"{where}: no reward column {options.reward_column!r}: expected one of {', '.join(rewards)}"
+            )
         return [options.reward_column]
     if not rewards:
         raise DumpError(f"{where}: no reward column: expected one column per reward function beside {_TRL_FIXED}")
@@ -405,8 +409,10 @@ def _trl_state(where: Path) -> Path | None:
     out = where.parent.parent if where.is_file() else where.parent
     if (out / "trainer_state.json").is_file():
         return out / "trainer_state.json"
-    checkpoints = sorted(out.glob("checkpoint-*/trainer_state.json"),
-                         key=lambda p: int(p.parent.name.split("-")[-1]) if p.parent.name.split("-")[-1].isdigit() else -1)
+    checkpoints = sorted(
+        out.glob("checkpoint-*/trainer_state.json"),
+        key=lambda p: int(p.parent.name.split("-")[-1]) if p.parent.name.split("-")[-1].isdigit() else -1,
+    )
     return checkpoints[-1] if checkpoints else None
 
 
@@ -493,7 +499,9 @@ def _read_eval(where: Path, options: ReadOptions, progress) -> RunRecords:
     cols = read_jsonl(where, {"problem_id": "key", "score": "float"}, required=("problem_id", "score"), newest=True)
     groups, keys = encode_keys(cols["problem_id"])
     progress(1, 1)
-    run = RunRecords("fade-eval", str(where), [StepBatch(0, cols["score"], groups, prompt_keys=keys, source=str(where))])
+    run = RunRecords(
+        "fade-eval", str(where), [StepBatch(0, cols["score"], groups, prompt_keys=keys, source=str(where))]
+    )
     run.success = (">", 0.0)  # fade eval counts a sample with score > 0 as correct
     return run
 
@@ -521,23 +529,32 @@ def _read_generic(where: Path, options: ReadOptions, progress) -> RunRecords:
         key = next((k for k in GENERIC_GROUP_KEYS if k in names), None)
         for need in ("step", "reward"):
             if need not in names:
-                raise DumpError(f"{where}: no column {need!r}: expected step, reward and one of {', '.join(GENERIC_GROUP_KEYS)}")
+                raise DumpError(
+                    f"{where}: no column {need!r}: expected step, reward and one of {', '.join(GENERIC_GROUP_KEYS)}"
+                )
         if key is None:
             raise DumpError(f"{where}: no group column: expected one of {', '.join(GENERIC_GROUP_KEYS)}")
-        cols = {"step": _int_column(table, "step", where), "reward": table.column("reward").to_numpy(zero_copy_only=False).astype(np.float64)}
+        cols = {
+            "step": _int_column(table, "step", where),
+            "reward": table.column("reward").to_numpy(zero_copy_only=False).astype(np.float64),
+        }
         bad = np.flatnonzero(~np.isfinite(cols["reward"]))
         if bad.size:
             raise DumpError(f"{where}: row {bad[0] + 1}: reward {cols['reward'][bad[0]]!r}: expected a finite number")
         cols["advantage"] = (table.column("advantage").to_numpy(zero_copy_only=False).astype(np.float64)
                              if "advantage" in names else np.full(len(cols["step"]), np.nan))
-        keys = [None if v is None else (v if isinstance(v, str) else f"\x00int:{v}") for v in table.column(key).to_pylist()]
+        keys = [
+            None if v is None else (v if isinstance(v, str) else f"\x00int:{v}") for v in table.column(key).to_pylist()
+        ]
         if any(k is None for k in keys):
             raise DumpError(f"{where}: row {keys.index(None) + 1}: no {key!r}: expected every row to have it")
     steps, adv = cols["step"], cols["advantage"]
     has_adv = ~np.isnan(adv)
     if has_adv.any() and not has_adv.all():
         row = int(np.flatnonzero(~has_adv)[0])
-        raise DumpError(f"{where}: record {row + 1}: no 'advantage' while others have one: expected it on every record or none")
+        raise DumpError(
+            f"{where}: record {row + 1}: no 'advantage' while others have one: expected it on every record or none"
+        )
     out = []
     order = np.argsort(steps, kind="stable")
     bounds = np.flatnonzero(np.diff(steps[order])) + 1

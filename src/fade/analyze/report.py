@@ -70,11 +70,22 @@ def summary_markdown(analysis: Analysis) -> str:
     for who, row in (s.get("mean_diagnostics") or {}).items():
         label = "the run's own" if who == "run" else f"`{who}`"
         lines.append(f"| {label} | " + " | ".join(_f(row.get(k)) for k in DIAGNOSTICS) + " |")
-    shown = analysis.steps if len(analysis.steps) <= 12 else (
-        analysis.steps[:4] + analysis.steps[len(analysis.steps) // 2 - 2:len(analysis.steps) // 2 + 2] + analysis.steps[-4:])
-    lines += ["", "## Steps" + ("" if len(shown) == len(analysis.steps) else " (first, middle and last four)"), "",
-              "| step | groups | rollouts | zero-spread share | mean reward | solve rate | pass@1 | run's sign balance |",
-              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    shown = (
+        analysis.steps
+        if len(analysis.steps) <= 12
+        else (
+            analysis.steps[:4]
+            + analysis.steps[len(analysis.steps) // 2 - 2 : len(analysis.steps) // 2 + 2]
+            + analysis.steps[-4:]
+        )
+    )
+    lines += [
+        "",
+        "## Steps" + ("" if len(shown) == len(analysis.steps) else " (first, middle and last four)"),
+        "",
+        "| step | groups | rollouts | zero-spread share | mean reward | solve rate | pass@1 | run's sign balance |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for row in shown:
         run = row.get("run") or {}
         lines.append(f"| {row['step']} | {row['num_groups']} | {row['num_rollouts']} | {_f(row['zero_spread_share'])} "

@@ -57,7 +57,9 @@ def split_specs(text: str) -> list[str]:
             raise ValueError(f"--estimators {text!r} has an empty spec: expected SPEC,SPEC,...")
         if "=" in piece and ":" not in piece:
             if not specs:
-                raise ValueError(f"--estimators {text!r} starts with a parameter {piece!r}: expected a spec NAME[:K=V,...]")
+                raise ValueError(
+                    f"--estimators {text!r} starts with a parameter {piece!r}: expected a spec NAME[:K=V,...]"
+                )
             specs[-1] += ("," if ":" in specs[-1] else ":") + piece
         else:
             specs.append(piece)

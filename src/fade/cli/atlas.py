@@ -54,7 +54,12 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="comma-separated estimator specs (default: %(default)s)",
     )
     p.add_argument("--group-size", type=int, default=16, metavar="G", help="rollouts per group, G >= 2 (default: 16)")
-    p.add_argument("--out", default="atlas.png", metavar="FILE.png", help="PNG to write; its folder is created (default: atlas.png)")
+    p.add_argument(
+        "--out",
+        default="atlas.png",
+        metavar="FILE.png",
+        help="PNG to write; its folder is created (default: atlas.png)",
+    )
     p.add_argument(
         "--baseline-reward",
         type=float,

@@ -23,7 +23,9 @@ def add(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders written by fade train or fade sweep")
-    p.add_argument("--out", default="compare.png", metavar="FILE.png", help="the figure to write; its folder is created")
+    p.add_argument(
+        "--out", default="compare.png", metavar="FILE.png", help="the figure to write; its folder is created"
+    )
     p.add_argument("--label-key", default=None, metavar="KEY",
                    help="label runs by this run.json key, e.g. estimator_args.h_star_ratio (default: the estimator)")
     p.set_defaults(func=run)

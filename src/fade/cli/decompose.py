@@ -35,7 +35,10 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--estimator", default=None, metavar="SPEC",
                    help="compute advantages with this estimator (default: none, read each line's 'advantage')")
     p.add_argument(
-        "--estimator-args", default="", metavar="K=V[,K=V...]", help="estimator parameters, comma-separated (default: none)"
+        "--estimator-args",
+        default="",
+        metavar="K=V[,K=V...]",
+        help="estimator parameters, comma-separated (default: none)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.set_defaults(func=run)
@@ -74,7 +77,10 @@ def run(args: argparse.Namespace) -> int:
         name, params = estimator_flags(args.estimator, args.estimator_args)
         s = registry_spec(name)
         inputs: dict[str, Any] = {}
-        for key, field, flag in (("lengths", "length", "response length"), ("baseline_rewards", "baseline_reward", "baseline reward")):
+        for key, field, flag in (
+            ("lengths", "length", "response length"),
+            ("baseline_rewards", "baseline_reward", "baseline reward"),
+        ):
             if key in (*s.needs, *s.uses):
                 why = f"estimator {name!r} {'needs' if key in s.needs else 'uses'} the {flag} of every rollout"
                 inputs[key] = _column(cols, field, path, required=key in s.needs, why=why)

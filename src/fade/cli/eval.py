@@ -61,27 +61,46 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--judge", default="auto", choices=("auto", *JUDGES),
                    help="code: whose rules judge the programs: each benchmark's official harness, fade's own, or auto, "
                         "the one the problem's format names (default: %(default)s; docs/verifiers.md)")
-    p.add_argument("--time-limit", type=float, default=None, metavar="S",
-                   help=f"code: seconds per test, wall and CPU (default: the judge's: {limit_defaults('time_seconds')})")
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="S",
+        help=f"code: seconds per test, wall and CPU (default: the judge's: {limit_defaults('time_seconds')})",
+    )
     p.add_argument("--memory-mb", type=int, default=None, metavar="MB",
                    help=f"code: address-space limit (default: {limit_defaults('memory_mb')})")
-    p.add_argument("--float-tolerance", type=float, default=1e-6, metavar="T", help="code, fade's judge: tolerance for non-integer outputs (default: %(default)s)")
+    p.add_argument(
+        "--float-tolerance",
+        type=float,
+        default=1e-6,
+        metavar="T",
+        help="code, fade's judge: tolerance for non-integer outputs (default: %(default)s)",
+    )
     p.add_argument("--answer-mode", choices=("any", "final", "boxed"), default="any",
                    help="math: where the answer may come from: any expression (math-verify's fallback), only a final "
                         "form (a closed \\boxed{} or a final-answer line), or only a box (default: %(default)s)")
     p.add_argument("--final-answer-pattern", default=None, metavar="REGEX",
                    help="math, --answer-mode final: the regular expression of a final-answer line "
                         "(default: 'final answer' ... 'is' or ':')")
-    p.add_argument("--float-rounding", type=int, default=6, metavar="N",
-                   help="math: decimal places floats are rounded to before comparing (math-verify's) (default: %(default)s)")
+    p.add_argument(
+        "--float-rounding",
+        type=int,
+        default=6,
+        metavar="N",
+        help="math: decimal places floats are rounded to before comparing (math-verify's) (default: %(default)s)",
+    )
     p.add_argument("--numeric-precision", type=int, default=15, metavar="N",
                    help="math: significant digits of numeric evaluation (math-verify's) (default: %(default)s)")
     p.add_argument("--no-strict", action="store_true",
                    help="math: math-verify's non-strict mode (variables matched by position, sets equal tuples) "
                         "(default: strict)")
-    p.add_argument("--set-relation", action="store_true",
-                   help="math: an inequality equals its interval (1 < x < 2 = (1, 2); math-verify's allow_set_relation_comp) "
-                        "(default: off)")
+    p.add_argument(
+        "--set-relation",
+        action="store_true",
+        help="math: an inequality equals its interval (1 < x < 2 = (1, 2); math-verify's allow_set_relation_comp) "
+        "(default: off)",
+    )
     p.add_argument("--limit", type=int, default=None, metavar="N",
                    help="score at most N new samples, then stop (rerun to continue) (default: no limit)")
     p.add_argument("--compare", default="", metavar="DIR[,DIR...]",
@@ -89,8 +108,13 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--label", default=None, help="this run's name in plots (default: the --out folder's name)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object instead of a table")
-    p.set_defaults(func=run, needs=lambda args: ("math",) if args.verifier == "math" else (),
-                   interrupted=lambda args: f"every finished score is in {args.out}/scores.jsonl: rerun the same command to continue")
+    p.set_defaults(
+        func=run,
+        needs=lambda args: ("math",) if args.verifier == "math" else (),
+        interrupted=lambda args: (
+            f"every finished score is in {args.out}/scores.jsonl: rerun the same command to continue"
+        ),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -109,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
             "allow_set_relation_comp": args.set_relation}
     if args.final_answer_pattern is not None:
         if args.answer_mode != "final":
-            raise ValueError(f"--final-answer-pattern applies to --answer-mode final only, got --answer-mode {args.answer_mode}")
+            raise ValueError(
+                f"--final-answer-pattern applies to --answer-mode final only, got --answer-mode {args.answer_mode}"
+            )
         math["final_answer_pattern"] = args.final_answer_pattern
     config = EvalConfig(
         samples=args.samples, out=args.out, verifier=args.verifier, ks=parse_ks(args.k), problems=args.problems,
@@ -132,12 +158,17 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from rich.table import Table
 
-    table = Table(title=f"{report['label']}: {report['num_samples']} samples of {report['num_problems']} problems ({args.verifier})")
+    table = Table(
+        title=f"{report['label']}: {report['num_samples']} samples of {report['num_problems']} problems "
+        f"({args.verifier})"
+    )
     table.add_column("metric", no_wrap=True)
     table.add_column("value", justify="right")
     for key, value in report["pass@k"].items():
         k = key.split("@")[1]
-        table.add_row(f"{key} ({report['problems_at_k'][k]} problems)", "n/a (too few samples)" if value is None else fmt(value))
+        table.add_row(
+            f"{key} ({report['problems_at_k'][k]} problems)", "n/a (too few samples)" if value is None else fmt(value)
+        )
     table.add_row("mean solve rate", fmt(report["mean_solve_rate"]))
     table.add_row("problems solved", f"{report['problems_solved']}/{report['num_problems']}")
     table.add_row("mean distinct correct", fmt(report["mean_distinct_correct"]))

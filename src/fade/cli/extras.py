@@ -46,7 +46,9 @@ def import_testbed():
         from fade import testbed  # noqa: F401
         from fade.testbed import pretrain, trainer
     except ImportError as exc:
-        raise ValueError(f"the testbed cannot be imported ({exc}); it needs the 'testbed' extra: {install_line('testbed')}") from None
+        raise ValueError(
+            f"the testbed cannot be imported ({exc}); it needs the 'testbed' extra: {install_line('testbed')}"
+        ) from None
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # fade draws its own bar; per-file load/save bars are noise

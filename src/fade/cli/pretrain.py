@@ -28,8 +28,17 @@ def add(sub: argparse._SubParsersAction) -> None:
             "leaves a checkpoint from its last validation check in --out; --resume continues it to the same weights."
         ),
     )
-    options.add_options(p, PretrainConfig, after={"target_pass1": lambda p: p.add_argument(
-        "--resume", action="store_true", help="continue the stopped pretraining in --out from its checkpoint (same settings)")})
+    options.add_options(
+        p,
+        PretrainConfig,
+        after={
+            "target_pass1": lambda p: p.add_argument(
+                "--resume",
+                action="store_true",
+                help="continue the stopped pretraining in --out from its checkpoint (same settings)",
+            )
+        },
+    )
     p.set_defaults(func=run, needs=lambda args: ("testbed",), interrupted=interrupted)
 
 

@@ -1,4 +1,5 @@
-"""``fade sweep``: test the paper's claims on the testbed, a preset's grid of runs in parallel, resumable, and a report."""
+"""``fade sweep``: test the paper's claims on the testbed, a preset's grid of runs in parallel, resumable, and a
+report."""
 
 from __future__ import annotations
 
@@ -35,17 +36,29 @@ def add(sub: argparse._SubParsersAction) -> None:
                         "or confirm (FADE against its static twins on new seeds 5-14, comparisons fixed in advance, "
                         "about 3 CPU hours measured); --dry-run "
                         "prints each run's cost (default: quick)")
-    p.add_argument("--out", required=True, metavar="DIR", help="the sweep's folder; rerunning into it resumes (required)")
-    p.add_argument("--workers", type=int, default=2, metavar="N", help="runs trained at once, one core each (default: 2)")
-    p.add_argument("--dry-run", action="store_true", help="list the runs, their state and estimated CPU minutes; train nothing")
+    p.add_argument(
+        "--out", required=True, metavar="DIR", help="the sweep's folder; rerunning into it resumes (required)"
+    )
+    p.add_argument(
+        "--workers", type=int, default=2, metavar="N", help="runs trained at once, one core each (default: 2)"
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="list the runs, their state and estimated CPU minutes; train nothing"
+    )
     p.add_argument("--report-only", action="store_true",
                    help="write the report from the runs finished so far; train nothing (safe beside a running sweep)")
     p.add_argument("--estimators", default=None, metavar="SPEC[,SPEC...]",
                    help="train these estimators on every task instead (default: the preset's)")
-    p.add_argument("--seeds", default=None, metavar="S[,S...]", help="these seeds instead of the preset's (default: the preset's)")
-    p.add_argument("--tasks", default=None, metavar="TASK[,TASK...]",
-                   help="only these of the preset's tasks (arithmetic, countdown, countdown_multi, "
-                        "countdown_multi-sgd); another testbed task takes the preset's first plan (default: all of them)")
+    p.add_argument(
+        "--seeds", default=None, metavar="S[,S...]", help="these seeds instead of the preset's (default: the preset's)"
+    )
+    p.add_argument(
+        "--tasks",
+        default=None,
+        metavar="TASK[,TASK...]",
+        help="only these of the preset's tasks (arithmetic, countdown, countdown_multi, "
+        "countdown_multi-sgd); another testbed task takes the preset's first plan (default: all of them)",
+    )
     p.add_argument("--steps", type=int, default=None, metavar="N",
                    help="training steps of every run instead (default: the preset's)")
     p.add_argument("--keep-checkpoints", action="store_true",
@@ -64,7 +77,12 @@ def _sweep_command(args: argparse.Namespace) -> str:
     import shlex
 
     parts = ["fade", "sweep", "--preset", args.preset, "--out", args.out]
-    for flag, value in (("--estimators", args.estimators), ("--seeds", args.seeds), ("--tasks", args.tasks), ("--steps", args.steps)):
+    for flag, value in (
+        ("--estimators", args.estimators),
+        ("--seeds", args.seeds),
+        ("--tasks", args.tasks),
+        ("--steps", args.steps),
+    ):
         if value is not None:
             parts += [flag, str(value)]
     if args.workers != 2:
@@ -117,7 +135,11 @@ def run(args: argparse.Namespace) -> int:
     )
     shown.print(
         f"{len(outcome.finished)} runs trained, {len(outcome.skipped)} already finished, {len(outcome.failed)} failed"
-        + (f"; FADE's parameters chosen on {preset.tuning.task}: {outcome.choice}" if preset.tuning and outcome.choice else "")
+        + (
+            f"; FADE's parameters chosen on {preset.tuning.task}: {outcome.choice}"
+            if preset.tuning and outcome.choice
+            else ""
+        )
     )
     shown.print(f"wrote {outcome.readme}")
     return 1 if print_failures(outcome.failed) else 0

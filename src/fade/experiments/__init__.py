@@ -6,7 +6,8 @@ cost model; :mod:`.sweep` runs a preset's grid in parallel worker
 processes and skips what is finished; :mod:`.runs` reads the finished runs (each summarised by
 :mod:`fade.testbed.summary`); :mod:`.claims` measures each claim on them, one module per claim,
 with the statistics of :mod:`.stats`; :mod:`.sections` words the claims, and :mod:`.figures` and
-:mod:`.results_report` write the report (``README.md``, PNGs, ``results.json``). ``fade sweep`` is the command line over all of it. The
+:mod:`.results_report` write the report (``README.md``, PNGs, ``results.json``). ``fade sweep`` is the command
+line over all of it. The
 package sits above the testbed and imports it, never the reverse; it needs the testbed extra.
 """
 

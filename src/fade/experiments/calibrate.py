@@ -71,10 +71,22 @@ class Calibration:
         rates = np.asarray(self.train_solve_rates)
         return float(((rates >= MID_RANGE[0]) & (rates <= MID_RANGE[1])).mean())
 
-    def histogram(self, edges: tuple[float, ...] = (0.0, 1e-9, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0 - 1e-9, 1.0)) -> list[tuple[str, float]]:
+    def histogram(
+        self, edges: tuple[float, ...] = (0.0, 1e-9, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0 - 1e-9, 1.0)
+    ) -> list[tuple[str, float]]:
         """Share of training prompts per solve-rate range, for the report."""
         rates = np.asarray(self.train_solve_rates)
-        labels = ["0", "(0, 0.05)", "[0.05, 0.1)", "[0.1, 0.2)", "[0.2, 0.4)", "[0.4, 0.6)", "[0.6, 0.8)", "[0.8, 1)", "1"]
+        labels = [
+            "0",
+            "(0, 0.05)",
+            "[0.05, 0.1)",
+            "[0.1, 0.2)",
+            "[0.2, 0.4)",
+            "[0.4, 0.6)",
+            "[0.6, 0.8)",
+            "[0.8, 1)",
+            "1",
+        ]
         counts, _ = np.histogram(rates, bins=np.asarray(edges))
         # numpy's last bin is closed; 1.0 lands in the last, the rest by half-open ranges.
         return [(label, float(c) / max(len(rates), 1)) for label, c in zip(labels, counts)]
@@ -155,7 +167,9 @@ def calibrate(
 
         counts = solve_counts(policy, tokenizer, task, test, on_prompts=on_prompts("test", len(test)), **kwargs)
         seen[0] = 0
-        train_counts = solve_counts(policy, tokenizer, task, train, on_prompts=on_prompts("training", len(train)), **kwargs)
+        train_counts = solve_counts(
+            policy, tokenizer, task, train, on_prompts=on_prompts("training", len(train)), **kwargs
+        )
     by_bucket: dict[int, list[float]] = defaultdict(list)
     for problem, c in zip(test, counts):
         by_bucket[problem.difficulty].append(c / samples)
@@ -174,7 +188,7 @@ def calibrate(
 def draw_calibration(cal: Calibration, path: str | Path) -> Path:
     """Two panels: the base pass@1 per bucket, and the spread of per-prompt solve rates over
     training prompts with the regime's middle range shaded."""
-    from fade.testbed.report import REPORT_DPI, headless_pyplot
+    from fade.testbed.axes import REPORT_DPI, headless_pyplot
 
     plt = headless_pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), constrained_layout=True)
@@ -188,7 +202,9 @@ def draw_calibration(cal: Calibration, path: str | Path) -> Path:
         left.legend(fontsize=8, frameon=False)
         rates = np.asarray(cal.train_solve_rates)
         right.hist(rates, bins=np.linspace(0, 1, 33), color="tab:green")
-        right.axvspan(*MID_RANGE, color="0.85", zorder=0, label=f"{cal.mid_fraction:.0%} of prompts in {list(MID_RANGE)}")
+        right.axvspan(
+            *MID_RANGE, color="0.85", zorder=0, label=f"{cal.mid_fraction:.0%} of prompts in {list(MID_RANGE)}"
+        )
         right.set_xlabel(f"base solve rate per training prompt ({cal.samples} samples)")
         right.set_ylabel("prompts")
         right.legend(fontsize=8, frameon=False)

@@ -473,7 +473,9 @@ class Preset:
         fixed = self.comparisons if estimators is None else ()
         return Preset(
             name=self.name if not custom else f"{self.name} (custom)",
-            description=self.description if not custom else f"A custom sweep with the {self.name} preset's trainer settings.",
+            description=self.description
+            if not custom
+            else f"A custom sweep with the {self.name} preset's trainer settings.",
             seeds=new_seeds,
             plans=tuple(plans),
             tuning=tuning,

@@ -33,7 +33,7 @@ import numpy as np
 
 from fade.plots import plane_guides
 from fade.specs import parse_spec
-from fade.testbed.report import REPORT_DPI, finish_axes, headless_pyplot, panel_grid, smoothing_window
+from fade.testbed.axes import REPORT_DPI, finish_axes, headless_pyplot, panel_grid, smoothing_window
 from fade.testbed.runlog import moving_average, peak_eval_index
 from fade.testbed.summary import FORMULA_TERMS, SIGN_CLASSES
 
@@ -131,7 +131,9 @@ def _panel_figure(
     height = rows * size[1] + top + bottom + (rows - 1) * hspace
     fig = plt.figure(figsize=(columns * size[0], height), dpi=REPORT_DPI)
     try:
-        axes = panel_grid(fig, rows, columns, top=top, bottom=bottom, hspace=hspace, left=0.6, right=0.25, wspace=0.6).ravel()
+        axes = panel_grid(
+            fig, rows, columns, top=top, bottom=bottom, hspace=hspace, left=0.6, right=0.25, wspace=0.6
+        ).ravel()
         for ax in axes[count:]:
             ax.set_axis_off()
         yield axes
@@ -193,7 +195,9 @@ def draw_pass1(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: st
                     ax.plot(run.eval_steps, run.pass1, color=colour, lw=0.7, alpha=0.45)
                     best = peak_eval_index(run.pass1)
                     if best is not None:
-                        ax.plot([run.eval_steps[best]], [run.pass1[best]], "*", ms=8, color=colour, mec="black", mew=0.4)
+                        ax.plot(
+                            [run.eval_steps[best]], [run.pass1[best]], "*", ms=8, color=colour, mec="black", mew=0.4
+                        )
                 steps = _stack([r.eval_steps for r in runs])[0]
                 ax.plot(steps, _stack([r.pass1 for r in runs]).mean(axis=0), color=colour, lw=2.0, label=spec)
             ax.set_xlabel("step", fontsize=7)
@@ -227,7 +231,9 @@ def draw_passk(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: st
     return Path(path)
 
 
-def draw_entropy_rank1(groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: str | Path, *, title: str) -> Path:
+def draw_entropy_rank1(
+    groups: Groups, runs_by_spec: RunsBySpec, palette: dict, path: str | Path, *, title: str
+) -> Path:
     """Training entropy (left) and rank-1 share of the head's update (right) per claim group."""
     with _panel_figure(2 * len(groups), 2, (5.0, 2.8), path,
                        f"{title}: entropy and rank-1 share vs step (seed mean, smoothed)") as axes:
@@ -353,7 +359,9 @@ def draw_bucket_gains(levels: Sequence[tuple[str, list[SweepRun]]], path: str | 
                 mean = np.nanmean(gains, axis=0)
                 std = np.nanstd(gains, axis=0, ddof=1) if len(runs) > 1 else None
             x = np.arange(len(buckets)) + (i - (len(levels) - 1) / 2) * width
-            ax.bar(x, mean, width, yerr=std, color=cmap(0.15 + 0.7 * i / max(len(levels) - 1, 1)), label=label, capsize=2)
+            ax.bar(
+                x, mean, width, yerr=std, color=cmap(0.15 + 0.7 * i / max(len(levels) - 1, 1)), label=label, capsize=2
+            )
         ax.axhline(0, color="0.4", lw=0.8)
         ax.set_xticks(range(len(buckets)), [f"d{b}" for b in buckets])
         ax.set_xlabel("difficulty bucket (d1 easiest)", fontsize=8)

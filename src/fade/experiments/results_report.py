@@ -19,17 +19,14 @@ regeneration.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import math
 import os
 import platform
 import warnings
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Sequence
-from itertools import combinations
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -37,9 +34,8 @@ from fade.atomic import write_json_atomic
 from fade.geometry import PAPER_RANK1_SHARE
 from fade.testbed.evaluation import EVAL_KS, ks_text
 from fade.testbed.report import compare_runs
-from fade.testbed.summary import early_steps
 
-from . import design, figures
+from . import design, figures, report_numbers
 from .claims import fade_spec
 from .claims.controls import Controls
 from .claims.entropy_check import EntropyCheck
@@ -49,7 +45,8 @@ from .claims.sign_knob import REQUIREMENT_NOT_MET
 from .costs import estimate_seconds
 from .design import FADE, Arm, Preset, RunSpec, as_arm
 from .presets import entropy as entropy_preset
-from .runs import Runs, SweepRun, copies
+from .report_numbers import POWER
+from .runs import SweepRun, copies
 from .sections import ClaimSection, Table, VerdictLine, design_checks
 from .stats import (
     CONTRADICTED,
@@ -61,12 +58,7 @@ from .stats import (
     OVERLAP,
     SUPPORTED,
     UNRESOLVED,
-    PairedVerdict,
     Stat,
-    Verdict,
-    minimum_detectable_difference,
-    paired_differences,
-    pooled_paired_sd,
 )
 
 __all__ = ["README", "RESULTS_JSON", "ANALYSIS", "write_report"]
@@ -98,10 +90,6 @@ def _explain(verdict: VerdictLine) -> str:
     return _EXPLAIN[verdict.outcome]
 
 
-#: The power at which the report states the minimum detectable difference (the usual 80%).
-POWER = 0.8
-
-
 def _ks_label(summaries: Sequence[SweepRun]) -> str:
     """The k the runs' evaluations report, from their samples per prompt (one label per distinct count)."""
     counts = sorted({s.run.eval_samples for s in summaries})
@@ -110,14 +98,6 @@ def _ks_label(summaries: Sequence[SweepRun]) -> str:
     if len(counts) == 1:
         return ks_text(counts[0])
     return "; ".join(f"{ks_text(n)} with {n} samples" for n in counts)
-
-
-def _md_table(table: Table) -> list[str]:
-    lines = ["| " + " | ".join(table.header) + " |", "|" + "|".join("---" for _ in table.header) + "|"]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in table.rows]
-    if table.caption:
-        lines += ["", f"<sub>{table.caption}</sub>"]
-    return lines
 
 
 def _machine() -> str:
@@ -132,7 +112,9 @@ def _machine() -> str:
         pass
     import torch
 
-    return f"{platform.system()} {platform.machine()}, {model}, {os.cpu_count()} logical CPUs; torch {torch.__version__}"
+    return (
+        f"{platform.system()} {platform.machine()}, {model}, {os.cpu_count()} logical CPUs; torch {torch.__version__}"
+    )
 
 
 def _role_groups(arms: dict[str, Arm], fade: str) -> list[tuple[str, list[str]]]:
@@ -142,7 +124,9 @@ def _role_groups(arms: dict[str, Arm], fade: str) -> list[tuple[str, list[str]]]
     by_identity = {arm.identity: text for text, arm in arms.items()}
 
     def pick(specs) -> list[str]:
-        return list(dict.fromkeys(by_identity[i] for i in (as_arm(spec).identity for spec in specs) if i in by_identity))
+        return list(
+            dict.fromkeys(by_identity[i] for i in (as_arm(spec).identity for spec in specs) if i in by_identity)
+        )
 
     groups = [
         ("sign axis", pick([*design.SUCCESS_BIASED, *design.BALANCED, *design.FAILURE_BIASED])),
@@ -223,15 +207,26 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
     if len(family) > 1:
         seed = min(s.seed for spec in family for s in runs_by_spec[spec])
         dirs = [s.directory for spec in family for s in runs_by_spec[spec] if s.seed == seed]
-        draw(f"{task}-fade-family-seed{seed}.png", f"FADE and its variants on seed {seed} (fade.testbed.report.compare_runs)",
-             lambda p: compare_runs(dirs, p))
+        draw(
+            f"{task}-fade-family-seed{seed}.png",
+            f"FADE and its variants on seed {seed} (fade.testbed.report.compare_runs)",
+            lambda p: compare_runs(dirs, p),
+        )
     return drawn
 
 
 def _timing_table(runs: Sequence[RunSpec], summaries: Sequence[SweepRun]) -> Table:
-    table = Table(["task", "runs finished", "CPU min per run: mean (min–max)", "wall s per training step",
-                   "estimated CPU min per run", "CPU hours, all runs"],
-                  caption="CPU time is the worker process's own (one torch thread); resumed runs count their last session only")
+    table = Table(
+        [
+            "task",
+            "runs finished",
+            "CPU min per run: mean (min–max)",
+            "wall s per training step",
+            "estimated CPU min per run",
+            "CPU hours, all runs",
+        ],
+        caption="CPU time is the worker process's own (one torch thread); resumed runs count their last session only",
+    )
     for task in dict.fromkeys(r.task for r in sorted(runs, key=lambda r: r.task != runs[0].task)):
         done = [s for s in summaries if s.task == task]
         cpu = [s.timing["cpu_seconds"] / 60 for s in done if "cpu_seconds" in s.timing]
@@ -247,11 +242,24 @@ def _timing_table(runs: Sequence[RunSpec], summaries: Sequence[SweepRun]) -> Tab
 
 
 def _settings_table(preset: Preset) -> Table:
-    table = Table(["task", "steps", "prompts x G per step", "eval every", "eval prompts x samples", "estimators", "seeds"])
+    table = Table(
+        ["task", "steps", "prompts x G per step", "eval every", "eval prompts x samples", "estimators", "seeds"]
+    )
     for plan in preset.plans:
-        estimators = ", ".join(arm.text for arm in plan.arms) + (f"; tuned: {', '.join(plan.tuned)}" if plan.tuned else "")
-        table.rows.append([plan.task, str(plan.steps), f"{plan.prompts_per_step} x {plan.group_size}", str(plan.eval_every),
-                           f"{plan.eval_prompts} x {plan.eval_samples}", estimators, ", ".join(map(str, preset.seeds))])
+        estimators = ", ".join(arm.text for arm in plan.arms) + (
+            f"; tuned: {', '.join(plan.tuned)}" if plan.tuned else ""
+        )
+        table.rows.append(
+            [
+                plan.task,
+                str(plan.steps),
+                f"{plan.prompts_per_step} x {plan.group_size}",
+                str(plan.eval_every),
+                f"{plan.eval_prompts} x {plan.eval_samples}",
+                estimators,
+                ", ".join(map(str, preset.seeds)),
+            ]
+        )
     return table
 
 
@@ -261,21 +269,27 @@ def _context(task: str, summaries: Sequence[SweepRun]) -> list[str]:
     if not runs:
         return []
     steps = max(s.run.steps for s in runs)
-    facts = [f"{len(runs)} runs of {steps} steps at {runs[0].run.prompts_per_step} prompts x G = {runs[0].run.group_size}; "
-             f"pass@1 measured every {runs[0].run.eval_every} steps on {runs[0].run.eval_prompts} prompts x "
-             f"{runs[0].run.eval_samples} samples, so a peak's step is known to within {runs[0].run.eval_every} steps"]
+    facts = [
+        f"{len(runs)} runs of {steps} steps at {runs[0].run.prompts_per_step} prompts x G = {runs[0].run.group_size}; "
+        f"pass@1 measured every {runs[0].run.eval_every} steps on {runs[0].run.eval_prompts} prompts x "
+        f"{runs[0].run.eval_samples} samples, so a peak's step is known to within {runs[0].run.eval_every} steps"
+    ]
     base = Stat.of(s.scalars["base_pass1"] for s in runs)
     peaks = Stat.of(s.scalars["peak_pass1"] for s in runs)
     if base.n:
-        facts.append(f"base pass@1 {base.mean:.3f}; peak pass@1 over all runs {min(peaks.values):.3f}–{max(peaks.values):.3f}")
+        facts.append(
+            f"base pass@1 {base.mean:.3f}; peak pass@1 over all runs {min(peaks.values):.3f}–{max(peaks.values):.3f}"
+        )
     balanced = {as_arm(b).identity for b in design.BALANCED}
     ratios = Stat.of(s.scalars["entropy_final"] / s.scalars["entropy_first"] for s in runs if s.identity in balanced)
     if ratios.n:
         facts.append(f"entropy of balanced runs (grpo, dr_grpo) at the end / at the start: {ratios.text(2)}")
     rank = Stat.of(s.scalars["rank1_final"] for s in runs)
     if rank.n:
-        facts.append(f"final rank1_share over all runs {min(rank.values):.3f}–{max(rank.values):.3f} "
-                     f"(the paper reports > {PAPER_RANK1_SHARE} for every method at 500 steps, 0.96 for a failure-biased run)")
+        facts.append(
+            f"final rank1_share over all runs {min(rank.values):.3f}–{max(rank.values):.3f} "
+            f"(the paper reports > {PAPER_RANK1_SHARE} for every method at 500 steps, 0.96 for a failure-biased run)"
+        )
     return facts
 
 
@@ -299,41 +313,55 @@ def write_report(
     palette = figures.colours(list(dict.fromkeys(s.run.arm.text for s in summaries)))
     copied = copies(summaries)
 
-    lines = [f"# FADE's claims on the CPU testbed: preset `{preset.name}`", "", "Regenerate this report (finished runs are "
-             "skipped, interrupted ones resumed):", "", "```", command, "```", ""]
+    lines = [
+        f"# FADE's claims on the CPU testbed: preset `{preset.name}`",
+        "",
+        "Regenerate this report (finished runs are skipped, interrupted ones resumed):",
+        "",
+        "```",
+        command,
+        "```",
+        "",
+    ]
     lines += [preset.description, ""]
     lines += [f"{len(summaries)} of {len(runs)} runs finished"
               + (f"; **{len(failures)} failed** (listed at the end)" if failures else "")
-              + f". Generated {_dt.date.today().isoformat()} by fade {_version()}.", ""]
+              + f". Generated {_dt.date.today().isoformat()} by fade {report_numbers.version()}.", ""]
 
     # What must hold before any verdict below can be read: first, ahead of the setup.
     checks = design_checks(summaries)
     for section in checks:
-        lines += _check_lines(section)
+        lines += report_numbers.check_lines(section)
 
     lines += ["## Setup", "", f"- Machine: {_machine()}.",
               f"- {workers} worker process(es), one torch thread each; runs are independent processes of the testbed "
               "trainer (`fade train`), checkpointed and resumable.", ""]
-    lines += _md_table(_settings_table(preset)) + [""]
-    lines += ["CPU time per run, measured:", ""] + _md_table(_timing_table(runs, summaries)) + [""]
+    lines += report_numbers.md_table(_settings_table(preset)) + [""]
+    lines += ["CPU time per run, measured:", ""] + report_numbers.md_table(_timing_table(runs, summaries)) + [""]
     total_estimate = sum(estimate_seconds(r) for r in runs) / 60
     lines += [f"The cost model estimated {total_estimate:.0f} CPU minutes for the whole sweep "
               f"(`{command} --dry-run` prints the estimate per run).", ""]
 
     verdict_rows = [(s, v) for s in sections for v in s.verdicts]
-    paired = _paired(verdict_rows)
+    paired = report_numbers.paired(verdict_rows)
     spread_rule = (  # follows "a claim that X "
         f"exceeds Y is **{SUPPORTED}** when X's seed mean is above Y's and the intervals mean ± std do "
         f"not overlap, **{NOT_SUPPORTED}** when the opposite ordering holds with non-overlapping intervals, and "
         f"**{OVERLAP}** otherwise; with fewer than {MIN_SEEDS} seeds a comparison is **{FEW_SEEDS}**. ")
-    glossary = ("The entropy drop rate is the least-squares slope of the training entropy over "
-                "the first third of the run (sign flipped); final entropy is the mean over the last tenth of the steps; "
-                f"pass@k mean is the mean of the final pass@k over {_ks_label(summaries)}.")
+    glossary = (
+        "The entropy drop rate is the least-squares slope of the training entropy over "
+        "the first third of the run (sign flipped); final entropy is the mean over the last tenth of the steps; "
+        f"pass@k mean is the mean of the final pass@k over {_ks_label(summaries)}."
+    )
     lines += ["## How to read the verdicts", ""]
     if not paired:
-        lines += ["Every number is a mean ± standard deviation over seeds (n = seeds with a finished run). A claim that X "
-                  + spread_rule + "A claim made of several comparisons is supported when all "
-                  "are, not supported when any contradicts it, and inconclusive otherwise. " + glossary, ""]
+        lines += [
+            "Every number is a mean ± standard deviation over seeds (n = seeds with a finished run). A claim that X "
+            + spread_rule
+            + "A claim made of several comparisons is supported when all "
+            "are, not supported when any contradicts it, and inconclusive otherwise. " + glossary,
+            "",
+        ]
     else:
         lines += [
             f"Rule in force: **paired by seed**. Seed s gives every estimator the same base policy and the same prompt "
@@ -343,25 +371,32 @@ def write_report(
             f"**{SUPPORTED}** when the interval lies above 0, **{CONTRADICTED}** when it lies below 0, and "
             f"**{UNRESOLVED}** otherwise, printed with the interval's half-width. Against a constant (a step ratio of "
             f"1, a correlation of 0) the same rule runs on X_s − c. A comparison with fewer than {MIN_PAIRED_SEEDS} "
-            f"shared seeds keeps the spread rule: a claim that X " + spread_rule + "A claim made of several comparisons is supported "
+            f"shared seeds keeps the spread rule: a claim that X "
+            + spread_rule
+            + "A claim made of several comparisons is supported "
             "when all are, contradicted when any contradicts it, and unresolved otherwise. Tables show mean ± "
-            "standard deviation over seeds. " + glossary, ""]
-        mdd = [(task, _minimum_detectable(task, summaries)) for task in tasks]
+            "standard deviation over seeds. " + glossary,
+            "",
+        ]
+        mdd = [(task, report_numbers.minimum_detectable(task, summaries)) for task in tasks]
         mdd = [(task, m) for task, m in mdd if m]
         if mdd:
-            lines += [f"Minimum detectable pass@1 difference of this design (paired, two-sided 95%, power "
-                      f"{POWER:.0%}: (t_0.975 + t_{POWER}) · SD / √n with t on n − 1 degrees of freedom, SD the observed "
-                      "standard deviation of paired peak-pass@1 differences. A true difference of this size clears 0 "
-                      f"in {POWER:.0%} of such experiments, a smaller one less often; the bootstrap interval behaves "
-                      "like the t-test this formula is for. The SD is itself estimated from n seeds, so the figure is "
-                      "a guide, not a guarantee):", ""]
+            lines += [
+                f"Minimum detectable pass@1 difference of this design (paired, two-sided 95%, power "
+                f"{POWER:.0%}: (t_0.975 + t_{POWER}) · SD / √n with t on n − 1 degrees of freedom, SD the observed "
+                "standard deviation of paired peak-pass@1 differences. A true difference of this size clears 0 "
+                f"in {POWER:.0%} of such experiments, a smaller one less often; the bootstrap interval behaves "
+                "like the t-test this formula is for. The SD is itself estimated from n seeds, so the figure is "
+                "a guide, not a guarantee):",
+                "",
+            ]
             lines += [f"- {task}: {m['text']}" for task, m in mdd] + [""]
 
     if verdict_rows:
         summary = Table(["task", "claim", "verdict"])
         summary.rows = [[s.task, v.statement, f"**{v.outcome}**"] for s, v in verdict_rows]
-        lines += ["## Verdicts at a glance", "", _verdict_count(verdict_rows, paired, sections), ""]
-        lines += _md_table(summary) + [""]
+        lines += ["## Verdicts at a glance", "", report_numbers.verdict_count(verdict_rows, paired, sections), ""]
+        lines += report_numbers.md_table(summary) + [""]
         if copied:
             lines += ["Arms that are copies of one another: their runs are the same on every seed, bit for bit (every "
                       "evaluation, reward and entropy), so they are one experiment under several names and a claim "
@@ -373,7 +408,7 @@ def write_report(
         lines += ["## Verdict table", "", "Each comparison behind each claim: the mean paired difference (the claim's "
                   "first side minus its second, over the seeds both share), its 95% bootstrap interval and the verdict "
                   "read off it; a claim's own verdict (above) combines its rows.", ""]
-        lines += _md_table(_verdict_table(verdict_rows)) + [""]
+        lines += report_numbers.md_table(report_numbers.verdict_table(verdict_rows)) + [""]
 
     atlas_specs = list(dict.fromkeys(s.run.estimator for s in summaries))
     if atlas_specs:
@@ -397,7 +432,7 @@ def write_report(
     for section in sections:
         lines += [f"## {section.title} — {section.task}", ""]
         for table in section.tables:
-            lines += _md_table(table) + [""]
+            lines += report_numbers.md_table(table) + [""]
         for verdict in section.verdicts:
             lines += [f"- **{verdict.outcome}** — {verdict.statement}. <sub>{verdict.detail}</sub>"]
         if section.verdicts:
@@ -405,7 +440,10 @@ def write_report(
         for note in section.notes:
             lines += [note, ""]
         if section.key == "sign":
-            lines += [f"The runs' paths and entropy: `{section.task}-plane.png`, `{section.task}-entropy-rank1.png` (below).", ""]
+            lines += [
+                f"The runs' paths and entropy: `{section.task}-plane.png`, `{section.task}-entropy-rank1.png` (below).",
+                "",
+            ]
 
     for task, pictures in drawn.items():
         if not pictures:
@@ -420,17 +458,19 @@ def write_report(
     for section in uncalibrated:
         why = " and ".join(([_REGIME_LATE] if section.result.late else [])
                            + ([_REGIME_STALLED] if section.result.stalled else []))
-        reads_peaks = any(_reads_peaks(v) for s, v in verdict_rows if s.task == section.task)
+        reads_peaks = any(report_numbers.reads_peaks(v) for s, v in verdict_rows if s.task == section.task)
         consequence = ("so claims about peaks, declines and reaching a peak earlier are read where there is little "
                        "decline to prevent" if reads_peaks else "but no claim of this plan reads a peak")
         lines += [f"- {section.task}: the regime check failed (**{REGIME_NOT_CALIBRATED}**): {why}, {consequence}. "
                   f"<sub>{section.check.detail}</sub>"]
     collapsed = [s for s in checks if s.key == "collapse" and s.result.collapsed]
     for section in collapsed:
-        lines += [f"- {section.task}: some runs collapsed (**{REQUIREMENT_NOT_MET}**), and every claim that compares "
-                  "them reads the collapse rather than the estimator. <sub>"
-                  + "; ".join(f"{spec}: seeds {', '.join(map(str, seeds))}" for spec, seeds in section.result.seeds.items())
-                  + "</sub>"]
+        lines += [
+            f"- {section.task}: some runs collapsed (**{REQUIREMENT_NOT_MET}**), and every claim that compares "
+            "them reads the collapse rather than the estimator. <sub>"
+            + "; ".join(f"{spec}: seeds {', '.join(map(str, seeds))}" for spec, seeds in section.result.seeds.items())
+            + "</sub>"
+        ]
     if uncalibrated or collapsed:
         lines += [""]
     if not verdict_rows:
@@ -451,7 +491,12 @@ def write_report(
                   analysis.read_text().strip(), ""]
 
     if failures:
-        lines += ["## Failed runs", "", "Each keeps its checkpoint and its error in `error.txt`; rerun the command to retry.", ""]
+        lines += [
+            "## Failed runs",
+            "",
+            "Each keeps its checkpoint and its error in `error.txt`; rerun the command to retry.",
+            "",
+        ]
         lines += [f"- `{key}`: {message}" for key, message in sorted(failures.items())] + [""]
 
     lines += ["## Every run", "", "<details><summary>per-run numbers</summary>", ""]
@@ -460,227 +505,39 @@ def write_report(
     for s in summaries:
         sc = s.scalars
         cpu = s.timing.get("cpu_seconds", math.nan) / 60
-        table.rows.append([
-            f"`{s.run.key}`", "—" if not math.isfinite(cpu) else f"{cpu:.1f}",
-            f"{_num(sc['peak_pass1'])} ({_num(sc['peak_step'], 0)})", _num(sc["final_pass1"]), _num(sc.get("pass@64", math.nan)),
-            f"{_num(sc['entropy_first'], 2)} → {_num(sc['entropy_final'], 2)}", _num(sc["rank1_final"]),
-        ])
-    lines += _md_table(table) + ["", "</details>", ""]
+        table.rows.append(
+            [
+                f"`{s.run.key}`",
+                "—" if not math.isfinite(cpu) else f"{cpu:.1f}",
+                f"{report_numbers.num(sc['peak_pass1'])} ({report_numbers.num(sc['peak_step'], 0)})",
+                report_numbers.num(sc["final_pass1"]),
+                report_numbers.num(sc.get("pass@64", math.nan)),
+                f"{report_numbers.num(sc['entropy_first'], 2)} → {report_numbers.num(sc['entropy_final'], 2)}",
+                report_numbers.num(sc["rank1_final"]),
+            ]
+        )
+    lines += report_numbers.md_table(table) + ["", "</details>", ""]
 
     readme = out / README
     tmp = readme.with_suffix(".md.tmp")
     tmp.write_text("\n".join(lines))
     os.replace(tmp, readme)
-    computed = _interval_verdicts(sections)
-    design = {"rule": "paired" if paired else "spread",
-              "minimum_detectable_pass1": {task: m for task in tasks if (m := _minimum_detectable(task, summaries))},
-              "intervals": {"computed": len(computed), "distinct": len({_numbers(v) for v in computed})},
-              "copies": [{"task": task, "arms": list(arms)} for task, arms in copied],
-              "fixed": preset.design}
-    write_json_atomic(out / RESULTS_JSON,
-                      _results_json(preset, runs, summaries, sections, failures, command, choice, design, checks))
+    computed = report_numbers.interval_verdicts(sections)
+    design = {
+        "rule": "paired" if paired else "spread",
+        "minimum_detectable_pass1": {
+            task: m for task in tasks if (m := report_numbers.minimum_detectable(task, summaries))
+        },
+        "intervals": {"computed": len(computed), "distinct": len({report_numbers.numbers(v) for v in computed})},
+        "copies": [{"task": task, "arms": list(arms)} for task, arms in copied],
+        "fixed": preset.design,
+    }
+    write_json_atomic(
+        out / RESULTS_JSON,
+        report_numbers.results_json(preset, runs, summaries, sections, failures, command, choice, design, checks),
+    )
     return readme
 
 
 _REGIME_LATE = "a balanced baseline was still climbing late in the run"
 _REGIME_STALLED = "a balanced baseline never rose above its base evaluation (it diverged or learnt nothing)"
-
-
-def _check_lines(section: ClaimSection) -> list[str]:
-    """A design check in the README: its tables, then its verdict in its own words, then notes."""
-    lines = [f"## {section.title} — {section.task}", ""]
-    for table in section.tables:
-        lines += _md_table(table) + [""]
-    check: VerdictLine = section.check
-    lines += [f"Verdict: **{check.outcome}**. Requirement: {check.statement}. <sub>{check.detail}</sub>", ""]
-    for note in section.notes:
-        lines += [note, ""]
-    return lines
-
-
-def _reads_peaks(verdict: VerdictLine) -> bool:
-    """Whether a claim compares peak pass@1 or the step of a peak (its statement or a part says so)."""
-    return "peak" in verdict.statement or any("peak" in name for name, _ in verdict.parts)
-
-
-def _interval_verdicts(sections: Sequence[ClaimSection]) -> list[Verdict]:
-    """Every comparison behind the report that was judged on a paired interval, whether a verdict
-    line or only a table reads it (each once)."""
-    found: dict[int, Verdict] = {}
-
-    def walk(x: Any) -> None:
-        if isinstance(x, Verdict):
-            if x.interval is not None:
-                found.setdefault(id(x), x)
-        elif dataclasses.is_dataclass(x) and not isinstance(x, type):
-            for f in dataclasses.fields(x):
-                walk(getattr(x, f.name))
-        elif isinstance(x, dict):
-            for value in x.values():
-                walk(value)
-        elif isinstance(x, (list, tuple)):
-            for value in x:
-                walk(value)
-
-    for section in sections:
-        walk(section.result)
-        for line in section.verdicts:
-            walk([part for _, part in line.parts])
-    return list(found.values())
-
-
-def _numbers(verdict: Verdict) -> tuple:
-    iv = verdict.interval
-    return (iv.mean, iv.low, iv.high, iv.n) if iv is not None else (verdict.outcome, verdict.detail)
-
-
-def _verdict_count(verdict_rows, paired: bool, sections: Sequence[ClaimSection] = ()) -> str:
-    """One line: how many claims got each verdict, and, for paired intervals, how many the report
-    computed (each 95% on its own; nothing corrects for their number) and how many of them are
-    distinct: a comparison that involves an arm whose runs copy another arm's repeats that
-    comparison's numbers exactly, so it is counted once, and so is a claim resting on it."""
-    counts = Counter(v.outcome for _, v in verdict_rows)
-    resolved = counts[SUPPORTED] + counts[CONTRADICTED]
-    others = [f"{n} {outcome}" for outcome, n in counts.items() if outcome not in (SUPPORTED, CONTRADICTED)]
-    text = (f"{len(verdict_rows)} claims: {resolved} resolved ({counts[SUPPORTED]} {SUPPORTED}, "
-            f"{counts[CONTRADICTED]} {CONTRADICTED})" + (f"; {', '.join(others)}" if others else "") + ".")
-    distinct_claims = {(v.outcome, tuple(_numbers(part) for _, part in v.parts)) for _, v in verdict_rows}
-    if len(distinct_claims) < len(verdict_rows):
-        text += (f" {len(verdict_rows) - len(distinct_claims)} of them repeat another claim's comparisons exactly (an "
-                 f"arm that copies another, listed below), so {len(distinct_claims)} are distinct.")
-    if paired:
-        computed = _interval_verdicts(sections) or [part for _, v in verdict_rows for _, part in v.parts
-                                                    if part.interval is not None]
-        distinct = len({_numbers(v) for v in computed})
-        repeats = (f", {distinct} of them distinct ({len(computed) - distinct} repeat another's numbers exactly)"
-                   if distinct < len(computed) else "")
-        text += (f" The report computed {len(computed)} paired intervals{repeats}, each at 95% on its own with no "
-                 f"correction for their number: were no difference real, about {0.05 * distinct:.0f} of them would "
-                 "exclude 0 by chance, so a claim resting on one comparison is weaker evidence than one whose "
-                 "comparisons agree.")
-    return text
-
-
-def _paired(verdict_rows: Sequence[tuple[ClaimSection, VerdictLine]]) -> bool:
-    """Whether any comparison was judged by the paired rule (enough shared seeds)."""
-    return any(part.interval is not None for _, line in verdict_rows for _, part in line.parts)
-
-
-def _decimals(x: float) -> int:
-    """Decimals that show ``x`` to two significant digits: at least 3 below 1 (a rate, a share),
-    none from 10 on (steps)."""
-    if not (math.isfinite(x) and x > 0):
-        return 3
-    return max(3 if x < 1 else 0, 1 - math.floor(math.log10(x)))
-
-
-def _verdict_table(verdict_rows: Sequence[tuple[ClaimSection, VerdictLine]]) -> Table:
-    """One row per comparison of each claim line: the paired difference, its interval, the verdict."""
-    table = Table(["task", "claim", "comparison", "mean difference", "95% CI", "verdict"],
-                  caption="a dash: the comparison had fewer than "
-                          f"{MIN_PAIRED_SEEDS} shared seeds (or none measured) and kept the spread rule")
-    for section, line in verdict_rows:
-        for i, (name, part) in enumerate(line.parts):
-            claim = line.statement if i == 0 else ""
-            iv = part.interval
-            if iv is None:
-                table.rows.append([section.task, claim, name, "—", "—", part.outcome])
-                continue
-            d = _decimals(iv.half_width)
-            verdict = f"**{part.outcome}**" + (f" (±{iv.half_width:.{d}f})" if part.outcome == UNRESOLVED else "")
-            table.rows.append([section.task, claim, name, f"{iv.mean:+.{d}f}", f"[{iv.low:+.{d}f}, {iv.high:+.{d}f}] "
-                               f"(n={iv.n})", verdict])
-    return table
-
-
-def _minimum_detectable(task: str, summaries: Sequence[SweepRun]) -> dict[str, Any] | None:
-    """The design's minimum detectable peak-pass@1 difference on ``task``, with what it rests on.
-
-    n is the number of seeds run on the task; the SD is that of the paired peak-pass@1 differences
-    between the balanced baselines (grpo, dr_grpo: two estimators whose difference the paper does
-    not claim, so their spread is noise), or pooled over every pair of estimators when fewer than
-    two balanced baselines ran (:func:`~fade.experiments.stats.pooled_paired_sd`).
-    """
-    task_summaries = [s for s in summaries if s.task == task]
-    n = len({s.seed for s in task_summaries})
-    if n < MIN_PAIRED_SEEDS:
-        return None
-    runs = Runs(task_summaries)
-    specs = list(runs.spec_of.values())
-    balanced = runs.present(design.BALANCED)
-    pool = balanced if len(balanced) >= 2 else specs
-    peak = {spec: runs.stat(spec, "peak_pass1").per_seed() or {} for spec in pool}
-    pairs = list(combinations(pool, 2))
-    sd, count = pooled_paired_sd([paired_differences(peak[x], peak[y]) for x, y in pairs])
-    source = (f"between {', '.join(balanced)}" if pool is balanced
-              else f"pooled over {len(pairs)} pair(s) of estimators (fewer than two balanced baselines ran)")
-    if not math.isfinite(sd):
-        return {"n": n, "sd": None, "mdd": None, "source": source,
-                "text": f"not measurable: no pair of estimators shares 2 seeds ({source})"}
-    mdd = minimum_detectable_difference(sd, n, power=POWER)
-    d = _decimals(min(mdd, sd) if sd > 0 else mdd)
-    return {"n": n, "sd": sd, "mdd": mdd, "differences": count, "source": source,
-            "text": f"**{mdd:.{d}f}** at n = {n} seeds (SD of paired differences {sd:.{d}f}, {source}; {count} differences)"}
-
-
-def _num(x: float, digits: int = 3) -> str:
-    return "—" if not math.isfinite(x) else f"{x:.{digits}f}"
-
-
-def _version() -> str:
-    import fade
-
-    return getattr(fade, "__version__", "unknown")
-
-
-def _clean(x: Any) -> Any:
-    """JSON-safe: non-finite floats become null, Stats become their values with mean and std."""
-    if isinstance(x, Stat):
-        return {"mean": _clean(x.mean), "std": _clean(x.std), "n": x.n, "values": list(x.values)}
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {str(k): _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    return x
-
-
-def _interval_json(interval: PairedVerdict | None) -> dict[str, Any] | None:
-    if interval is None:
-        return None
-    return {"mean": interval.mean, "low": interval.low, "high": interval.high, "half_width": interval.half_width,
-            "n": interval.n, "level": interval.level}
-
-
-def _results_json(preset: Preset, runs, summaries, sections, failures, command: str, choice: str | None,
-                  design: dict[str, Any], checks: Sequence[ClaimSection] = ()) -> dict:
-    return _clean({
-        "preset": preset.name,
-        "command": command,
-        "design": design,
-        "early_steps": {r.task: early_steps(r.steps) for r in runs},
-        "tuned_choice": choice,
-        "runs": [
-            {"key": s.run.key, "task": s.task, "estimator": s.run.estimator, "seed": s.seed, "steps": s.run.steps,
-             "tuned_from": s.run.tuned_from, **({"overrides": dict(s.run.overrides)} if s.run.overrides else {}),
-             "scalars": s.scalars, "timing": s.timing}
-            for s in summaries
-        ],
-        "claims": [
-            {"key": s.key, "task": s.task, "title": s.title,
-             "verdicts": [{"statement": v.statement, "outcome": v.outcome, "detail": v.detail,
-                           "parts": [{"name": n, "outcome": p.outcome, "detail": p.detail,
-                                      "interval": _interval_json(p.interval)} for n, p in v.parts]}
-                          for v in s.verdicts],
-             "tables": [{"header": t.header, "rows": t.rows, "caption": t.caption} for t in s.tables]}
-            for s in sections
-        ],
-        "design_checks": [
-            {"key": s.key, "task": s.task, "title": s.title, "outcome": s.check.outcome,
-             "statement": s.check.statement, "detail": s.check.detail,
-             "tables": [{"header": t.header, "rows": t.rows, "caption": t.caption} for t in s.tables]}
-            for s in checks
-        ],
-        "failures": failures,
-    })

@@ -5,7 +5,9 @@ Each run trains in its own folder, ``OUT/runs/<task>/<label>/seed<k>/``, with th
 files and checkpoints. A run is *finished* when ``done.json`` is there (written atomically after
 the trainer returns), the configuration it records equals the one planned, ``metrics.jsonl``
 reaches the planned last step and, when evaluation is on, ``eval.jsonl`` holds that step's
-evaluation (each log compressed, as the trainer writes it, or plain, as runs from before hold it). Before training, :func:`inspect_run` sorts every run into one of four states:
+evaluation (each log compressed, as the trainer writes it, or plain, as runs from before hold
+it). Before training, :func:`~fade.experiments.execution.inspect_run` sorts every run into one of four
+states:
 
 - ``done``: finished as planned: skipped;
 - ``resume``: a checkpoint and a ``run.json`` with the planned configuration (or the same one
@@ -19,30 +21,39 @@ one worker the runs train in this process, one after another. A run that raises 
 traceback to ``error.txt`` and is reported as failed; the others keep going, and the sweep ends
 with a report and a non-zero status. FADE's tuned runs (see :class:`~.design.Tuning`) are
 submitted as soon as the tuning candidates have all finished. One sweep at a time may write into a
-folder (``.sweep.lock`` holds its process id while it runs).
+folder (``.sweep.lock`` holds its process id while it runs). One run's state, the worker and the
+pools are :mod:`fade.experiments.execution`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import json
 import os
-import threading
-import time
-import traceback
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fade.atomic import write_json_atomic
 from fade.progress import make_progress, spinner
-from fade.testbed.runlog import EVAL_FILE, METRICS_FILE, log_path, read_log_bytes
+from fade.testbed.runlog import METRICS_FILE
 
 from .costs import estimate_seconds, estimate_wall_seconds, format_minutes
 from .design import Preset, RunSpec
+from .execution import (
+    CONFLICT,
+    DONE,
+    DONE_FILE,
+    ERROR_FILE,
+    NEW,
+    RESUME,
+    InlinePool,
+    ProcessPool,
+    execute_run,
+    inspect_run,
+    log_lines,
+    read_json,
+)
 
 __all__ = [
     "CONFLICT",
@@ -62,266 +73,9 @@ __all__ = [
     "run_sweep",
 ]
 
-DONE_FILE, ERROR_FILE, TUNING_FILE, LOCK_FILE = "done.json", "error.txt", "tuning.json", ".sweep.lock"
+TUNING_FILE, LOCK_FILE = "tuning.json", ".sweep.lock"
 DESIGN_FILE = "design.json"
-DONE, RESUME, NEW, CONFLICT = "done", "resume", "new", "conflict"
-_CHECKPOINT = "checkpoint.pt"  # the trainer's checkpoint file name
-_NOT_COMPARED = ("out", "progress")  # where a run lives and whether it drew a bar do not change it
 _POLL_SECONDS = 2.0
-
-
-# -- one run's state ----------------------------------------------------------------------------
-
-
-def planned_config(run: RunSpec, out: str | Path) -> dict[str, Any]:
-    """The run's TrainConfig as the JSON its ``run.json`` would hold, less out and progress."""
-    from fade.testbed.trainer import TrainConfig
-
-    config = dataclasses.asdict(TrainConfig(**run.train_kwargs(out)))
-    return json.loads(json.dumps({k: v for k, v in config.items() if k not in _NOT_COMPARED}))
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        value = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _log_lines(directory: Path, name: str) -> list[bytes]:
-    """The lines of the run's log ``name``, compressed or plain ([] when it is missing or unreadable)."""
-    path = log_path(directory, name)
-    try:
-        return read_log_bytes(path).splitlines() if path is not None else []
-    except (OSError, ValueError):
-        return []
-
-
-def _last_step(directory: Path, name: str) -> int | None:
-    """The step of the last complete record of the run's log ``name`` (None if there is none)."""
-    lines = _log_lines(directory, name)
-    for raw in reversed(lines):
-        try:
-            return int(json.loads(raw)["step"])
-        except (ValueError, KeyError, TypeError):
-            continue  # a torn last line from a kill
-    return None
-
-
-def _complete(directory: Path, run: RunSpec) -> bool:
-    if _last_step(directory, METRICS_FILE) != run.steps:
-        return False
-    return run.num_evals == 0 or _last_step(directory, EVAL_FILE) == run.steps
-
-
-def _config_defaults() -> dict[str, Any]:
-    from fade.testbed.trainer import TrainConfig
-
-    return {f.name: f.default for f in dataclasses.fields(TrainConfig) if f.default is not dataclasses.MISSING}
-
-
-def _differences(saved: dict[str, Any], planned: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
-    # A setting added to the trainer after a run was recorded reads as its default there, so
-    # finished runs stay finished when the trainer gains an option.
-    defaults = _config_defaults()
-    keys = (set(saved) | set(planned)) - set(_NOT_COMPARED)
-    pairs = {k: (saved.get(k, defaults.get(k)), planned.get(k, defaults.get(k))) for k in sorted(keys)}
-    return {k: (a, b) for k, (a, b) in pairs.items() if a != b}
-
-
-def inspect_run(run: RunSpec, out: str | Path) -> tuple[str, str]:
-    """(state, why) of ``run`` in the sweep folder ``out``; see the module docstring for states."""
-    directory = run.directory(out)
-    planned = planned_config(run, out)
-    done = _read_json(directory / DONE_FILE)
-    if done is not None and not _differences(done.get("config") or {}, planned) and _complete(directory, run):
-        return DONE, "finished"
-    saved = _read_json(directory / "run.json")
-    if (directory / _CHECKPOINT).is_file():
-        if saved is None:
-            return CONFLICT, f"{directory} has a checkpoint but no readable run.json: remove the folder to retrain it"
-        diff = _differences(saved, planned)
-        if not diff:
-            return RESUME, "interrupted: resuming from its checkpoint"
-        if set(diff) == {"steps"} and isinstance(saved.get("steps"), int) and saved["steps"] < run.steps:
-            return RESUME, f"extending from {saved['steps']} to {run.steps} steps"
-        return CONFLICT, _conflict_message(directory, diff)
-    if done is not None and _differences(done.get("config") or {}, planned):
-        return CONFLICT, _conflict_message(directory, _differences(done.get("config") or {}, planned))
-    return NEW, "not started" if saved is None else "no checkpoint to resume from: starting over"
-
-
-def _conflict_message(directory: Path, diff: dict[str, tuple[Any, Any]]) -> str:
-    shown = ", ".join(f"{k} {a!r} there, {b!r} planned" for k, (a, b) in list(diff.items())[:4])
-    hint = ""
-    if set(diff) == {"steps"} and not (directory / _CHECKPOINT).is_file():
-        hint = " (a finished run keeps no checkpoint to extend from unless the sweep ran with --keep-checkpoints)"
-    return f"{directory} holds a different run ({shown}){hint}: remove that folder or choose another --out"
-
-
-# -- the worker ---------------------------------------------------------------------------------
-
-
-def _quiet_transformers() -> None:
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()  # per-file load/save bars from many workers are noise
-    hf_logging.set_verbosity_error()
-
-
-#: How often a worker checks that the sweep that started it is still alive.
-_PARENT_POLL_SECONDS = 1.0
-
-
-def _exit_with_parent(parent: int) -> None:
-    """End this worker once ``parent`` is gone. A sweep killed by a signal it cannot clean up
-    after (SIGTERM, SIGKILL) would otherwise leave its workers training on, writing into run
-    folders that the next sweep resumes; an ended run resumes from its last checkpoint."""
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(_PARENT_POLL_SECONDS)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
-
-
-def _init_worker(sweep: int | None = None) -> None:
-    """A worker process: one thread for torch and its math libraries, so N workers use N cores;
-    it ends when the sweep (process ``sweep``, which may have died while this one started) does."""
-    _exit_with_parent(os.getppid() if sweep is None else sweep)
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[name] = "1"
-    import torch
-
-    torch.set_num_threads(1)
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError:  # only settable before the first parallel work; the intra-op setting is what counts
-        pass
-    _quiet_transformers()
-
-
-def execute_run(run: RunSpec, out: str, keep_checkpoints: bool = False) -> dict[str, Any]:
-    """Train (or resume, or skip) one run; returns {"key", "status", ...}; never raises an Exception.
-
-    status is "skipped" (already finished), "finished" (with cpu_seconds, wall_seconds, resumed)
-    or "failed" (with error; the traceback is in the run's error.txt).
-    """
-    wall0, cpu0 = time.perf_counter(), time.process_time()
-    directory = run.directory(out)
-    try:
-        state, why = inspect_run(run, out)
-        if state == DONE:
-            return {"key": run.key, "status": "skipped"}
-        if state == CONFLICT:
-            raise ValueError(why)
-        from fade.testbed import report
-        from fade.testbed.trainer import TrainConfig, train
-
-        (directory / ERROR_FILE).unlink(missing_ok=True)
-        train(TrainConfig(**run.train_kwargs(out)), resume=state == RESUME)
-        try:
-            report.plot_run(directory)  # the run's own figures, for looking into one run
-        except (ValueError, RuntimeError):
-            pass
-        if not _complete(directory, run):
-            raise RuntimeError(f"the trainer returned but {directory} does not reach step {run.steps} in its logs")
-        record = {
-            "key": run.key, "task": run.task, "estimator": run.estimator, "seed": run.seed, "steps": run.steps,
-            "tuned_from": run.tuned_from, "config": planned_config(run, out), "resumed": state == RESUME,
-            "cpu_seconds": round(time.process_time() - cpu0, 2), "wall_seconds": round(time.perf_counter() - wall0, 2),
-            "torch_threads": _torch_threads(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }
-        write_json_atomic(directory / DONE_FILE, record)
-        if not keep_checkpoints:
-            # The final policy stays in policy/; the optimizer state is only needed to go on training.
-            (directory / _CHECKPOINT).unlink(missing_ok=True)
-        return {**record, "status": "finished"}
-    except Exception as exc:  # noqa: BLE001 - one run's failure must not take the sweep down
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            (directory / ERROR_FILE).write_text(traceback.format_exc())
-        except OSError:
-            pass
-        return {"key": run.key, "status": "failed", "error": f"{type(exc).__name__}: {exc}"}
-
-
-def _torch_threads() -> int:
-    import torch
-
-    return torch.get_num_threads()
-
-
-# -- pools --------------------------------------------------------------------------------------
-
-
-class _ProcessPool:
-    """Runs in spawned worker processes (spawn: no forked torch or thread state)."""
-
-    def __init__(self, workers: int, out: str, keep_checkpoints: bool):
-        import multiprocessing
-
-        self._executor = ProcessPoolExecutor(
-            workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker, initargs=(os.getpid(),),
-        )
-        self._futures: dict[Future, RunSpec] = {}
-        self._out, self._keep = out, keep_checkpoints
-
-    def submit(self, run: RunSpec) -> None:
-        self._futures[self._executor.submit(execute_run, run, self._out, self._keep)] = run
-
-    def pending(self) -> list[RunSpec]:
-        return list(self._futures.values())
-
-    def completed(self, timeout: float) -> list[tuple[RunSpec, dict[str, Any]]]:
-        if not self._futures:
-            return []
-        done, _ = wait(self._futures, timeout=timeout, return_when=FIRST_COMPLETED)
-        results = []
-        for future in done:
-            run = self._futures.pop(future)
-            try:
-                results.append((run, future.result()))
-            except Exception as exc:  # noqa: BLE001 - a worker that died (killed, out of memory)
-                error = f"worker process failed: {type(exc).__name__}: {exc}"
-                results.append((run, {"key": run.key, "status": "failed", "error": error}))
-        return results
-
-    def close(self, cancel: bool = False) -> None:
-        self._executor.shutdown(wait=True, cancel_futures=cancel)
-
-
-class _InlinePool:
-    """Runs in this process, one at a time (one worker): no start-up cost, same results."""
-
-    def __init__(self, out: str, keep_checkpoints: bool):
-        import torch
-
-        self._queue: list[RunSpec] = []
-        self._out, self._keep = out, keep_checkpoints
-        self._threads = torch.get_num_threads()
-        torch.set_num_threads(1)  # as in a worker, so measured CPU times compare
-        _quiet_transformers()
-
-    def submit(self, run: RunSpec) -> None:
-        self._queue.append(run)
-
-    def pending(self) -> list[RunSpec]:
-        return list(self._queue)
-
-    def completed(self, timeout: float) -> list[tuple[RunSpec, dict[str, Any]]]:
-        if not self._queue:
-            return []
-        run = self._queue.pop(0)
-        return [(run, execute_run(run, self._out, self._keep))]
-
-    def close(self, cancel: bool = False) -> None:
-        import torch
-
-        self._queue.clear()
-        torch.set_num_threads(self._threads)
 
 
 # -- the sweep ----------------------------------------------------------------------------------
@@ -348,7 +102,7 @@ def default_command(preset: Preset, out: str | Path) -> str:
 
 
 def _logged_steps(run: RunSpec, out: str | Path) -> int:
-    return min(len(_log_lines(run.directory(out), METRICS_FILE)), run.steps)
+    return min(len(log_lines(run.directory(out), METRICS_FILE)), run.steps)
 
 
 def _tuning_candidates(preset: Preset) -> list[RunSpec]:
@@ -390,8 +144,10 @@ def dry_run_summary(rows: Sequence[dict[str, Any]], workers: int) -> str:
     todo = [r["seconds"] for r in rows if r["state"] != DONE]
     total = [r["seconds"] for r in rows]
     return (
-        f"{len(rows)} runs, {len(rows) - len(todo)} already finished. Estimated CPU time: {format_minutes(sum(total))} in all, "
-        f"{format_minutes(sum(todo))} still to run, about {format_minutes(estimate_wall_seconds(todo, workers))} of wall time "
+        f"{len(rows)} runs, {len(rows) - len(todo)} already finished. "
+        f"Estimated CPU time: {format_minutes(sum(total))} in all, "
+        f"{format_minutes(sum(todo))} still to run, "
+        f"about {format_minutes(estimate_wall_seconds(todo, workers))} of wall time "
         f"on {workers} worker(s) with a core each to themselves."
     )
 
@@ -450,13 +206,15 @@ def check_design(preset: Preset, out: str | Path) -> dict[str, Any] | None:
     path = Path(out) / DESIGN_FILE
     if not path.exists():
         return None
-    saved = _read_json(path)
+    saved = read_json(path)
     if saved is None:
         raise ValueError(f"{path} is not a readable design record: expected the JSON object a `fade sweep` wrote")
     planned = preset.design
     changed = [key for key in planned if saved.get(key) != planned[key]]
     if changed:
-        detail = "; ".join(f"{key}: {_brief(saved.get(key))} recorded, {_brief(planned[key])} planned" for key in changed)
+        detail = "; ".join(
+            f"{key}: {_brief(saved.get(key))} recorded, {_brief(planned[key])} planned" for key in changed
+        )
         raise ValueError(f"{out} was started with other {' and '.join(changed)} than preset {preset.name!r} now fixes "
                          f"({detail}): a preset's comparisons are fixed before its runs, so choose another --out, or "
                          "remove the folder to start over")
@@ -528,7 +286,7 @@ def _sweep(preset: Preset, out: Path, workers: int, keep_checkpoints: bool, prog
     total_steps = sum(r.steps for r in first) + sum(plan.steps for plan, _, _ in tuned_waiting)
 
     bar = _Bar(progress, len(first) + len(tuned_waiting), total_steps, log)
-    pool = _InlinePool(str(out), keep_checkpoints) if workers == 1 else _ProcessPool(workers, str(out), keep_checkpoints)
+    pool = InlinePool(str(out), keep_checkpoints) if workers == 1 else ProcessPool(workers, str(out), keep_checkpoints)
     unsettled = {r.key for r in todo}
     try:
         with bar:
@@ -545,7 +303,9 @@ def _sweep(preset: Preset, out: Path, workers: int, keep_checkpoints: bool, prog
                 if outcome.choice is None:
                     for plan, name, seed in waiting:
                         key = f"{plan.task}/{name} (tuned)/seed{seed}"
-                        outcome.failed[key] = f"no tuning candidate on {preset.tuning.task} finished: nothing to choose from"
+                        outcome.failed[key] = (
+                            f"no tuning candidate on {preset.tuning.task} finished: nothing to choose from"
+                        )
                         bar.advance_runs(1)
                     return
                 bar.say(f"tuned on {preset.tuning.task}: {outcome.choice}")
@@ -608,11 +368,13 @@ def report_sweep(preset: Preset, out: str | Path, *, workers: int = 2, command: 
     check_design(preset, out)
     outcome = SweepOutcome(runs=preset.runs())
     if preset.tuning is not None and (out / TUNING_FILE).is_file():
-        outcome.choice = (_read_json(out / TUNING_FILE) or {}).get("choice")
+        outcome.choice = (read_json(out / TUNING_FILE) or {}).get("choice")
         if outcome.choice:
             outcome.runs += preset.tuned_runs(outcome.choice)
     outcome.skipped = [r.key for r in outcome.runs if inspect_run(r, out)[0] == DONE]
-    outcome.readme = write_sweep_report(preset, out, outcome, command or default_command(preset, out), workers, progress)
+    outcome.readme = write_sweep_report(
+        preset, out, outcome, command or default_command(preset, out), workers, progress
+    )
     return outcome
 
 
@@ -625,11 +387,13 @@ def write_sweep_report(preset: Preset, out: Path, outcome: SweepOutcome, command
     from .sections import evaluate
 
     if preset.tuning is not None and outcome.choice is None and (out / TUNING_FILE).is_file():
-        outcome.choice = (_read_json(out / TUNING_FILE) or {}).get("choice")
+        outcome.choice = (read_json(out / TUNING_FILE) or {}).get("choice")
     summaries = []
     order = {arm.text: i for i, arm in enumerate(arm for plan in preset.plans for arm in plan.arms)}
     tasks = {task: i for i, task in enumerate(preset.tasks)}
-    runs = sorted(outcome.runs, key=lambda r: (tasks.get(r.task, len(tasks)), order.get(r.arm.text, len(order)), r.seed))
+    runs = sorted(
+        outcome.runs, key=lambda r: (tasks.get(r.task, len(tasks)), order.get(r.arm.text, len(order)), r.seed)
+    )
     with spinner("report", progress) as note:
         for i, run in enumerate(runs, 1):
             note(f"reading run {i}/{len(runs)}: {run.key}")

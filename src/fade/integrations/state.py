@@ -49,7 +49,9 @@ def load_estimator_state(est: fade.Estimator, folder: str | Path) -> dict[str, A
         raise ValueError(f"{path} is not a readable fade estimator state ({err})") from None
     if not isinstance(saved, dict) or any(key not in saved for key in _REQUIRED):
         what = f"an object with keys {sorted(saved)}" if isinstance(saved, dict) else f"a JSON {type(saved).__name__}"
-        raise ValueError(f"{path} is not a fade estimator state: it holds {what}, expected an object with {list(_REQUIRED)}")
+        raise ValueError(
+            f"{path} is not a fade estimator state: it holds {what}, expected an object with {list(_REQUIRED)}"
+        )
     if saved["estimator"] != est.name:
         raise ValueError(f"{path} holds the state of estimator {saved['estimator']!r}, but this run uses {est.name!r}")
     if not isinstance(saved["state"], dict):

@@ -39,7 +39,8 @@ and checked against the installed TRL when this module is imported; the one priv
 rewrites, the completion table's ``_logs["advantages"]``, is reached only through
 :func:`replace_logged_advantages`.
 
-fade's batch diagnostics and FADE's schedule are appended to TRL's metrics under ``fade/...``, so they reach whatever logger the run reports to. The estimator's
+fade's batch diagnostics and FADE's schedule are appended to TRL's metrics under ``fade/...``, so they
+reach whatever logger the run reports to. The estimator's
 state is saved as ``fade_estimator.json`` in each checkpoint folder and restored on resume.
 """
 
@@ -167,9 +168,11 @@ def trl_params(
 
     if multi_objective_aggregation == "normalize_then_sum":
         if advantage != "grpo":
-            raise _refuse(f"multi_objective_aggregation='normalize_then_sum' is TRL's GRPO recipe (each reward function "
-                          f"normalised within its group, the weighted sum over the batch); estimator {advantage!r} "
-                          "needs one reward per completion: use 'sum_then_normalize', or advantage='grpo'")
+            raise _refuse(
+                f"multi_objective_aggregation='normalize_then_sum' is TRL's GRPO recipe (each reward function "
+                f"normalised within its group, the weighted sum over the batch); estimator {advantage!r} "
+                "needs one reward per completion: use 'sum_then_normalize', or advantage='grpo'"
+            )
         take("scale", "group", "multi_objective_aggregation='normalize_then_sum'")
         params.setdefault("eps", TRL_EPS)
         if scale != "group":
@@ -284,7 +287,9 @@ class FadeGRPOTrainer(GRPOTrainer):
         mode = "train" if self.model.training else "eval"
         rewards_per_func = self._fade_rewards_per_func
         if rewards_per_func is None:
-            raise RuntimeError("TRL did not compute rewards through _calculate_rewards; this TRL version is not supported")
+            raise RuntimeError(
+                "TRL did not compute rewards through _calculate_rewards; this TRL version is not supported"
+            )
         est = self.fade_estimator
         # What the call that weighed the batch recorded (None: est.last, a training call's).
         record: Mapping[str, float] | None = None if mode == "train" else {}
@@ -374,7 +379,9 @@ class FadeGRPOTrainer(GRPOTrainer):
     def _save_checkpoint(self, model, trial):
         super()._save_checkpoint(model, trial)
         if self.args.should_save:
-            folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+            folder = os.path.join(
+                self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+            )
             save_estimator_state(self.fade_estimator, folder, pending_entropy=list(self._fade_pending_entropy))
 
     def _load_optimizer_and_scheduler(self, checkpoint):

@@ -7,7 +7,8 @@ worker starts, in one line naming the setting (:func:`check`):
 - a resume whose saved data loader ran with another ``data.dataloader_num_workers``: verl restores
   torchdata's ``StatefulDataLoader`` state as it was saved, and torchdata fails on a state saved
   with another worker count (an ``AssertionError`` when the first batch is drawn, after the workers
-  have started and loaded the checkpoint) whichever estimator the run uses. fade's own state does not depend on the worker count, but the
+  have started and loaded the checkpoint) whichever estimator the run uses. fade's own state does not
+  depend on the worker count, but the
   data order does, so fade refuses the resume rather than rewrite verl's data-loader state.
 """
 

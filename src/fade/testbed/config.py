@@ -21,7 +21,13 @@ from .datasets import VERIFIERS
 from .tasks import TASKS
 
 __all__ = [
-    "DATA_FORMAT", "LOSS_AGGREGATIONS", "LOSS_AGG_ALIASES", "OPTIMIZERS", "RESUME_MAY_CHANGE", "PretrainConfig", "TrainConfig",
+    "DATA_FORMAT",
+    "LOSS_AGGREGATIONS",
+    "LOSS_AGG_ALIASES",
+    "OPTIMIZERS",
+    "RESUME_MAY_CHANGE",
+    "PretrainConfig",
+    "TrainConfig",
     "resume_rule",
 ]
 
@@ -69,13 +75,19 @@ class TrainConfig:
     eval_samples: int = option(64, "samples per held-out prompt (the n of pass@k)", metavar="N")
     model: str | None = option(None, "a local transformers causal LM (default: the task's shipped base policy)",
                                metavar="DIR")
-    data: str | None = option(None, f"your problems in place of --task: {DATA_FORMAT} (default: none, the built-in task)",
-                              metavar="FILE.jsonl")
+    data: str | None = option(
+        None,
+        f"your problems in place of --task: {DATA_FORMAT} (default: none, the built-in task)",
+        metavar="FILE.jsonl",
+    )
     verifier: str | None = option(
         None, f"how --data answers are checked: {', '.join(VERIFIERS)} (math needs the 'math' extra) "
               "(default: none; required with --data)", choices=VERIFIERS, metavar="NAME")
     max_new_tokens: int | None = option(
-        None, "completion length cap (default: the task's longest answer; 4x it, at least 16, with --model)", metavar="N")
+        None,
+        "completion length cap (default: the task's longest answer; 4x it, at least 16, with --model)",
+        metavar="N",
+    )
     device: str = option("auto", "auto, cpu, cuda or cuda:N")
     prompts_per_step: int = option(32, "prompts drawn per step", metavar="N")
     group_size: int = option(8, "completions sampled per prompt", metavar="G")
@@ -85,8 +97,12 @@ class TrainConfig:
                "--prompts-per-step groups are kept or --filter-max-draws draws are made (then train on what was kept)")
     filter_max_draws: int = option(FILTER_MAX_DRAWS, "draws of prompts a step may make with --filter-zero-variance, "
                                                      "the first included", metavar="N")
-    optimizer: str = option("adamw", "adamw, or sgd: plain gradient steps (no momentum), as first-order theory assumes "
-                                     "(--grad-clip still clips; the --adam-* flags apply to adamw only)", choices=OPTIMIZERS)
+    optimizer: str = option(
+        "adamw",
+        "adamw, or sgd: plain gradient steps (no momentum), as first-order theory assumes "
+        "(--grad-clip still clips; the --adam-* flags apply to adamw only)",
+        choices=OPTIMIZERS,
+    )
     lr: float = option(1e-4, "learning rate")
     weight_decay: float = option(0.0, "weight decay (AdamW's decoupled decay; an L2 term for sgd)", metavar="WD")
     adam_beta1: float = option(0.9, "AdamW beta1", metavar="B1")
@@ -111,7 +127,15 @@ class TrainConfig:
     progress: bool = option(True, "no progress bar")
 
     def validate(self) -> None:
-        positive = ("steps", "prompts_per_step", "group_size", "epochs", "minibatches", "eval_samples", "checkpoint_every")
+        positive = (
+            "steps",
+            "prompts_per_step",
+            "group_size",
+            "epochs",
+            "minibatches",
+            "eval_samples",
+            "checkpoint_every",
+        )
         for key in positive:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -119,7 +143,10 @@ class TrainConfig:
         if self.max_new_tokens is not None and (
             isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1
         ):
-            raise ValueError(f"max_new_tokens must be a positive integer (or None for the task's default), got {self.max_new_tokens!r}")
+            raise ValueError(
+                "max_new_tokens must be a positive integer (or None for the task's default), "
+                f"got {self.max_new_tokens!r}"
+            )
         for key in ("eval_every", "eval_prompts"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:

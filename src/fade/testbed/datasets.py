@@ -76,7 +76,12 @@ def _code_many(answers: list[str], completions: list[str]) -> list[Verdict]:
 
 
 #: verifier name -> f(reference answer, completion) -> Verdict
-VERIFIERS: dict[str, Callable[[str, str], Verdict]] = {"exact": _exact, "numeric": _numeric, "math": _math, "code": _code}
+VERIFIERS: dict[str, Callable[[str, str], Verdict]] = {
+    "exact": _exact,
+    "numeric": _numeric,
+    "math": _math,
+    "code": _code,
+}
 
 #: verifier name -> f(reference answers, completions) -> Verdicts, judged in parallel, for the
 #: verifiers whose single calls are slow (a parser process, a sandboxed program).
@@ -129,7 +134,11 @@ class FileTask:
                 tests = {k: row[k] for k in _TEST_FIELDS if row.get(k) is not None}
                 if tests:
                     row["answer"] = json.dumps(tests)
-            if not isinstance(row, dict) or not isinstance(row.get("prompt"), str) or not isinstance(row.get("answer"), str):
+            if (
+                not isinstance(row, dict)
+                or not isinstance(row.get("prompt"), str)
+                or not isinstance(row.get("answer"), str)
+            ):
                 wanted = "'answer' or the tests" if verifier == "code" else "'answer'"
                 raise ValueError(f"{self.path}:{number}: expected an object with string 'prompt' and {wanted}")
             difficulty = row.get("difficulty", 1)
@@ -139,7 +148,9 @@ class FileTask:
             if split not in self._splits:
                 raise ValueError(f"{self.path}:{number}: split must be 'train' or 'test', got {split!r}")
             pid = str(row.get("id", f"{self.name}/{number}"))
-            self._splits[split].append(Problem(id=pid, prompt=row["prompt"], answer=row["answer"], difficulty=difficulty))
+            self._splits[split].append(
+                Problem(id=pid, prompt=row["prompt"], answer=row["answer"], difficulty=difficulty)
+            )
         if not self._splits["train"]:
             raise ValueError(f"{self.path} has no training problems")
         everything = self._splits["train"] + self._splits["test"]
@@ -172,7 +183,9 @@ class FileTask:
     def verify_many(self, problems: list[Problem], completions: list[str]) -> list[Verdict]:
         """Judge each pair, in order; in parallel for the math and code verifiers."""
         if len(problems) != len(completions):
-            raise ValueError(f"got {len(problems)} problems and {len(completions)} completions: expected as many of each")
+            raise ValueError(
+                f"got {len(problems)} problems and {len(completions)} completions: expected as many of each"
+            )
         if self._verify_many is None:
             return [self.verify(p, c) for p, c in zip(problems, completions)]
         return self._verify_many([p.answer for p in problems], list(completions))

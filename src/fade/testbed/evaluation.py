@@ -20,7 +20,16 @@ from fade.passk import pass_at_k
 from .sampling import greedy, sample
 from .tasks import Problem, Task
 
-__all__ = ["EVAL_KS", "decode_completions", "ks_text", "reported_ks", "encode_prompt", "evaluate", "pass_at_k_table", "solve_counts"]
+__all__ = [
+    "EVAL_KS",
+    "decode_completions",
+    "ks_text",
+    "reported_ks",
+    "encode_prompt",
+    "evaluate",
+    "pass_at_k_table",
+    "solve_counts",
+]
 
 #: The k of pass@k the testbed reports: powers of two up to the 64 samples per prompt.
 EVAL_KS = (1, 2, 4, 8, 16, 32, 64)
@@ -50,7 +59,9 @@ def encode_prompt(tokenizer: Any, text: str) -> list[int]:
     return ids
 
 
-def decode_completions(tokenizer: Any, completion_ids: torch.Tensor, completion_mask: torch.Tensor, eos_id: int) -> list[str]:
+def decode_completions(
+    tokenizer: Any, completion_ids: torch.Tensor, completion_mask: torch.Tensor, eos_id: int
+) -> list[str]:
     """The text of each row up to (not including) its eos."""
     out = []
     for ids, mask in zip(completion_ids.tolist(), completion_mask.tolist()):
@@ -82,7 +93,8 @@ def evaluate(
     """pass@k (k in :data:`EVAL_KS`, k <= samples) overall and per bucket, and distinct correct answers.
 
     Returns a flat dict: ``pass@k``, ``pass@k/d{b}``, ``distinct_correct`` (mean per problem),
-    ``distinct_correct/d{b}``, ``greedy`` (greedy pass@1), ``entropy`` (mean token entropy of the samples), ``n_prompts``,
+    ``distinct_correct/d{b}``, ``greedy`` (greedy pass@1), ``entropy`` (mean token entropy of the samples),
+    ``n_prompts``,
     ``n_samples``. Prompts decode ``max_rows // samples`` at a time; ``on_prompts(n)`` hears after
     each such chunk how many prompts are done (for a progress display).
     """

@@ -34,9 +34,9 @@ from .checkpoint import JsonlLog, load_checkpoint, save_checkpoint
 from .config import PretrainConfig
 from .evaluation import encode_prompt, evaluate
 from .policy import build_policy, parameter_count, resolve_device, save_policy, tiny_llama_config
+from .session import generator, seed_for
 from .tasks import get_task
 from .tokenizer import encode, task_tokenizer
-from .trainer import _generator, _seed_for
 
 __all__ = ["CHECKPOINT", "LOG", "PretrainConfig", "pretrain"]
 
@@ -128,13 +128,13 @@ def pretrain(config: PretrainConfig, *, resume: bool = False) -> dict[str, Any]:
     else:
         log.path.unlink(missing_ok=True)
     max_new = task.max_answer_chars + 1
-    validation = task.problems("train", n=config.val_prompts, seed=_seed_for(config.seed, _VALIDATION_STREAM))
+    validation = task.problems("train", n=config.val_prompts, seed=seed_for(config.seed, _VALIDATION_STREAM))
     stopped_at, val = config.max_steps, {}
     t_start = time.perf_counter()
     val_text = ""
     with step_bar("pretrain", config.max_steps, start, config.progress) as advance:
         for step in range(start + 1, config.max_steps + 1):
-            problems = task.problems("train", n=config.batch_size, seed=_seed_for(config.seed, step))
+            problems = task.problems("train", n=config.batch_size, seed=seed_for(config.seed, step))
             ids, mask, labels = _batch(task, tokenizer, problems, answer_rng, device)
             model.train()
             loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
@@ -149,7 +149,7 @@ def pretrain(config: PretrainConfig, *, resume: bool = False) -> dict[str, Any]:
                 val = evaluate(
                     model, tokenizer, task, validation, samples=config.val_samples, max_new_tokens=max_new,
                     eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id,
-                    generator=_generator(device, config.seed, _VALIDATION_STREAM),
+                    generator=generator(device, config.seed, _VALIDATION_STREAM),
                 )
                 record.update({f"val_{k}": v for k, v in val.items() if k.startswith("pass@")})
             log.append(record)
@@ -166,16 +166,20 @@ def pretrain(config: PretrainConfig, *, resume: bool = False) -> dict[str, Any]:
                     "seconds": seconds_before + time.perf_counter() - t_start, "config": dataclasses.asdict(config),
                 })
         seconds = seconds_before + time.perf_counter() - t_start
-        test = task.problems("test", n=config.test_prompts, seed=_seed_for(config.seed, _TEST_STREAM))
+        test = task.problems("test", n=config.test_prompts, seed=seed_for(config.seed, _TEST_STREAM))
 
         def tested(prompts: int) -> None:
-            advance(f"testing the policy of step {stopped_at}: {prompts}/{len(test)} prompts x {config.test_samples} samples", 0)
+            advance(
+                f"testing the policy of step {stopped_at}: {prompts}/{len(test)} prompts x "
+                f"{config.test_samples} samples",
+                0,
+            )
 
         tested(0)
         report = evaluate(
             model, tokenizer, task, test, samples=config.test_samples, max_new_tokens=max_new,
             eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id,
-            generator=_generator(device, config.seed, _TEST_STREAM), on_prompts=tested,
+            generator=generator(device, config.seed, _TEST_STREAM), on_prompts=tested,
         )
     model.config.fade_pretrain = {"task": config.task, "seed": config.seed, "steps": stopped_at}
     summary = {

@@ -21,8 +21,9 @@ directory, at 100 dpi with fixed sizes so a PNG's pixel size depends only on wha
 
 :func:`compare_runs` draws several runs on shared axes. The tables of one run and of several
 (:func:`summary_table`, :func:`compare_table`) live in :mod:`fade.testbed.tables` (re-exported here);
-the numbers they and the figures put on a run are :mod:`fade.testbed.summary`'s. matplotlib is
-imported inside the drawing functions, with the non-interactive Agg backend.
+the numbers they and the figures put on a run are :mod:`fade.testbed.summary`'s, and the panels'
+house style is :mod:`fade.testbed.axes`'s (re-exported here). matplotlib is imported inside the
+drawing functions, with the non-interactive Agg backend.
 """
 
 from __future__ import annotations
@@ -36,6 +37,16 @@ import numpy as np
 
 from ..mass import BALANCED_SIGN
 from ..plots import NEGATIVE_COLOUR, POSITIVE_COLOUR, plane_guides
+from .axes import (
+    REPORT_DPI,
+    bucket_colours,
+    finish_axes,
+    headless_pyplot,
+    legend_in_headroom,
+    panel_grid,
+    smoothing_window,
+    trace,
+)
 from .runlog import (
     ENTROPY_FORMULA_KEYS,
     METRICS_FILE,
@@ -76,7 +87,6 @@ __all__ = [
 
 TRAINING_PNG, PASSK_PNG, PLANE_PNG = "training.png", "passk.png", "plane.png"
 
-REPORT_DPI = 100
 TRAINING_COLUMNS = 3
 _PANEL_W_IN, _TRAINING_PANEL_H_IN, _PASSK_PANEL_H_IN, _TITLE_H_IN = 4.0, 2.6, 3.4, 0.5
 _PLANE_SIZE_IN = (6.5, 5.5)
@@ -85,15 +95,9 @@ _COMPARE_LEGEND_COLUMNS = 4
 PLANE_PIXEL_SIZE = (round(_PLANE_SIZE_IN[0] * REPORT_DPI), round(_PLANE_SIZE_IN[1] * REPORT_DPI))  # (650, 550)
 COMPARE_PIXEL_SIZE = (round(_COMPARE_SIZE_IN[0] * REPORT_DPI), round(_COMPARE_SIZE_IN[1] * REPORT_DPI))  # (1100, 950)
 
-# The auto smoothing window is about steps / 50: enough to read a trend through the noise of
-# small batches without hiding a collapse that takes a few percent of the run.
-_AUTO_SMOOTH_DIVISOR = 50
 _STEP_PASS_KS = (1, 4, 16, 64)
 #: The sign_balance range a training panel always shows (0.5 = balanced).
 SIGN_BALANCE_SPAN = (0.4, 0.6)
-#: Legend entries per row, and the share of a panel's height one legend row takes, in the headroom
-#: above the curves where training.png's legends sit.
-_LEGEND_COLUMNS, _LEGEND_ROW_SHARE = 3, 0.1
 
 
 def training_pixel_size(num_panels: int) -> tuple[int, int]:
@@ -120,118 +124,6 @@ def passk_pixel_size(has_buckets: bool) -> tuple[int, int]:
 
 
 # -- columns ------------------------------------------------------------------------------------
-
-
-def smoothing_window(smooth: int | None, num_steps: int) -> int:
-    """The moving-average window for ``smooth`` (None: a fixed fraction of the run's steps)."""
-    if smooth is None:
-        return max(1, num_steps // _AUTO_SMOOTH_DIVISOR)
-    if isinstance(smooth, bool) or not isinstance(smooth, int) or smooth < 1:
-        raise ValueError(f"smooth must be a window of >= 1 steps (1 = raw) or None for auto, got {smooth!r}")
-    return smooth
-
-
-
-# -- drawing helpers ----------------------------------------------------------------------------
-
-
-def headless_pyplot():
-    """matplotlib's pyplot on the Agg backend, which draws without a display."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _trace(
-    ax,
-    steps: np.ndarray,
-    values: np.ndarray | None,
-    window: int,
-    *,
-    label: str | None = None,
-    color: Any = None,
-    lw: float = 1.4,
-    ls: str = "-",
-    raw: bool = True,
-) -> bool:
-    """Plot one series against step, gaps (None, NaN, inf) dropped, smoothed when window > 1
-    with the raw values faint underneath. Returns whether anything was drawn."""
-    if values is None:
-        return False
-    keep = np.isfinite(values)
-    if not keep.any():
-        return False
-    x, y = steps[keep], values[keep]
-    marker = "o" if len(x) == 1 else None
-    if window > 1 and len(x) > 2:
-        if raw:
-            (line,) = ax.plot(x, y, color=color, lw=0.6, alpha=0.25, ls=ls)
-            color = line.get_color()
-        y = moving_average(y, window)
-    ax.plot(x, y, color=color, lw=lw, ls=ls, label=label, marker=marker, ms=4)
-    return True
-
-
-def panel_grid(fig, rows: int, cols: int, *, top: float, bottom: float = 0.45, left: float = 0.55,
-                right: float = 0.5, wspace: float = 0.85, hspace: float = 0.7, **gridspec_kw) -> np.ndarray:
-    """A rows x cols array of axes placed with margins and gaps given in inches.
-
-    Fixed margins instead of constrained layout: on a dozen panels the layout solver costs more
-    than drawing ten thousand steps, and the panels' decorations are known well enough to size
-    the gaps for them (tick labels, a title above, "step" below, a twin axis on the right).
-    """
-    width, height = fig.get_size_inches()
-    axis_w = (width - left - right - (cols - 1) * wspace) / cols
-    axis_h = (height - top - bottom - (rows - 1) * hspace) / rows
-    return fig.subplots(
-        rows,
-        cols,
-        squeeze=False,
-        gridspec_kw=dict(
-            left=left / width,
-            right=1 - right / width,
-            top=1 - top / height,
-            bottom=bottom / height,
-            wspace=wspace / axis_w,
-            hspace=hspace / axis_h,
-            **gridspec_kw,
-        ),
-    )
-
-
-def _bucket_colours(buckets: Sequence[int]) -> dict[int, Any]:
-    from matplotlib import colormaps
-
-    cmap = colormaps["plasma"]
-    # Easiest bucket at the bright end, hardest at the dark end, leaving out plasma's pale yellow.
-    span = max(len(buckets) - 1, 1)
-    return {b: cmap(0.8 * (1 - i / span)) for i, b in enumerate(buckets)}
-
-
-def finish_axes(ax, title: str, *, legend: bool = False) -> None:
-    """The house style of a panel: small title and ticks, a light grid, and a legend when asked."""
-    ax.set_title(title, fontsize=9)
-    ax.tick_params(labelsize=7)
-    ax.grid(alpha=0.25)
-    if legend and ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=6.5, frameon=False, loc="best")
-
-
-def legend_in_headroom(ax, *, columns: int = _LEGEND_COLUMNS, fontsize: float = 6.5) -> None:
-    """Put the panel's legend in rows above its curves: the y-axis grows upward by the legend's
-    height, so no entry covers a line, wherever the lines run."""
-    handles, labels = ax.get_legend_handles_labels()
-    if not handles:
-        return
-    ncol = min(len(handles), columns)
-    share = min(0.6, _LEGEND_ROW_SHARE * math.ceil(len(handles) / ncol) + 0.03)
-    lo, hi = ax.get_ylim()
-    ax.set_ylim(lo, hi + (hi - lo) * share / (1 - share))
-    ax.legend(handles, labels, fontsize=fontsize, frameon=False, loc="upper center", ncol=ncol, borderaxespad=0.2,
-              handlelength=1.4, columnspacing=0.9, handletextpad=0.4, labelspacing=0.25)
 
 
 def _plane_guides(ax) -> None:
@@ -263,35 +155,35 @@ def _training_panels(
     panels: list[tuple[str, Callable[[Any], None]]] = []
 
     def reward(ax):
-        colours = _bucket_colours(solve_buckets)
+        colours = bucket_colours(solve_buckets)
         for b in solve_buckets:
-            _trace(ax, steps, c(f"solve_rate/d{b}"), window, label=f"solve d{b}", color=colours[b], lw=0.8, raw=False)
-        _trace(ax, steps, c("reward_mean"), window, label="reward_mean", color="black")
-        _trace(ax, steps, c("solve_rate"), window, label="solve_rate", color="tab:blue", lw=1.0)
-        _trace(ax, steps, c("p_hat"), 1, label="p_hat (EMA)", color="0.45", ls="--", lw=1.0)
+            trace(ax, steps, c(f"solve_rate/d{b}"), window, label=f"solve d{b}", color=colours[b], lw=0.8, raw=False)
+        trace(ax, steps, c("reward_mean"), window, label="reward_mean", color="black")
+        trace(ax, steps, c("solve_rate"), window, label="solve_rate", color="tab:blue", lw=1.0)
+        trace(ax, steps, c("p_hat"), 1, label="p_hat (EMA)", color="0.45", ls="--", lw=1.0)
 
     if any(has(k) for k in ("reward_mean", "solve_rate")) or solve_buckets:
         title = "reward_mean, solve rate per bucket (d1 easiest)" if solve_buckets else "reward_mean"
         panels.append((title, reward))
 
     def entropy(ax):
-        _trace(ax, steps, c("entropy"), window, label="entropy", color="tab:purple")
-        _trace(ax, steps, c("h_hat"), 1, label="h_hat (EMA)", color="0.45", lw=1.0, ls=":")
-        _trace(ax, steps, c("h_star"), 1, label="h_star (target)", color="black", lw=1.0, ls="--")
+        trace(ax, steps, c("entropy"), window, label="entropy", color="tab:purple")
+        trace(ax, steps, c("h_hat"), 1, label="h_hat (EMA)", color="0.45", lw=1.0, ls=":")
+        trace(ax, steps, c("h_star"), 1, label="h_star (target)", color="black", lw=1.0, ls="--")
 
     if has("entropy"):
         panels.append(("mean token entropy", entropy))
 
     def mass(ax):
-        _trace(ax, steps, c("positive_mass"), window, label="positive_mass", color=POSITIVE_COLOUR)
-        _trace(ax, steps, c("negative_mass"), window, label="negative_mass", color=NEGATIVE_COLOUR)
+        trace(ax, steps, c("positive_mass"), window, label="positive_mass", color=POSITIVE_COLOUR)
+        trace(ax, steps, c("negative_mass"), window, label="negative_mass", color=NEGATIVE_COLOUR)
 
     if has("positive_mass") or has("negative_mass"):
         panels.append(("gradient mass", mass))
 
     def sign_balance(ax):
         ax.axhline(BALANCED_SIGN, color="0.4", ls="--", lw=1)
-        _trace(ax, steps, c("sign_balance"), window, color="tab:blue")
+        trace(ax, steps, c("sign_balance"), window, color="tab:blue")
         # At least 0.4-0.6 in view: a centred estimator's float noise around 0.5 must not fill the panel.
         values = c("sign_balance")
         finite = np.concatenate([values[np.isfinite(values)], SIGN_BALANCE_SPAN])
@@ -306,9 +198,9 @@ def _training_panels(
         # dH ~ -eta [(m_S - m_F) H + Cov(A, log pi)] (docs/method.md, section 4): the drive is the bracket
         # negated, so above zero predicts rising entropy; the entropy panel shows what happened.
         ax.axhline(0.0, color="0.6", ls=":", lw=1)
-        _trace(ax, steps, c("mass_entropy_term"), window, label="(m_S - m_F) H", color="tab:olive", lw=1.0)
-        _trace(ax, steps, c("cov_adv_logp"), window, label="Cov(A, log pi)", color="tab:pink", lw=1.0)
-        _trace(ax, steps, c("entropy_drive"), window, label="entropy_drive", color="black")
+        trace(ax, steps, c("mass_entropy_term"), window, label="(m_S - m_F) H", color="tab:olive", lw=1.0)
+        trace(ax, steps, c("cov_adv_logp"), window, label="Cov(A, log pi)", color="tab:pink", lw=1.0)
+        trace(ax, steps, c("entropy_drive"), window, label="entropy_drive", color="black")
 
     if any(has(k) for k in ENTROPY_FORMULA_KEYS):
         panels.append(("entropy_drive = -[(m_S - m_F) H + Cov(A, log pi)]", entropy_formula))
@@ -319,23 +211,23 @@ def _training_panels(
         ("rank1_share", "rank1_share of the head's update", "tab:red"),
     ):
         if has(key):
-            panels.append((title, lambda ax, key=key, colour=colour: _trace(ax, steps, c(key), window, color=colour)))
+            panels.append((title, lambda ax, key=key, colour=colour: trace(ax, steps, c(key), window, color=colour)))
 
     def norms(ax):
-        _trace(ax, steps, c("grad_norm"), window, color="tab:blue")
+        trace(ax, steps, c("grad_norm"), window, color="tab:blue")
         ax.tick_params(axis="y", labelcolor="tab:blue")
         if has("param_norm"):
             # The two differ by orders of magnitude, so param_norm gets its own scale.
             twin = ax.twinx()
-            _trace(twin, steps, c("param_norm"), 1, color="tab:brown")
+            trace(twin, steps, c("param_norm"), 1, color="tab:brown")
             twin.tick_params(labelsize=7, labelcolor="tab:brown")
 
     if has("grad_norm") or has("param_norm"):
         panels.append(("grad_norm (left), param_norm (right)", norms))
 
     def schedule(ax):
-        _trace(ax, steps, c("alpha"), 1, label="alpha (difficulty)", color="tab:orange")
-        _trace(ax, steps, c("delta"), 1, label="delta (sign)", color="tab:blue")
+        trace(ax, steps, c("alpha"), 1, label="alpha (difficulty)", color="tab:orange")
+        trace(ax, steps, c("delta"), 1, label="delta (sign)", color="tab:blue")
         ax.axhline(1.0, color="0.6", ls=":", lw=1)
 
     if has("alpha") or has("delta"):
@@ -347,7 +239,7 @@ def _training_panels(
     def policy_shift(ax):
         for key, colour in shift:
             if _nonzero(c(key)):
-                _trace(ax, steps, c(key), window, label=key, color=colour)
+                trace(ax, steps, c(key), window, label=key, color=colour)
 
     # With one pass over each batch the new policy is the old one when the loss is taken, so the
     # clip fractions and ppo_kl are 0 at every step; the panel shows up once one (or the KL to the
@@ -356,17 +248,17 @@ def _training_panels(
         panels.append(("clip_fraction, kl", policy_shift))
 
     def entropy_term(ax):
-        _trace(ax, steps, c("entropy_coef"), 1, label="entropy_coef (applied)", color="tab:purple")
+        trace(ax, steps, c("entropy_coef"), 1, label="entropy_coef (applied)", color="tab:purple")
 
     if has("entropy_coef"):
         panels.append(("entropy term's coefficient", entropy_term))
 
     def dynamic_sampling(ax):
-        _trace(ax, steps, c("filtered_share"), window, color="tab:red")
+        trace(ax, steps, c("filtered_share"), window, color="tab:red")
         ax.tick_params(axis="y", labelcolor="tab:red")
         ax.set_ylim(-0.02, 1.02)
         twin = ax.twinx()  # a count of draws, beside a share
-        _trace(twin, steps, c("sample_draws"), 1, color="0.3", lw=1.0)
+        trace(twin, steps, c("sample_draws"), 1, color="0.3", lw=1.0)
         twin.tick_params(labelsize=7, labelcolor="0.3")
 
     if has("filtered_share"):
@@ -379,7 +271,7 @@ def _training_panels(
             ("advantage_seconds", "tab:green"),
             ("update_seconds", "tab:red"),
         ):
-            _trace(ax, steps, c(key), window, label=key.removesuffix("_seconds"), color=colour, lw=1.0)
+            trace(ax, steps, c(key), window, label=key.removesuffix("_seconds"), color=colour, lw=1.0)
 
     if any(has(k) for k in ("step_seconds", "sample_seconds", "advantage_seconds", "update_seconds")):
         panels.append(("seconds per step", seconds))
@@ -440,7 +332,7 @@ def _draw_passk(run: Run, out: Path) -> Path:
         over_steps = axes[0]
         for k in _STEP_PASS_KS:
             bold = k == 1
-            _trace(over_steps, steps, cols.get(f"pass@{k}"), 1, label=f"pass@{k}", lw=1.8 if bold else 1.0)
+            trace(over_steps, steps, cols.get(f"pass@{k}"), 1, label=f"pass@{k}", lw=1.8 if bold else 1.0)
         pass1 = cols.get("pass@1")
         best = peak_eval_index(pass1) if pass1 is not None else None
         if best is not None:
@@ -480,9 +372,9 @@ def _draw_passk(run: Run, out: Path) -> Path:
 
         if buckets:
             per_bucket = axes[2]
-            colours = _bucket_colours(buckets)
+            colours = bucket_colours(buckets)
             for b in buckets:
-                _trace(per_bucket, steps, cols.get(f"pass@1/d{b}"), 1, label=f"d{b}", color=colours[b])
+                trace(per_bucket, steps, cols.get(f"pass@1/d{b}"), 1, label=f"d{b}", color=colours[b])
             per_bucket.set_xlabel("step", fontsize=7)
             finish_axes(per_bucket, "pass@1 per difficulty bucket (d1 easiest)", legend=True)
         fig.suptitle(f"evaluation: {run_title(run)}", fontsize=10, y=1 - 0.12 / fig.get_size_inches()[1])
@@ -567,7 +459,8 @@ def compare_runs(
     k (log2 axis), under the base's when all runs share their step-0 evaluation; training entropy
     against step (smoothed as in :func:`plot_run`, the window set by the longest run), with a
     dotted line at FADE's target H* for each run that logged one; each run's smoothed path on the
-    sign/difficulty plane, start circled, end starred. Runs are labelled by ``label_key`` read from their ``run.json`` (dotted keys
+    sign/difficulty plane, start circled, end starred. Runs are labelled by ``label_key`` read from their
+    ``run.json`` (dotted keys
     reach into nested dicts, e.g. ``estimator_args.h_star_ratio``), else by estimator and its
     arguments, else by directory name.
     """
@@ -602,7 +495,7 @@ def compare_runs(
             if run.evals:
                 steps = metric_column(run.evals, "step")
                 pass1 = metric_column(run.evals, "pass@1")
-                _trace(over_steps, steps, pass1, 1, color=colour)
+                trace(over_steps, steps, pass1, 1, color=colour)
                 best = peak_eval_index(pass1)
                 if best is not None:
                     over_steps.plot([steps[best]], [pass1[best]], "*", ms=12, color=colour, mec="black", mew=0.6)
@@ -615,7 +508,7 @@ def compare_runs(
                     all_ks.update(k for k, _ in pairs)
             cols = metric_columns(run.metrics)
             steps = metric_column(run.metrics, "step")
-            _trace(entropy, steps, cols.get("entropy"), window, color=colour)
+            trace(entropy, steps, cols.get("entropy"), window, color=colour)
             h_star = last_finite(cols.get("h_star"))
             if math.isfinite(h_star):  # FADE's entropy target: delta < 1 while the entropy EMA is below it
                 entropy.axhline(h_star, color=colour, ls=":", lw=1.2)

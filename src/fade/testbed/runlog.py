@@ -283,7 +283,9 @@ def load_run(directory: str | Path) -> Run:
     directory = Path(directory)
     metrics_path = log_path(directory, METRICS_FILE)
     if metrics_path is None:
-        raise ValueError(f"{directory} is not a run directory: it has no {METRICS_FILE} (nor {METRICS_FILE}{COMPRESSED})")
+        raise ValueError(
+            f"{directory} is not a run directory: it has no {METRICS_FILE} (nor {METRICS_FILE}{COMPRESSED})"
+        )
     config_path = directory / CONFIG_FILE
     config = read_json_object(config_path) if config_path.is_file() else {}
     eval_path = log_path(directory, EVAL_FILE)

@@ -257,7 +257,9 @@ def greedy(
     model: PreTrainedModel, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, eos_id: int, pad_id: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Greedy completion of each prompt: (completion_ids, completion_mask), one row per prompt."""
-    rollouts = sample(model, prompts, num_samples=1, max_new_tokens=max_new_tokens, eos_id=eos_id, pad_id=pad_id, greedy=True)
+    rollouts = sample(
+        model, prompts, num_samples=1, max_new_tokens=max_new_tokens, eos_id=eos_id, pad_id=pad_id, greedy=True
+    )
     return rollouts.completion_ids, rollouts.completion_mask
 
 

@@ -465,7 +465,9 @@ def summarise(run: Run, steps: int | None = None) -> RunSummary:
     imbalance = mass_imbalance(curves["positive_mass"], curves["negative_mass"])
     scalars["mass_imbalance_mean"] = finite_mean(imbalance)
     scalars["peak_fraction"] = scalars["peak_step"] / planned if planned else math.nan
-    scalars["smoothed_peak_step"], scalars["smoothed_peak_pass1"], scalars["rise_step"] = smoothed_peak(eval_steps, pass1)
+    scalars["smoothed_peak_step"], scalars["smoothed_peak_pass1"], scalars["rise_step"] = smoothed_peak(
+        eval_steps, pass1
+    )
     scalars["smoothed_peak_fraction"] = scalars["smoothed_peak_step"] / planned if planned else math.nan
     scalars["smoothed_gain"] = scalars["smoothed_peak_pass1"] - scalars["base_pass1"]
     scalars["pass1_area"] = pass1_area(eval_steps, pass1)

@@ -231,11 +231,19 @@ def compare_table(directories: Sequence[str | Path], *, labels: Sequence[str] | 
     if all("distinct_correct" in f for f in finals):
         row("distinct correct answers", metric_value(base.get("distinct_correct")) if base else math.nan,
             [metric_value(f.get("distinct_correct")) for f in finals])
-    peaks = [peak(metric_column(run.evals, "step"), metric_column(run.evals, "pass@1")) if run.evals else (math.nan, math.nan)
-             for run in runs]
+    peaks = [
+        peak(metric_column(run.evals, "step"), metric_column(run.evals, "pass@1"))
+        if run.evals
+        else (math.nan, math.nan)
+        for run in runs
+    ]
     row("peak pass@1", math.nan, [value for value, _ in peaks])
-    table.add_row("[dim]peak at step[/]", "", *(f"[dim]{step:.0f}[/]" if math.isfinite(step) else "—" for _, step in peaks),
-                  *([""] if diff else []))
+    table.add_row(
+        "[dim]peak at step[/]",
+        "",
+        *(f"[dim]{step:.0f}[/]" if math.isfinite(step) else "—" for _, step in peaks),
+        *([""] if diff else []),
+    )
     table.add_section()
 
     summaries = [summarise(run).scalars if run.metrics else {} for run in runs]

@@ -13,12 +13,10 @@ from __future__ import annotations
 import hashlib
 import itertools
 import random
-import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
-from typing import NamedTuple
+
+from .expressions import EXPRESSION_CHARS, Malformed, Parser, canonical, reachable, solutions, witness
 
 __all__ = [
     "REASONS",
@@ -155,7 +153,9 @@ class Task(ABC):
         """Judge each ``(problem, completion)`` pair, in order. Verifiers that run programs or
         call out to a parser override this to judge in parallel; the verdicts are the same."""
         if len(problems) != len(completions):
-            raise ValueError(f"got {len(problems)} problems and {len(completions)} completions: expected as many of each")
+            raise ValueError(
+                f"got {len(problems)} problems and {len(completions)} completions: expected as many of each"
+            )
         return [self.verify(p, c) for p, c in zip(problems, completions)]
 
     @abstractmethod
@@ -328,209 +328,6 @@ class ArithmeticTask(Task):
         return list(drawn.values())
 
 
-# --------------------------------------------------------------------------------------------
-# Countdown: expressions, their normal form, and a solver
-
-
-class _Form(NamedTuple):
-    """An expression in normal form: sums flattened into sorted lists of added and subtracted
-    terms, products into sorted lists of factors, and every difference that is a factor turned
-    to the orientation with non-negative value (``(3-5)*2`` is ``-(5-3)*2``), its sign kept on
-    the product. So forms are equal exactly when the expressions are equal up to commutativity
-    and associativity of ``+`` and ``*`` and the rewriting of subtraction (``a-(b-c)`` is
-    ``a+c-b``); distributivity is not applied, so ``3*(5+7)`` and ``3*5+3*7`` stay apart."""
-
-    value: int
-    kind: str  # "n" number, "+" sum, "*" product
-    text: str  # canonical text; a product's leaves out its sign
-    sign: int = 1  # a product's sign
-    pos: tuple[str, ...] = ()  # a sum's added terms, a product's factors
-    neg: tuple[str, ...] = ()  # a sum's subtracted terms
-
-
-def _leaf(number: int) -> _Form:
-    return _Form(number, "n", str(number))
-
-
-def _sum_text(pos: tuple[str, ...], neg: tuple[str, ...]) -> str:
-    return "+".join(pos) + "".join("-" + t for t in neg)
-
-
-def _terms(f: _Form) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    if f.kind == "+":
-        return f.pos, f.neg
-    if f.kind == "*" and f.sign < 0:
-        return (), (f.text,)
-    return (f.text,), ()
-
-
-def _sum(value: int, pos: tuple[str, ...], neg: tuple[str, ...]) -> _Form:
-    pos, neg = tuple(sorted(pos)), tuple(sorted(neg))
-    return _Form(value, "+", _sum_text(pos, neg), 1, pos, neg)
-
-
-def _add(a: _Form, b: _Form) -> _Form:
-    (pa, na), (pb, nb) = _terms(a), _terms(b)
-    return _sum(a.value + b.value, pa + pb, na + nb)
-
-
-def _sub(a: _Form, b: _Form) -> _Form:
-    (pa, na), (pb, nb) = _terms(a), _terms(b)
-    return _sum(a.value - b.value, pa + nb, na + pb)
-
-
-def _factors(f: _Form) -> tuple[int, tuple[str, ...]]:
-    if f.kind == "*":
-        return f.sign, f.pos
-    if f.kind == "+":
-        flipped = _sum_text(f.neg, f.pos)
-        if f.value < 0 or (f.value == 0 and flipped < f.text):
-            return -1, (f"({flipped})",)
-        return 1, (f"({f.text})",)
-    return 1, (f.text,)
-
-
-def _mul(a: _Form, b: _Form) -> _Form:
-    (sa, fa), (sb, fb) = _factors(a), _factors(b)
-    factors = tuple(sorted(fa + fb))
-    return _Form(a.value * b.value, "*", "*".join(factors), sa * sb, factors)
-
-
-def _canonical(f: _Form) -> str:
-    """The normal form as text. For a positive value with positive numbers it is itself a valid
-    answer with the fewest parentheses; a negative product is marked with a leading ``-``."""
-    return "-" + f.text if f.kind == "*" and f.sign < 0 else f.text
-
-
-class _Malformed(Exception):
-    pass
-
-
-class _Parser:
-    """Recursive descent over ``expression := term (("+" | "-") term)*``,
-    ``term := factor ("*" factor)*``, ``factor := number | "(" expression ")"``, building the
-    normal form and recording the numbers used. Numbers are decimal without leading zeros."""
-
-    def __init__(self, text: str) -> None:
-        self.tokens = re.findall(r"[0-9]+|.", text)
-        self.at = 0
-        self.numbers: list[int] = []
-
-    def parse(self) -> _Form:
-        form = self.expression()
-        if self.at != len(self.tokens):
-            raise _Malformed(f"unexpected {self.tokens[self.at]!r}")
-        return form
-
-    def peek(self) -> str:
-        return self.tokens[self.at] if self.at < len(self.tokens) else ""
-
-    def expression(self) -> _Form:
-        form = self.term()
-        while self.peek() in ("+", "-"):
-            op = self.tokens[self.at]
-            self.at += 1
-            form = (_add if op == "+" else _sub)(form, self.term())
-        return form
-
-    def term(self) -> _Form:
-        form = self.factor()
-        while self.peek() == "*":
-            self.at += 1
-            form = _mul(form, self.factor())
-        return form
-
-    def factor(self) -> _Form:
-        token = self.peek()
-        self.at += 1
-        if token == "(":
-            form = self.expression()
-            if self.peek() != ")":
-                raise _Malformed("unclosed parenthesis")
-            self.at += 1
-            return form
-        if token[:1] in set("0123456789") and (token == "0" or token[0] != "0"):
-            self.numbers.append(int(token))
-            return _leaf(int(token))
-        raise _Malformed(f"expected a number or '(', got {token!r}")
-
-
-_EXPRESSION_CHARS = frozenset("0123456789+-*()")
-
-
-def _splits(numbers: tuple[int, ...]) -> Iterator[tuple[tuple[int, ...], tuple[int, ...]]]:
-    """Each split of the sorted multiset ``numbers`` into two non-empty parts, once."""
-    seen = set()
-    n = len(numbers)
-    for mask in range(1, 2**n - 1):
-        left = tuple(numbers[i] for i in range(n) if mask >> i & 1)
-        right = tuple(numbers[i] for i in range(n) if not mask >> i & 1)
-        key = min(left, right), max(left, right)
-        if key not in seen:
-            seen.add(key)
-            yield key
-
-
-def _rsub(a: _Form, b: _Form) -> _Form:
-    return _sub(b, a)
-
-
-# The four ways to combine two operands, in the order of the values in ``_reachable``.
-_COMBINE = (_add, _sub, _rsub, _mul)
-
-
-@cache
-def _reachable(numbers: tuple[int, ...]) -> dict[int, tuple]:
-    """Every value an expression using each of ``numbers`` once reaches, with how the first
-    expression found for it combines two parts: ``(combine index, left numbers, left value,
-    right numbers, right value)``, or ``()`` for a single number.
-
-    Only integers are enumerated here, which is fast enough to list every problem up front;
-    ``_witness`` builds the expression for the few values that become targets."""
-    if len(numbers) == 1:
-        return {numbers[0]: ()}
-    found: dict[int, tuple] = {}
-    for left, right in _splits(numbers):
-        right_values = _reachable(right)
-        for a in _reachable(left):
-            for b in right_values:
-                for i, value in enumerate((a + b, a - b, b - a, a * b)):
-                    if value not in found:
-                        found[value] = (i, left, a, right, b)
-    return found
-
-
-def _witness(numbers: tuple[int, ...], value: int) -> _Form:
-    step = _reachable(numbers)[value]
-    if not step:
-        return _leaf(value)
-    i, left, a, right, b = step
-    return _COMBINE[i](_witness(left, a), _witness(right, b))
-
-
-@cache
-def _expressions(numbers: tuple[int, ...]) -> dict[str, _Form]:
-    """Every distinct normal form of an expression using each of ``numbers`` once.
-
-    Forms combine from the forms of their two operands alone, so deduplicating at every level
-    loses nothing."""
-    if len(numbers) == 1:
-        return {str(numbers[0]): _leaf(numbers[0])}
-    found: dict[str, _Form] = {}
-    for left, right in _splits(numbers):
-        for fa in _expressions(left).values():
-            for fb in _expressions(right).values():
-                for combine in _COMBINE:
-                    f = combine(fa, fb)
-                    found.setdefault(_canonical(f), f)
-    return found
-
-
-@cache
-def _solutions(numbers: tuple[int, ...], target: int) -> tuple[str, ...]:
-    return tuple(sorted(c for c, f in _expressions(numbers).items() if f.value == target))
-
-
 # difficulty -> (how many numbers, lowest target, highest target)
 _COUNTDOWN_BUCKETS = {1: (3, 1, 20), 2: (3, 21, 99), 3: (4, 1, 20), 4: (4, 21, 99)}
 
@@ -546,9 +343,9 @@ class CountdownTask(Task):
     of uniformly random expressions (random order, tree and operators) that hit the target falls
     from about 7% in bucket 1 to under 1% in bucket 4. Answers that are equal up to
     commutativity and associativity of ``+`` and ``*`` share one ``canonical`` form (see
-    ``_Form``); under that identification the mean number of distinct solutions per problem is
-    about 1.2, 1.0, 2.7 and 1.6 in buckets 1 to 4 (up to 14 in bucket 3), and ``solutions``
-    lists them. The verifier allows surrounding whitespace, not whitespace inside.
+    :class:`~fade.testbed.expressions.Form`); under that identification the mean number of
+    distinct solutions per problem is about 1.2, 1.0, 2.7 and 1.6 in buckets 1 to 4 (up to 14 in
+    bucket 3), and ``solutions`` lists them. The verifier allows surrounding whitespace, not whitespace inside.
     """
 
     name = "countdown"
@@ -565,18 +362,18 @@ class CountdownTask(Task):
         text = completion.strip()
         if not text:
             return _verdict("empty")
-        if len(text) > _MAX_EXPRESSION_CHARS or not set(text) <= _EXPRESSION_CHARS:
+        if len(text) > _MAX_EXPRESSION_CHARS or not set(text) <= EXPRESSION_CHARS:
             return _verdict("malformed")
-        parser = _Parser(text)
+        parser = Parser(text)
         try:
             form = parser.parse()
-        except _Malformed:
+        except Malformed:
             return _verdict("malformed")
         if sorted(parser.numbers) != sorted(numbers):
             return _verdict("bad_numbers")
         if form.value != target:
             return _verdict("wrong")
-        return _verdict("correct", _canonical(form))
+        return _verdict("correct", canonical(form))
 
     def sft_answer(self, problem: Problem, rng: random.Random) -> str:
         """A correct answer drawn uniformly from the problem's distinct normal forms."""
@@ -585,14 +382,14 @@ class CountdownTask(Task):
     def solutions(self, problem: Problem) -> tuple[str, ...]:
         """Every distinct correct answer (in normal form, sorted), for measuring coverage."""
         numbers, target = problem.data
-        return _solutions(tuple(sorted(numbers)), target)
+        return solutions(tuple(sorted(numbers)), target)
 
     def _problem(self, numbers: tuple[int, ...], target: int, difficulty: int) -> Problem:
         key = self._key(numbers, target)
         return Problem(
             id=f"{self.name}/{key}",
             prompt=f"{key}:",
-            answer=_canonical(_witness(numbers, target)),
+            answer=canonical(witness(numbers, target)),
             difficulty=difficulty,
             data=(numbers, target),
         )
@@ -614,7 +411,7 @@ class CountdownTask(Task):
         return [
             (numbers, target, difficulty)
             for numbers in itertools.combinations_with_replacement(range(1, 10), count)
-            for target in sorted(_reachable(numbers))
+            for target in sorted(reachable(numbers))
             if keep(numbers, target) and self._in_split(self._key(numbers, target), split)
         ]
 
@@ -646,7 +443,7 @@ class CountdownMultiTask(CountdownTask):
         count, fewest, most = _MULTI_BUCKETS[difficulty]
         return self._select(
             difficulty, split, count,
-            lambda numbers, target: 1 <= target <= 99 and fewest <= len(_solutions(numbers, target)) <= most,
+            lambda numbers, target: 1 <= target <= 99 and fewest <= len(solutions(numbers, target)) <= most,
         )
 
 

@@ -10,181 +10,87 @@ One step, as :func:`train` calls its parts:
    ``filter_max_draws`` draws are made; the first draw is the unfiltered run's, seed for seed;
 2. recompute the old log-probs and the policy's mean token entropy in one no-grad pass
    (``_policy_pass``, the order verl uses);
-3. advantage (``_advantages``): feed the entropy to the estimator with ``observe``, then compute
-   the advantages once for the batch with any registered estimator, by name and parameters (a
-   stateful one, FADE, advances once per batch however many optimizer steps follow), and the
-   batch's gradient-mass diagnostics and entropy-formula terms;
+3. advantage: :func:`train` feeds the entropy to the estimator with ``observe``, then
+   ``_advantages`` computes the advantages once for the batch with any registered estimator, by
+   name and parameters (a stateful one, FADE, advances once per batch however many optimizer
+   steps follow), and the batch's gradient-mass diagnostics and entropy-formula terms;
 4. loss and update (``_update``, :mod:`fade.testbed.update`): ``epochs`` passes over
    ``minibatches`` minibatches, each an optimizer step on the policy loss of :mod:`fade.losses`
    (PPO-clip by default; clip-higher, Clip-Cov, KL-Cov), an optional entropy term (a bonus or
    TRL's adaptive coefficient), an optional KL to the base policy, AdamW or plain SGD, and
    gradient clipping;
-5. log the step's metrics (``_record``: reward and solve rate per difficulty bucket, entropy,
-   norms, the output head's rank-1 share, the diagnostics, the loss's clip fractions and KL, the
-   estimator's schedule, the filter's draws, timings), evaluate every ``eval_every`` steps
-   (``_evaluate``), checkpoint every ``checkpoint_every`` steps (``_checkpoint``).
+5. log the step's metrics (:func:`train` first hands the output head's rank-1 share to the
+   estimator with ``observe``; ``_record`` builds the line: reward and solve rate per difficulty
+   bucket, entropy, norms, the output head's rank-1 share, the diagnostics, the loss's clip
+   fractions and KL, the estimator's schedule, the filter's draws, timings), evaluate every ``eval_every`` steps
+   (``_evaluate``), checkpoint every ``checkpoint_every`` steps (``save_state``).
 
 All randomness of step t comes from generators seeded by (seed, t), and a checkpoint holds the
 model, optimizer, estimator and entropy-term state, RNG states, step and configuration: a resumed
-run's metrics equal an uninterrupted run's. Resuming with other settings is refused when they
-would change what the run computes (see :data:`~fade.testbed.config.RESUME_MAY_CHANGE`); the settings that may change
-are recorded in ``resumes.jsonl``, one line per resume. A checkpoint whose digest does not match or
-whose model holds NaN or inf is refused, and temporary files a kill left behind are removed when
-the run starts again. The per-step logs are written compressed (``metrics.jsonl.gz``,
+run's metrics equal an uninterrupted run's. Resuming with other settings is refused when they would
+change what the run computes (see :data:`~fade.testbed.config.RESUME_MAY_CHANGE`); the settings that
+may change are recorded in ``resumes.jsonl``, one line per resume. A checkpoint whose digest does
+not match or whose model holds NaN or inf is refused, and temporary files a kill left behind are
+removed when the run starts again. The per-step logs are written compressed (``metrics.jsonl.gz``,
 ``eval.jsonl.gz``; :class:`~fade.testbed.checkpoint.JsonlLog`).
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-import hashlib
-import json
 import math
-import random
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
-import fade
-from fade import losses
-from fade.atomic import remove_orphaned_temp_files, write_json_atomic
 from fade.dynamic_sampling import kept_groups
 from fade.geometry import rank1_share
-from fade.mass import batch_diagnostics, carries_signal
+from fade.mass import batch_diagnostics
 from fade.progress import step_bar
 
-from .checkpoint import JsonlLog, load_checkpoint, save_checkpoint
-from .config import LOSS_AGG_ALIASES, OPTIMIZERS, RESUME_MAY_CHANGE, TrainConfig
+from .checkpoint import JsonlLog
+from .config import OPTIMIZERS, RESUME_MAY_CHANGE, TrainConfig
 from .evaluation import decode_completions, encode_prompt, evaluate
-from .policy import load_policy, resolve_device, save_policy
+from .policy import save_policy
 from .runlog import (
-    COMPRESSED,
-    CONFIG_FILE,
     DIAGNOSTICS,
     ENTROPY_FORMULA_KEYS,
     ENTROPY_TERM_KEYS,
-    EVAL_FILE,
     LOSS_KEYS,
-    METRICS_FILE,
     SCHEDULE,
     bucket_key,
 )
 from .sampling import Rollouts, greedy, join_rollouts, sample, sequence_logprobs
-from .tasks import Problem, Task, get_task
+from .session import (
+    CHECKPOINT,
+    Setup,
+    base_model_dir,
+    generator,
+    open_logs,
+    output_head,
+    prepare,
+    resume_changes,
+    save_state,
+    seed_for,
+)
+from .tasks import Problem
 from .update import UpdateBatch, update_policy
 
-__all__ = ["OPTIMIZERS", "RESUME_MAY_CHANGE", "TrainConfig", "base_model_dir", "resume_changes", "token_covariance", "train"]
+__all__ = [
+    "CHECKPOINT",
+    "OPTIMIZERS",
+    "RESUME_MAY_CHANGE",
+    "TrainConfig",
+    "base_model_dir",
+    "resume_changes",
+    "token_covariance",
+    "train",
+]
 
-CHECKPOINT = "checkpoint.pt"
-RUN_FILE, RESUMES_FILE = CONFIG_FILE, "resumes.jsonl"
 _EVAL_STREAM = 1_000_003  # keeps evaluation randomness apart from the training steps'
-
-
-def base_model_dir(task: str) -> Path:
-    """The base policy shipped for a built-in task (written by ``fade pretrain``)."""
-    return Path(__file__).parent / "base" / task
-
-
-def _as_json(value: Any) -> Any:
-    return json.loads(json.dumps(value))  # tuples become lists, as in run.json
-
-
-def _show(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
-
-
-def resume_changes(saved: dict[str, Any], config: TrainConfig, step: int, where: str | Path) -> dict[str, tuple[Any, Any]]:
-    """The settings ``config`` changes from a checkpoint's ``saved`` config, as {key: (old, new)}.
-
-    Raises ValueError naming every change outside :data:`RESUME_MAY_CHANGE`, and a ``steps``
-    below the checkpoint's ``step``. A setting the checkpoint predates reads as its default.
-    """
-    now = _as_json(dataclasses.asdict(config))
-    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
-    defaults = {
-        name: f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        for name, f in fields.items() if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-    }
-    before = _as_json({k: saved.get(k, defaults.get(k)) for k in now})
-    for values in (before, now):  # an old name of a loss aggregation is the same setting as the new
-        values["loss_agg"] = LOSS_AGG_ALIASES.get(values["loss_agg"], values["loss_agg"])
-    changed = {k: (before[k], now[k]) for k in now if before[k] != now[k]}
-    refused = [k for k in changed if k not in RESUME_MAY_CHANGE]
-    if refused:
-        shown = ", ".join(f"{k}: {_show(changed[k][0])} -> {_show(changed[k][1])}" for k in refused)
-        raise ValueError(
-            f"--resume: {where} was trained with other settings ({shown}); resuming would splice two different "
-            f"runs: rerun with the checkpoint's values or choose another --out (only {', '.join(RESUME_MAY_CHANGE)} "
-            "may change on resume)"
-        )
-    if config.steps < step:
-        raise ValueError(f"--resume: --steps {config.steps} is below the checkpoint's step {step} in {where}: "
-                         f"pass --steps {step} or more")
-    return changed
-
-
-def _check_finite(state: dict[str, Any], where: Path) -> None:
-    bad = [name for name, t in state["model"].items() if t.is_floating_point() and not bool(torch.isfinite(t).all())]
-    if bad:
-        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
-        raise ValueError(
-            f"{where}: the model saved at step {state['step']} holds NaN or inf (in {', '.join(bad[:3])}{more}): the "
-            "run diverged before this checkpoint and cannot be resumed from it; start a new run (a lower --lr)"
-        )
-
-
-def _remove_orphans(out: Path) -> None:
-    """Delete what a kill mid-write left in the run's folder: the atomic writer's temporary files
-    of the run's own files, and save_policy's staging folders (``.policy.tmp-*``)."""
-    logs = (METRICS_FILE, EVAL_FILE)  # the plain names too: a resume converting a run from before writes them
-    remove_orphaned_temp_files(out, (CHECKPOINT, RUN_FILE, *logs, *(name + COMPRESSED for name in logs)))
-    for entry in out.glob(".policy.tmp-*"):
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-
-
-def _check_learns(est: fade.Estimator, config: TrainConfig) -> None:
-    """Refuse a setting under which every advantage of every batch is 0, so the run would learn nothing."""
-    spec = fade.format_spec(est.name, config.estimator_args)
-    if carries_signal(est, config.group_size):  # an estimator that cannot take groups this size raises here
-        return
-    if config.group_size == 1:
-        raise ValueError(
-            f"--group-size 1 gives every rollout of {spec} an advantage of 0 (one completion per prompt has no other "
-            "to compare with): the run would train nothing; use --group-size 2 or more"
-        )
-    raise ValueError(
-        f"{spec} gives every rollout an advantage of 0 at --group-size {config.group_size}, whatever the rewards: the "
-        "run would train nothing; use a larger --group-size or other estimator parameters"
-    )
-
-
-def _seed_for(seed: int, stream: int | str) -> int:
-    digest = hashlib.sha256(f"{seed}:{stream}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
-
-
-def _generator(device: torch.device, seed: int, stream: int | str) -> torch.Generator:
-    return torch.Generator(device=device).manual_seed(_seed_for(seed, stream))
-
-
-def _load_task(config: TrainConfig) -> Task:
-    if config.data is not None:
-        from .datasets import FileTask  # local: only --data runs need it
-
-        return FileTask(config.data, verifier=config.verifier)
-    return get_task(config.task)
-
-
-def _head(model: torch.nn.Module) -> torch.Tensor:
-    return model.get_output_embeddings().weight
 
 
 def _norm(tensors) -> float:
@@ -227,120 +133,6 @@ def token_covariance(adv: torch.Tensor, logp: torch.Tensor, mask: torch.Tensor) 
     return float(((a - mean_a) * sums).sum() / n)
 
 
-def _optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
-    if config.optimizer == "sgd":
-        # A plain step, theta -= lr * grad (plus lr * weight_decay * theta when asked).
-        return torch.optim.SGD(model.parameters(), lr=config.lr, momentum=0.0, dampening=0.0,
-                               weight_decay=config.weight_decay, nesterov=False)
-    return torch.optim.AdamW(
-        model.parameters(), lr=config.lr, weight_decay=config.weight_decay,
-        betas=(config.adam_beta1, config.adam_beta2), eps=config.adam_eps,
-    )
-
-
-@dataclass
-class Setup:
-    """The pieces of a run that every step reads, built once by :func:`_setup`."""
-
-    config: TrainConfig
-    out: Path
-    device: torch.device
-    task: Task
-    model: torch.nn.Module
-    tokenizer: Any
-    eos_id: int
-    pad_id: int
-    max_new: int
-    est: fade.Estimator
-    loss: losses.PolicyLoss
-    entropy: losses.EntropyTerm | None
-    optimizer: torch.optim.Optimizer
-    ref_model: torch.nn.Module | None
-    head0: torch.Tensor
-
-
-def _setup(config: TrainConfig, resume: bool) -> tuple[Setup, int, dict[str, tuple[Any, Any]]]:
-    """The run's pieces, restored from the checkpoint on resume; the step to start after; the
-    settings the resume changes. Everything that can be refused is checked before the run's
-    folder is created or touched."""
-    config.validate()
-    out = Path(config.out)
-    ckpt_path = out / CHECKPOINT
-    if ckpt_path.exists() and not resume:
-        raise ValueError(f"{out} already holds a run (found {CHECKPOINT}): pass --resume to continue it or choose another --out")
-    if resume and not ckpt_path.exists():
-        raise ValueError(f"--resume: no {CHECKPOINT} in {out} to resume from")
-    est = fade.estimator(config.estimator, **config.estimator_args)
-    _check_learns(est, config)
-    device = resolve_device(config.device)
-    task = _load_task(config)
-    model_dir = Path(config.model) if config.model else base_model_dir(task.base or config.task)
-    if config.model is None and not (model_dir / "config.json").is_file():
-        raise ValueError(
-            f"no base policy is shipped for task {config.task!r}: write one with "
-            f"`fade pretrain --task {config.task} --out DIR` and pass --model DIR"
-        )
-    state, start, changes = None, 0, {}
-    if resume:
-        state = load_checkpoint(ckpt_path, map_location=device)
-        start = int(state["step"])
-        changes = resume_changes(state.get("config") or {}, config, start, out)
-        _check_finite(state, ckpt_path)
-    model, tokenizer = load_policy(model_dir, device=device)
-    if tokenizer is None:
-        raise ValueError(f"{model_dir} holds no tokenizer: the trainer needs one to encode prompts and decode answers")
-    eos_id = tokenizer.eos_token_id
-    if config.max_new_tokens is not None:
-        max_new = config.max_new_tokens
-    else:
-        max_new = task.max_answer_chars + 1 if config.model is None else max(task.max_answer_chars * 4, 16)
-    setup = Setup(
-        config=config, out=out, device=device, task=task, model=model, tokenizer=tokenizer, eos_id=eos_id,
-        pad_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos_id, max_new=max_new, est=est,
-        loss=config.build_policy_loss(), entropy=config.build_entropy_term(), optimizer=_optimizer(model, config),
-        ref_model=copy.deepcopy(model).eval().requires_grad_(False) if config.kl_coef > 0 else None,
-        head0=_head(model).detach().clone(),
-    )
-    if state is not None:
-        model.load_state_dict(state["model"])
-        setup.optimizer.load_state_dict(state["optimizer"])
-        est.load_state_dict(state["estimator"])
-        if setup.entropy is not None and state.get("entropy"):  # a checkpoint from before the term: its initial state
-            setup.entropy.load_state_dict(state["entropy"])
-        setup.head0 = state["head0"].to(device)
-        _set_rng_states(state["rng"])
-    return setup, start, changes
-
-
-@dataclass
-class Logs:
-    """The run's per-step logs (compressed) and its record of resumes."""
-
-    metrics: JsonlLog
-    evals: JsonlLog
-    resumes: JsonlLog
-
-
-def _open_logs(setup: Setup, start: int, resume: bool, changes: dict[str, tuple[Any, Any]]) -> Logs:
-    """Make the run's folder and its logs: on resume the records past the checkpoint's step are
-    dropped (the resumed run writes them again) and the resume is recorded; a new run starts
-    them empty."""
-    out = setup.out
-    out.mkdir(parents=True, exist_ok=True)
-    _remove_orphans(out)
-    logs = Logs(JsonlLog(out / (METRICS_FILE + COMPRESSED)), JsonlLog(out / (EVAL_FILE + COMPRESSED)),
-                JsonlLog(out / RESUMES_FILE))
-    if resume:
-        logs.metrics.truncate_after(start)
-        logs.evals.truncate_after(start)
-        logs.resumes.append({"step": start, "changed": {k: list(v) for k, v in changes.items() if k != "progress"}})
-    else:
-        for log in (logs.metrics, logs.evals, logs.resumes):
-            log.remove()
-    write_json_atomic(out / RUN_FILE, dataclasses.asdict(setup.config))
-    return logs
-
-
 # -- one step's parts -----------------------------------------------------------------------------
 
 
@@ -373,12 +165,12 @@ def _draw(setup: Setup, step: int, draw: int, n: int) -> Batch:
     seeds (seed, t), as every run without the filter; a later draw d has its own, (seed, "t/d")."""
     c = setup.config
     stream = step if draw == 0 else f"{step}/{draw}"
-    problems = setup.task.problems("train", n=n, seed=_seed_for(c.seed, stream))
+    problems = setup.task.problems("train", n=n, seed=seed_for(c.seed, stream))
     prompts = [encode_prompt(setup.tokenizer, p.prompt) for p in problems]
     t0 = time.perf_counter()
     rollouts = sample(
         setup.model, prompts, num_samples=c.group_size, max_new_tokens=setup.max_new, eos_id=setup.eos_id,
-        pad_id=setup.pad_id, temperature=c.temperature, generator=_generator(setup.device, c.seed, stream),
+        pad_id=setup.pad_id, temperature=c.temperature, generator=generator(setup.device, c.seed, stream),
     )
     seconds = time.perf_counter() - t0
     rewards = _score(setup, problems, rollouts)
@@ -489,14 +281,14 @@ def _update(setup: Setup, batch: Batch, policy: PolicyPass, adv: torch.Tensor, s
                           policy.ref_logprobs, adv.to(device=setup.device, dtype=torch.float32))
     return update_policy(
         setup.model, setup.optimizer, tensors, config=c, loss=setup.loss, entropy=setup.entropy,
-        horizon=float(setup.max_new), order=torch.Generator().manual_seed(_seed_for(c.seed, -step)),
-        draws=_generator(setup.device, c.seed, f"{step}/loss"),
+        horizon=float(setup.max_new), order=torch.Generator().manual_seed(seed_for(c.seed, -step)),
+        draws=generator(setup.device, c.seed, f"{step}/loss"),
     )
 
 
 def _rank1_share(setup: Setup) -> float:
     """The rank-1 share of the output head's change since the start of the run (docs/method.md)."""
-    return rank1_share(_head(setup.model).detach() - setup.head0)
+    return rank1_share(output_head(setup.model).detach() - setup.head0)
 
 
 def _record(setup: Setup, step: int, batch: Batch, policy: PolicyPass | None, weighed: dict[str, Any],
@@ -504,7 +296,11 @@ def _record(setup: Setup, step: int, batch: Batch, policy: PolicyPass | None, we
     """The step's ``metrics.jsonl`` record, in the schema's order (:data:`~fade.testbed.runlog.METRIC_KEYS`)."""
     rewards, difficulty = batch.first_rewards, batch.first_difficulty
     solved = setup.est.as_success(rewards) == 1  # a success as the estimator reads the rewards
-    record: dict[str, Any] = {"step": step, "reward_mean": float(rewards.mean()), "solve_rate": float(solved.float().mean())}
+    record: dict[str, Any] = {
+        "step": step,
+        "reward_mean": float(rewards.mean()),
+        "solve_rate": float(solved.float().mean()),
+    }
     for b in sorted(set(difficulty.tolist())):
         sel = difficulty == b
         record[bucket_key("reward_mean", b)] = float(rewards[sel].mean())
@@ -545,7 +341,7 @@ def _evaluate(setup: Setup, step: int, test_set: list[Problem], log: JsonlLog, w
     done(0)
     result = evaluate(
         setup.model, setup.tokenizer, setup.task, test_set, samples=c.eval_samples, max_new_tokens=setup.max_new,
-        eos_id=setup.eos_id, pad_id=setup.pad_id, generator=_generator(setup.device, c.seed, _EVAL_STREAM),
+        eos_id=setup.eos_id, pad_id=setup.pad_id, generator=generator(setup.device, c.seed, _EVAL_STREAM),
         on_prompts=done,
     )
     log.append({"step": step, **result})
@@ -553,20 +349,6 @@ def _evaluate(setup: Setup, step: int, test_set: list[Problem], log: JsonlLog, w
         for key, value in result.items():
             writer.add_scalar(f"eval/{key}", value, step)
     return f"  pass@1 {result['pass@1']:.3f} (step {step})"
-
-
-def _checkpoint(setup: Setup, step: int) -> None:
-    """Save everything the next step depends on, atomically (see the module docstring)."""
-    save_checkpoint(setup.out / CHECKPOINT, {
-        "step": step,
-        "model": setup.model.state_dict(),
-        "optimizer": setup.optimizer.state_dict(),
-        "estimator": setup.est.state_dict(),
-        "entropy": setup.entropy.state_dict() if setup.entropy is not None else {},
-        "head0": setup.head0,
-        "rng": _rng_states(),
-        "config": dataclasses.asdict(setup.config),
-    })
 
 
 def _progress_line(record: dict[str, Any]) -> str:
@@ -594,8 +376,8 @@ def _tensorboard_step(writer: Any, record: dict[str, Any], step: int) -> None:
 
 def train(config: TrainConfig, *, resume: bool = False) -> Path:
     """Run (or resume) one RL training run; returns the output directory."""
-    setup, start, changes = _setup(config, resume)
-    logs = _open_logs(setup, start, resume, changes)
+    setup, start, changes = prepare(config, resume)
+    logs = open_logs(setup, start, resume, changes)
     test_set = setup.task.problems("test", n=config.eval_prompts, seed=config.seed) if config.eval_prompts else []
     writer = _tensorboard(setup.out / "tb")
     name = config.task if config.data is None else Path(config.data).name
@@ -633,7 +415,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             if test_set and config.eval_every and (step % config.eval_every == 0 or step == config.steps):
                 last_eval = _evaluate(setup, step, test_set, logs.evals, writer, note)
             if step % config.checkpoint_every == 0 or step == config.steps:
-                _checkpoint(setup, step)
+                save_state(setup, step)
                 if writer is not None:
                     writer.flush()
             advance(_progress_line(record) + last_eval)
@@ -643,29 +425,6 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
         writer.close()
     save_policy(setup.model, setup.tokenizer, setup.out / "policy")
     return setup.out
-
-
-def _rng_states() -> dict[str, Any]:
-    """The global generators' states. Training draws from generators seeded by (seed, step), so
-    these only matter to code outside the loop that uses the globals; they are kept anyway."""
-    name, key, pos, has_gauss, cached = np.random.get_state()
-    state = {
-        "torch": torch.get_rng_state(),
-        "python": random.getstate(),
-        "numpy": [name, torch.from_numpy(key.astype(np.int64)), int(pos), int(has_gauss), float(cached)],
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _set_rng_states(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"])
-    random.setstate(state["python"])
-    name, key, pos, has_gauss, cached = state["numpy"]
-    np.random.set_state((name, key.numpy().astype(np.uint32), pos, has_gauss, cached))
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 def _tensorboard(directory: Path):

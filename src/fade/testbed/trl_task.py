@@ -34,7 +34,9 @@ def reward_function(task: Task, problems: Sequence[Problem]) -> Callable[..., li
         scores = []
         for pid, completion in zip(problem_id, completions):
             if pid not in by_id:
-                raise ValueError(f"problem id {pid!r} is not among the {len(by_id)} problems this reward function was built with")
+                raise ValueError(
+                    f"problem id {pid!r} is not among the {len(by_id)} problems this reward function was built with"
+                )
             text = completion if isinstance(completion, str) else completion[-1]["content"]
             scores.append(task.verify(by_id[pid], text).score)
         return scores

@@ -277,16 +277,22 @@ class CodeVerifier:
         if run.failure_kind == "deadline":
             return VerifierResult.of("time_limit", **where, failure=run.failure)
         if run.failure is not None or passed < len(suite):
-            return VerifierResult.of("sandbox_violation", **where, failure=run.failure or "the sandbox stopped before the last test")
+            return VerifierResult.of(
+                "sandbox_violation", **where, failure=run.failure or "the sandbox stopped before the last test"
+            )
         return VerifierResult.of("correct", canonical_program(code), **where)
 
-    def score_many(self, completions: Sequence[str], tests: Sequence[Any], *, errors: str = "raise") -> list[VerifierResult]:
+    def score_many(
+        self, completions: Sequence[str], tests: Sequence[Any], *, errors: str = "raise"
+    ) -> list[VerifierResult]:
         """Judge pairs in parallel; results in input order. ``errors="result"`` turns a failure of
         the machine (a sandbox that does not start twice) into that pair's result, reason
         "error", logged as a warning, instead of raising: what a reward inside training wants."""
         if len(completions) != len(tests):
             raise ValueError(f"got {len(completions)} completions and {len(tests)} test sets: expected as many of each")
-        return [result for _, result in sorted(self.imap(list(zip(completions, tests)), errors=errors), key=lambda x: x[0])]
+        return [
+            result for _, result in sorted(self.imap(list(zip(completions, tests)), errors=errors), key=lambda x: x[0])
+        ]
 
     def imap(self, pairs: Sequence[tuple[str, Any]], *, errors: str = "raise") -> Iterator[tuple[int, VerifierResult]]:
         """Judge ``(completion, tests)`` pairs in parallel, yielding ``(index, result)`` as each finishes."""

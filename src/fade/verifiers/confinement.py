@@ -21,7 +21,14 @@ PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER, PR_S
 MNT_DETACH = 2
 # statvfs flag -> mount flag, for the flags a read-only remount must keep (the kernel refuses to
 # clear "locked" flags inherited from a more privileged mount namespace).
-_KEEP_FLAGS = ((2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC), (1024, MS_NOATIME), (2048, MS_NODIRATIME), (4096, MS_RELATIME))
+_KEEP_FLAGS = (
+    (2, MS_NOSUID),
+    (4, MS_NODEV),
+    (8, MS_NOEXEC),
+    (1024, MS_NOATIME),
+    (2048, MS_NODIRATIME),
+    (4096, MS_RELATIME),
+)
 
 # Host directories the program may read (read-only); anything else on the host is invisible.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/alternatives")
@@ -79,7 +86,14 @@ def _map_user(uid, gid):
 
 def isolate(job):
     """Enter new namespaces if the kernel lets us; returns the isolation record."""
-    iso = {"mode": "none", "network": False, "pid_namespace": False, "filesystem": "host", "uid": "unchanged", "notes": []}
+    iso = {
+        "mode": "none",
+        "network": False,
+        "pid_namespace": False,
+        "filesystem": "host",
+        "uid": "unchanged",
+        "notes": [],
+    }
     if not job.get("namespaces", True):
         iso["notes"].append("namespaces turned off by the caller")
         return iso
@@ -144,7 +158,9 @@ def build_root(root, job, sandbox_uid):
         if path and os.path.isdir(path):
             expose(path)
     for path in _package_dirs(bound):
-        _mount("tmpfs", root + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,nr_inodes=1,mode=0555")
+        _mount(
+            "tmpfs", root + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,nr_inodes=1,mode=0555"
+        )
     # Packages a profile's programs import (TACO's numpy), each bound read-only into a folder of its own.
     if job["options"].paths:
         for path in job["options"].paths:

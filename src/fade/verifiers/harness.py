@@ -371,7 +371,9 @@ def _run_tests(job, iso, sandbox_uid):
         record = _run_test(job, index, test, iso, sandbox_uid)
         _emit(record)
         failed = any(record.get(key) for key in ("ended", "signal", "exit", "setup_error", "report_error"))
-        if failed and (stop_on_failure or test.get("source") or record.get("setup_error") or record.get("report_error")):
+        if failed and (
+            stop_on_failure or test.get("source") or record.get("setup_error") or record.get("report_error")
+        ):
             break  # a later test cannot change the verdict
 
 
@@ -429,7 +431,9 @@ def _evaluator_gone(signum, frame):
 def _remove_root(root):
     import shutil
 
-    confinement.libc.umount2(root.encode(), ctypes.c_int(confinement.MNT_DETACH))  # the private root, where there is one
+    confinement.libc.umount2(
+        root.encode(), ctypes.c_int(confinement.MNT_DETACH)
+    )  # the private root, where there is one
     shutil.rmtree(root, ignore_errors=True)
 
 

@@ -248,7 +248,9 @@ class MathVerifier:
         try:
             re.compile(final_answer_pattern)
         except (re.error, TypeError) as exc:
-            raise ValueError(f"final_answer_pattern must be a regular expression, got {final_answer_pattern!r} ({exc})") from None
+            raise ValueError(
+                f"final_answer_pattern must be a regular expression, got {final_answer_pattern!r} ({exc})"
+            ) from None
         for name, value, low in (("float_rounding", float_rounding, 0), ("numeric_precision", numeric_precision, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
@@ -324,7 +326,9 @@ class MathVerifier:
         if isinstance(gold, (int, float)) and not isinstance(gold, bool):
             gold = _number_text(gold)
         if not isinstance(gold, str):
-            return VerifierResult.of("bad_reference", error=f"the gold answer is a {type(gold).__name__}, expected text")
+            return VerifierResult.of(
+                "bad_reference", error=f"the gold answer is a {type(gold).__name__}, expected text"
+            )
         # The answer's span is found in the worker, under the timeout, like everything else.
         request = {"completion": completion[-MAX_COMPLETION_CHARS:], "gold": gold, "timeout": self.timeout,
                    "compare": self.compare, "answer_mode": self.answer_mode, "pattern": self.final_answer_pattern}
@@ -341,7 +345,9 @@ class MathVerifier:
     def score_many(self, completions: Sequence[str], golds: Sequence[str]) -> list[VerifierResult]:
         """Judge pairs in parallel (as many at once as there are workers); results in input order."""
         if len(completions) != len(golds):
-            raise ValueError(f"got {len(completions)} completions and {len(golds)} gold answers: expected as many of each")
+            raise ValueError(
+                f"got {len(completions)} completions and {len(golds)} gold answers: expected as many of each"
+            )
         if len(completions) <= 1:
             return [self.score(c, g) for c, g in zip(completions, golds)]
         with ThreadPoolExecutor(max_workers=min(self.workers, len(completions))) as pool:
@@ -447,7 +453,10 @@ def _compare(completion: str, gold: str, compare: dict) -> dict:
     golds = parse(_gold_text(gold), extraction_config=[LatexExtractionConfig(), ExprExtractionConfig()],
                   parsing_timeout=None)
     if not golds:
-        return {"reason": "bad_reference", "details": {"error": f"math-verify found no answer in the gold {gold[:200]!r}"}}
+        return {
+            "reason": "bad_reference",
+            "details": {"error": f"math-verify found no answer in the gold {gold[:200]!r}"},
+        }
     preds = parse(completion, extraction_config=[LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()],
                   parsing_timeout=None)
     if not preds:
@@ -510,7 +519,10 @@ def _judge(completion: str, gold: str, timeout: float, compare: dict | None = No
         if answer["reason"] in ("wrong", "malformed", "no_answer"):
             try:
                 if _ran_out_of_memory(lambda: _compare(completion, gold, compare)):
-                    answer = {"reason": "memory_limit", "details": {**answer["details"], "instead_of": answer["reason"]}}
+                    answer = {
+                        "reason": "memory_limit",
+                        "details": {**answer["details"], "instead_of": answer["reason"]},
+                    }
             except _Deadline:
                 pass  # no time left to look: the first answer stands
         return answer

@@ -16,7 +16,8 @@ returns ``{"score", "acc", "reason"}``; verl takes ``score`` as the reward and l
 It scores code when ``extra_info["verifier"] == "code"``, when ``data_source`` names a code
 dataset (one of its words, split at every character that is not an ASCII letter or digit, is
 one of :data:`CODE_SOURCES`), or when ``ground_truth`` reads as tests (verl's own ``{"inputs",
-"outputs", "fn_name"}`` JSON included); math otherwise. ``compute_math_score`` and ``compute_code_score`` fix the choice.
+"outputs", "fn_name"}`` JSON included); math otherwise. ``compute_math_score`` and ``compute_code_score`` fix the
+choice.
 
 Imports are absolute because verl may load this file by its path, outside its package.
 """
@@ -76,7 +77,9 @@ def _column(kwargs: dict[str, Any], names: Sequence[str], n: int) -> list[Any]:
         values = kwargs.get(name)
         if values is not None:
             if len(values) != n:
-                raise ValueError(f"column {name!r} has {len(values)} values for {n} completions: expected one per completion")
+                raise ValueError(
+                    f"column {name!r} has {len(values)} values for {n} completions: expected one per completion"
+                )
             return list(values)
     return [None] * n
 
@@ -120,7 +123,9 @@ def make_code_reward(verifier: CodeVerifier | None = None) -> Callable[..., list
             if "entry_point" in row and "prompt" not in row and i < len(prompts) and isinstance(prompts[i], str):
                 row["prompt"] = prompts[i]
         rows = [i for i in range(n) if any(k in tests[i] for k in TEST_FIELDS)]
-        scored = v.score_many([completion_text(completions[i]) for i in rows], [tests[i] for i in rows], errors="result")
+        scored = v.score_many(
+            [completion_text(completions[i]) for i in rows], [tests[i] for i in rows], errors="result"
+        )
         results: list[VerifierResult | None] = [None] * n
         for i, r in zip(rows, scored):
             results[i] = r
@@ -154,7 +159,9 @@ def _math_verifier(kwargs: dict[str, Any]) -> MathVerifier:
     keyword is refused (a setting is never ignored)."""
     unknown = sorted(k for k in kwargs if k not in MATH_SETTINGS and k not in _VERL_EXTRAS)
     if unknown:
-        raise ValueError(f"unknown reward_kwargs {unknown} for fade's math reward: expected some of {list(MATH_SETTINGS)}")
+        raise ValueError(
+            f"unknown reward_kwargs {unknown} for fade's math reward: expected some of {list(MATH_SETTINGS)}"
+        )
     settings = {k: kwargs[k] for k in MATH_SETTINGS if k in kwargs}
     if not settings:
         return default_math_verifier()
@@ -169,7 +176,9 @@ def _math_verifier(kwargs: dict[str, Any]) -> MathVerifier:
 
 def _settings_refused(exc: ValueError) -> ValueError:
     # verl calls the reward in its reward workers: the line must say the whole run is misconfigured.
-    return ValueError(f"the run's reward settings are invalid (verl: reward.custom_reward_function.reward_kwargs): {exc}")
+    return ValueError(
+        f"the run's reward settings are invalid (verl: reward.custom_reward_function.reward_kwargs): {exc}"
+    )
 
 
 def compute_math_score(data_source: Any, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
@@ -201,7 +210,9 @@ def compute_code_score(data_source: Any, solution_str: str, ground_truth: Any, e
     the default limits: ``make_code_reward`` takes a configured verifier)."""
     unknown = sorted(k for k in kwargs if k not in _VERL_EXTRAS and k != "judge")
     if unknown:
-        raise _settings_refused(ValueError(f"unknown reward_kwargs {unknown} for fade's code reward: it takes judge only"))
+        raise _settings_refused(
+            ValueError(f"unknown reward_kwargs {unknown} for fade's code reward: it takes judge only")
+        )
     try:
         verifier = default_code_verifier() if kwargs.get("judge", "auto") == "auto" else _code_verifier(kwargs["judge"])
     except ValueError as exc:
@@ -254,7 +265,9 @@ def check_settings(name: str, kwargs: dict[str, Any]) -> None:
              "compute_code_score": ("judge",)}[name]
     unknown = sorted(k for k in extras if k not in known)
     if unknown:
-        raise _settings_refused(ValueError(f"unknown reward_kwargs {unknown} for fade's {name}: expected some of {list(known)}"))
+        raise _settings_refused(
+            ValueError(f"unknown reward_kwargs {unknown} for fade's {name}: expected some of {list(known)}")
+        )
     try:
         MathVerifier(**{k: v for k, v in extras.items() if k in MATH_SETTINGS})
         if extras.get("judge", "auto") != "auto":

@@ -142,23 +142,38 @@ class Limits:
     disk_mb: int = 64
 
     def __post_init__(self) -> None:
-        for key, low in (("time_seconds", 0.0), ("memory_mb", 32), ("processes", 1), ("output_bytes", 1), ("disk_mb", 1)):
+        for key, low in (
+            ("time_seconds", 0.0),
+            ("memory_mb", 32),
+            ("processes", 1),
+            ("output_bytes", 1),
+            ("disk_mb", 1),
+        ):
             value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < low:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or value < low
+            ):
                 raise ValueError(f"limit {key} must be a number >= {low}, got {value!r}")
         if self.time_seconds <= 0:
             raise ValueError(f"limit time_seconds must be > 0, got {self.time_seconds!r}")
         for key, top in (("time_seconds", MAX_TIME_SECONDS), ("memory_mb", MAX_LIMIT_MB), ("disk_mb", MAX_LIMIT_MB)):
             if getattr(self, key) > top:
-                raise ValueError(f"limit {key} must be at most {top}, the most a sandbox can set, got {getattr(self, key)!r}")
+                raise ValueError(
+                    f"limit {key} must be at most {top}, the most a sandbox can set, got {getattr(self, key)!r}"
+                )
         for key, name, unit in _RLIMITED:
             hard = _hard_limit(name)
             # The CPU limit is set to ceil(time_seconds) soft and one second more hard.
             need = math.ceil(self.time_seconds) + 1 if key == "time_seconds" else getattr(self, key) * unit
             if hard is not None and need > hard:
-                raise ValueError(f"limit {key} must be at most {(hard - 1 if key == 'time_seconds' else hard // unit)}: "
-                                 f"this process's hard {name} is {hard}, which a sandbox cannot raise; "
-                                 f"got {getattr(self, key)!r}")
+                raise ValueError(
+                    f"limit {key} must be at most {(hard - 1 if key == 'time_seconds' else hard // unit)}: "
+                    f"this process's hard {name} is {hard}, which a sandbox cannot raise; "
+                    f"got {getattr(self, key)!r}"
+                )
 
     def for_harness(self) -> dict[str, Any]:
         return {

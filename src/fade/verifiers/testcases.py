@@ -114,8 +114,10 @@ def _decode(value: Any, what: str) -> Any:
     except Exception:
         raise ValueError(f"{what} is neither JSON nor LiveCodeBench's compressed test format") from None
     if inflater.unconsumed_tail:
-        raise ValueError(f"{what} decompresses to more than {MAX_DECOMPRESSED_BYTES >> 20} MB (from {len(text)} "
-                         "characters): refused as a zlib bomb; expected LiveCodeBench's compressed tests below that size")
+        raise ValueError(
+            f"{what} decompresses to more than {MAX_DECOMPRESSED_BYTES >> 20} MB (from {len(text)} "
+            "characters): refused as a zlib bomb; expected LiveCodeBench's compressed tests below that size"
+        )
     try:
         inner = _StringsOnly(io.BytesIO(raw)).load()
         return json.loads(inner) if isinstance(inner, str) else inner
@@ -175,7 +177,9 @@ def _lcb_cases(value: Any, what: str, func_name: str | None) -> tuple[list[TestC
             try:
                 expected = lcb_json(item["output"]) if isinstance(item["output"], str) else item["output"]
             except ValueError as exc:
-                raise ValueError(f"{where}: functional output {str(item['output'])[:80]!r} is not JSON ({exc})") from None
+                raise ValueError(
+                    f"{where}: functional output {str(item['output'])[:80]!r} is not JSON ({exc})"
+                ) from None
             cases.append(TestCase(args=_functional_args(_text(item["input"], where), where), expected=expected,
                                   raw_input=item["input"], raw_output=item["output"]))
         elif kind == "stdin":

@@ -51,8 +51,10 @@ def ablate(runs: Runs, variant: str, reference: str, passk_keys: Sequence[str]) 
         entropy = compare(stat(variant, "entropy_final"), stat(reference, "entropy_final"), greater=False)
         return Ablation(variant, reference, kind, entropy=judge([("entropy", entropy)]))
     if kind == "fade_delta":
-        passk = judge((key.replace("passk_mean", "pass@k mean"), compare(stat(variant, key), stat(reference, key), greater=False))
-                      for key in passk_keys)
+        passk = judge(
+            (key.replace("passk_mean", "pass@k mean"), compare(stat(variant, key), stat(reference, key), greater=False))
+            for key in passk_keys
+        )
         return Ablation(variant, reference, kind, passk_keys=tuple(passk_keys), passk=passk)
     losses = tuple(judge([(label, compare(stat(variant, key), stat(reference, key), greater=False))])
                    for _, key, label in LOSSES)
@@ -84,8 +86,14 @@ def measure(task: str, context: Context) -> Ablations | None:
     middle = [spec for h, spec in levels if h == 0.5] if len(levels) > 1 else []
     half_best = None
     if middle:
-        half_best = judge((f"0.5 vs {h:g}", compare(level_stats[middle[0]]["passk_mean"], level_stats[spec]["passk_mean"],
-                                                    greater=True)) for h, spec in levels if spec != middle[0])
+        half_best = judge(
+            (
+                f"0.5 vs {h:g}",
+                compare(level_stats[middle[0]]["passk_mean"], level_stats[spec]["passk_mean"], greater=True),
+            )
+            for h, spec in levels
+            if spec != middle[0]
+        )
     return Ablations(
         task=task, variants=tuple(variants), stats=stat_table(runs, [FADE, *variants], COLUMNS),
         ablations=tuple(ablate(runs, v, FADE, ("pass@16", "pass@64")) for v in variants),

@@ -52,7 +52,9 @@ def measure(task: str, context: Context) -> Collapse | None:
     collapsed: dict[str, list[Collapsed]] = {}
     for s in measured:
         if s.scalars["final_pass1"] < COLLAPSE_FRACTION * s.scalars["base_pass1"]:
-            collapsed.setdefault(s.run.arm.text, []).append(Collapsed(s.seed, s.scalars["base_pass1"], s.scalars["final_pass1"]))
+            collapsed.setdefault(s.run.arm.text, []).append(
+                Collapsed(s.seed, s.scalars["base_pass1"], s.scalars["final_pass1"])
+            )
     totals = {arm: sum(1 for s in measured if s.run.arm.text == arm) for arm in collapsed}
     return Collapse(task=task, measured=len(measured), collapsed={spec: tuple(r) for spec, r in collapsed.items()},
                     totals=totals, outcome=REQUIREMENT_NOT_MET if collapsed else REQUIREMENT_MET)

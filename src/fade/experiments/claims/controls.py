@@ -64,8 +64,13 @@ def measure(task: str, context: Context) -> Controls | None:
     keys = (*(key for key, _, _ in MEASURES), *(f"pass@{k}" for k in ks))
     stats = stat_table(runs, [c.arm.text for c in everyone], keys)
     fade = stats[ENTROPY_FADE.arm.text]
-    verdicts = {c.arm.text: {key: judge([(f"{short} vs {c.name}", compare(fade[key], stats[c.arm.text][key], greater=True))])
-                             for key, short, _ in MEASURES} for c in arms}
+    verdicts = {
+        c.arm.text: {
+            key: judge([(f"{short} vs {c.name}", compare(fade[key], stats[c.arm.text][key], greater=True))])
+            for key, short, _ in MEASURES
+        }
+        for c in arms
+    }
     return Controls(task=task, fade=ENTROPY_FADE, arms=tuple(arms), ks=tuple(ks), stats=stats, verdicts=verdicts)
 
 

@@ -33,7 +33,12 @@ EQUAL_PASS1_MARGIN = 0.045
 #: Each arm's answer: at equal pass@1 its pass@k matches, exceeds or falls below FADE's; or its pass@1
 #: is not equal to FADE's; or the two share too few seeds for an interval.
 MATCHES, EXCEEDS, BELOW, NOT_EQUAL, NOT_PAIRED = (
-    "matches FADE's pass@k (not resolved apart)", "exceeds FADE's pass@k", "below FADE's pass@k", "pass@1 not equal", "too few paired seeds")
+    "matches FADE's pass@k (not resolved apart)",
+    "exceeds FADE's pass@k",
+    "below FADE's pass@k",
+    "pass@1 not equal",
+    "too few paired seeds",
+)
 
 
 @dataclass(frozen=True)

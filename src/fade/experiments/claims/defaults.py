@@ -125,7 +125,9 @@ def confirm(task: str, context: Context) -> Confirm:
         order = sorted(specs, key=lambda s: -_mean_or(runs.stat(s, key), -math.inf))
         ranks.append(Rank(key, tuple(order), runs.stat(chosen, key), runs.stat(order[0], key)))
     best = max(runs.present(STATIC_BASELINES), key=lambda s: _mean_or(runs.stat(s, "passk_mean"), -math.inf))
-    carries = judge([("pass@k mean", compare(runs.stat(chosen, "passk_mean"), runs.stat(best, "passk_mean"), greater=True))])
+    carries = judge(
+        [("pass@k mean", compare(runs.stat(chosen, "passk_mean"), runs.stat(best, "passk_mean"), greater=True))]
+    )
     return Confirm(task=task, tuning_task=tuning.task, chosen=chosen, ranks=tuple(ranks), best=best, carries=carries)
 
 

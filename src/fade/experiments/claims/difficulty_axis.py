@@ -50,7 +50,9 @@ def measure(task: str, context: Context) -> DifficultyAxis | None:
         (_, s_lo), (_, s_hi) = levels[0], levels[-1]
         hard_gains = judge([(f"d{buckets[-1]}", compare(stats[s_hi][hard], stats[s_lo][hard], greater=True))])
         for alpha, spec in levels:
-            finite = {b: stats[spec][f"gain/d{b}"].mean for b in buckets if math.isfinite(stats[spec][f"gain/d{b}"].mean)}
+            finite = {
+                b: stats[spec][f"gain/d{b}"].mean for b in buckets if math.isfinite(stats[spec][f"gain/d{b}"].mean)
+            }
             best = max(finite, key=finite.get) if finite else None
             top.append((alpha, best, finite[best]) if best is not None else None)
     return DifficultyAxis(task=task, levels=tuple(levels), buckets=tuple(buckets), stats=stats, esf_falls=esf,

@@ -90,8 +90,14 @@ def across_runs(runs: Sequence[SweepRun], key: str) -> Stat:
     for s in runs:
         by_seed[s.seed].append(s)
     return Stat.by_seed(
-        (seed, pearson(np.array([s.scalars[key] for s in group]), np.array([s.scalars["entropy_change_early"] for s in group])))
-        for seed, group in sorted(by_seed.items()))
+        (
+            seed,
+            pearson(
+                np.array([s.scalars[key] for s in group]), np.array([s.scalars["entropy_change_early"] for s in group])
+            ),
+        )
+        for seed, group in sorted(by_seed.items())
+    )
 
 
 def _group(name: str, runs: list[SweepRun], points: list[Point]) -> FormulaGroup:
@@ -110,7 +116,9 @@ def _group(name: str, runs: list[SweepRun], points: list[Point]) -> FormulaGroup
 
 
 def measure(task: str, context: Context) -> EntropyFormula | None:
-    usable = [s for s in context.of(task) if logs_formula(s) and np.isfinite(s.curves["entropy"]).sum() >= 2 * ENTROPY_BLOCK]
+    usable = [
+        s for s in context.of(task) if logs_formula(s) and np.isfinite(s.curves["entropy"]).sum() >= 2 * ENTROPY_BLOCK
+    ]
     if not usable:
         return None
     classes = {s.run.key: sign_class(s) for s in usable}

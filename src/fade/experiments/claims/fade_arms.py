@@ -38,7 +38,9 @@ class FadeArms:
 
 def measure(task: str, context: Context) -> FadeArms | None:
     runs = context.runs(task)
-    arms = sorted((spec for spec in runs.spec_of.values() if parse_spec(spec)[0] == FADE), key=lambda spec: spec != FADE)
+    arms = sorted(
+        (spec for spec in runs.spec_of.values() if parse_spec(spec)[0] == FADE), key=lambda spec: spec != FADE
+    )
     balanced = runs.present(BALANCED)
     if len(arms) < 2 or not balanced:
         return None

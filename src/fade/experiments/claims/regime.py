@@ -111,8 +111,15 @@ def measure(task: str, context: Context) -> Regime | None:
     measured = sum(map(len, peaks.values()))
     outcome = REGIME_NOT_CALIBRATED if late or stalled else NOT_MEASURED if not measured else REGIME_CALIBRATED
     seed_means = tuple(m for spec in present if (m := seed_mean_peak(spec, runs.of(spec))))
-    return Regime(task=task, peaks=peaks, late=late, stalled=stalled,
-                  missing=tuple(spec for spec in BALANCED if spec not in present), seed_means=seed_means, outcome=outcome)
+    return Regime(
+        task=task,
+        peaks=peaks,
+        late=late,
+        stalled=stalled,
+        missing=tuple(spec for spec in BALANCED if spec not in present),
+        seed_means=seed_means,
+        outcome=outcome,
+    )
 
 
 CLAIM = Claim("regime", measure)

@@ -2,7 +2,8 @@
 pass@1 earlier", with the threshold and the counting fixed before the runs.
 
 The best static arm is the static baseline (one of :data:`BASELINE_POOL`, without a schedule and
-trained as its plan says; any static arm when none of them ran) with the highest seed-mean smoothed gain (``smoothed_gain``: the smoothed peak pass@1 minus the
+trained as its plan says; any static arm when none of them ran) with the highest seed-mean smoothed gain
+(``smoothed_gain``: the smoothed peak pass@1 minus the
 base's). On each seed an arm's threshold is its own base pass@1 plus
 :data:`~fade.testbed.summary.THRESHOLD_SHARE` of that mean gain (:func:`~fade.testbed.summary.threshold`),
 and its time to threshold is the first evaluation step where its smoothed pass@1 reaches it, a seed

@@ -17,58 +17,16 @@ __all__ = [
     "ENTROPY_LR",
     "ENTROPY_STATIC_TWIN",
     "ENTROPY_TRAINER",
-    "ENTROPY_TUNING_RULES",
 ]
 
-# -- the entropy preset: FADE against what practitioners use instead ------------------------------
-#
-# The paper preset's task and schedule (countdown_multi, G = 16, 16 prompts a step, 200 steps, the
-# same 5 paired seeds and evaluations), with one update schedule for every arm: each batch is used
-# for 4 optimizer steps on a quarter of it (64 rollouts, about 500 response tokens), so the first
-# step is on policy and the next three are off it, where a clip can act; the gradient computed per
-# batch is the same as one step over all of it. Every arm aggregates token-mean (verl's default,
-# and DAPO's). Each control is added to dr_grpo at the setting its authors or the engine recommend
-# and at one tuned setting, chosen by rules fixed before any run:
-#
-# - One decade stronger than the recommended setting, in what acts at this scale: the entropy
-#   bonus's coefficient x10 (0.001 -> 0.01); clip-higher's extra room above the symmetric clip x10
-#   (0.28 - 0.2 = 0.08 -> 0.8, an upper clip of 1.0, the ratio range the Clip-Cov recipe uses);
-#   Clip-Cov's and KL-Cov's tokens touched per minibatch x10. Those two touch
-#   max(1, floor(ratio x N)) of a minibatch's N tokens: with N ~ 500, verl's default ratio 0.0002
-#   and the 7B recipes' ratios (Clip-Cov 0.0002, KL-Cov 0.002) all touch the one token the floor
-#   grants, so raising the ratio x10 would change nothing for Clip-Cov; the tuned ratio 0.02 touches
-#   10 tokens of ~500 (the recipes' 0.02% and 0.2% of ~500,000-token minibatches are ~100 and
-#   ~1,000 tokens, beyond what a testbed minibatch holds).
-# - The adaptive entropy controller aims at the entropy FADE aims at: target = 0.7 x the first
-#   observed entropy (FADE's h_star_ratio = 0.7), so the two controllers are compared at one target.
-#
-# DAPO's own combination (clip-higher at 0.28 with dynamic sampling, token-mean) and FADE with
-# clip-higher are arms of their own.
+# The paper preset's task and schedule with one update schedule for every arm, and each control at
+# its recommended setting and at one tuned by a rule fixed before any run: how and why is in
+# docs/results/entropy/TUNING.md.
 
 #: The update schedule every arm shares: 4 optimizer steps a batch at a quarter of the paper preset's
-#: learning rate, so that a batch moves the weights about as far as the paper preset's one Adam step
-#: (an Adam step moves each weight by about lr). At the paper preset's own 2e-4, four steps a batch
-#: over-stepped: dr_grpo never rose above its base pass@1 on 4 of 5 seeds (40 runs kept in
-#: docs/results/entropy-lr2e-4); at 5e-5 it rose to 0.236 and 0.217 on seeds 1 and 2.
+#: learning rate (docs/results/entropy/TUNING.md says why).
 ENTROPY_LR = PAPER_LR / 4
 ENTROPY_TRAINER: tuple[tuple[str, Any], ...] = (("lr", ENTROPY_LR), ("minibatches", 4))
-#: The rules that chose the tuned settings, as the report states them.
-ENTROPY_TUNING_RULES: tuple[str, ...] = (
-    "Every arm uses one update schedule: each batch of 16 prompts x G = 16 is used for 4 optimizer steps on a "
-    "quarter of it (about 500 response tokens), the first on policy, the next three off it, where a clip can act; "
-    "every arm aggregates token-mean. The learning rate is a quarter of the paper preset's (5e-5), so a batch moves "
-    "the weights about as far as the paper preset's one Adam step; this was set after a first sweep at the paper "
-    "preset's 2e-4 over-stepped (dr_grpo never above its base pass@1 on 4 of 5 seeds; docs/results/entropy-lr2e-4), "
-    "and before any run at 5e-5 other than dr_grpo's pilot on seeds 1 and 2.",
-    "A tuned setting is one decade stronger than the recommended one, in what acts at this scale: the entropy "
-    "bonus's coefficient x10; clip-higher's room above the symmetric clip x10 (0.08 -> 0.8); the tokens Clip-Cov "
-    "and KL-Cov touch per minibatch x10. Those touch max(1, floor(ratio x N)) of a minibatch's N ~ 500 tokens, so "
-    "verl's default ratio and the 7B recipes' ratios all touch the one token the floor grants; the tuned ratio "
-    "0.02 touches 10.",
-    "The adaptive entropy controller's tuned target is the entropy FADE aims at: 0.7 x the first observed "
-    "entropy (FADE's h_star_ratio = 0.7).",
-    "The tuning rules were fixed before any run of this preset, and kept when the learning rate changed.",
-)
 _RECIPE = "the 7B recipe of Cui et al. (arXiv 2505.22617; verl's recipe/entropy)"
 ENTROPY_BASELINE = Control(
     "dr_grpo (no control)", as_arm("dr_grpo"),
@@ -122,14 +80,20 @@ ENTROPY_FADE_COMBINED = Control(
     "FADE's arm with DAPO's clip_ratio_high 0.28")
 
 #: The arms FADE is compared with in the entropy preset, in the report's order.
-ENTROPY_COMPARED: tuple[Control, ...] = (ENTROPY_BASELINE, ENTROPY_STATIC_TWIN, *ENTROPY_CONTROLS, ENTROPY_FADE_COMBINED)
+ENTROPY_COMPARED: tuple[Control, ...] = (
+    ENTROPY_BASELINE,
+    ENTROPY_STATIC_TWIN,
+    *ENTROPY_CONTROLS,
+    ENTROPY_FADE_COMBINED,
+)
 
 ENTROPY = Preset(
     name="entropy",
     description=(
         "FADE against what practitioners use instead against entropy collapse, on the paper preset's task and "
         "schedule (countdown_multi, G = 16, 16 prompts a step, 200 steps, 5 seeds paired by seed): dr_grpo; FADE at "
-        "h_star_ratio = 0.7; Power(alpha = 3), the static estimator FADE's schedule settles at; dr_grpo with an entropy bonus, TRL's adaptive entropy coefficient, clip-higher, Clip-Cov "
+        "h_star_ratio = 0.7; Power(alpha = 3), the static estimator FADE's schedule settles at; dr_grpo with an "
+        "entropy bonus, TRL's adaptive entropy coefficient, clip-higher, Clip-Cov "
         "and KL-Cov, each at its recommended setting and at one setting tuned by a rule fixed in advance; DAPO's "
         "clip-higher with dynamic sampling; FADE with clip-higher. Every arm takes 4 optimizer steps a batch, so "
         "the clips act, at a quarter of the paper preset's learning rate. Verdicts from paired bootstrap intervals."
@@ -138,9 +102,12 @@ ENTROPY = Preset(
     plans=(
         TaskPlan(
             task=PAPER_TASK,
-            estimators=tuple(c.arm for c in (ENTROPY_BASELINE, ENTROPY_FADE, *ENTROPY_CONTROLS, ENTROPY_FADE_COMBINED,
-                                             ENTROPY_STATIC_TWIN)),
-            **PAPER_SCHEDULE, trainer=ENTROPY_TRAINER,
+            estimators=tuple(
+                c.arm
+                for c in (ENTROPY_BASELINE, ENTROPY_FADE, *ENTROPY_CONTROLS, ENTROPY_FADE_COMBINED, ENTROPY_STATIC_TWIN)
+            ),
+            **PAPER_SCHEDULE,
+            trainer=ENTROPY_TRAINER,
         ),
     ),
 )

@@ -33,10 +33,17 @@ FULL = Preset(
     ),
     seeds=(0, 1, 2),
     plans=(
-        TaskPlan(task="arithmetic", estimators=_FULL_ARITHMETIC, steps=300, eval_every=30, eval_prompts=64, eval_samples=64),
         TaskPlan(
-            task="countdown", estimators=STATIC_BASELINES, tuned=(FADE,),
-            steps=250, eval_every=25, eval_prompts=64, eval_samples=64,
+            task="arithmetic", estimators=_FULL_ARITHMETIC, steps=300, eval_every=30, eval_prompts=64, eval_samples=64
+        ),
+        TaskPlan(
+            task="countdown",
+            estimators=STATIC_BASELINES,
+            tuned=(FADE,),
+            steps=250,
+            eval_every=25,
+            eval_prompts=64,
+            eval_samples=64,
         ),
     ),
     tuning=Tuning(task="arithmetic", candidates=tuple(spec for _, spec in H_STAR_LEVELS)),

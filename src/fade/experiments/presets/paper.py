@@ -37,8 +37,9 @@ __all__ = [
 PAPER_TASK = "countdown_multi"
 #: The paper preset's schedule: 200 steps of 16 prompts x G = 16, evaluated every 20 steps on 64 prompts x
 #: 32 samples, and its 5 seeds, paired by seed; the entropy preset runs on the same.
-PAPER_SCHEDULE: Mapping[str, int] = dict(steps=200, eval_every=20, eval_prompts=64, eval_samples=32, prompts_per_step=16,
-                                         group_size=16, checkpoint_every=50)
+PAPER_SCHEDULE: Mapping[str, int] = dict(
+    steps=200, eval_every=20, eval_prompts=64, eval_samples=32, prompts_per_step=16, group_size=16, checkpoint_every=50
+)
 PAPER_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
 PAPER_LR = 2e-4
 PAPER_TRAINER: tuple[tuple[str, Any], ...] = (("lr", PAPER_LR),)

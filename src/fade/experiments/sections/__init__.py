@@ -22,7 +22,9 @@ from .base import ClaimSection, Table, VerdictLine, line, section, words
 __all__ = ["ClaimSection", "Table", "VerdictLine", "design_checks", "evaluate", "line", "section", "words"]
 
 
-def evaluate(summaries: Sequence[SweepRun], preset: Preset | None = None, choice: str | None = None) -> list[ClaimSection]:
+def evaluate(
+    summaries: Sequence[SweepRun], preset: Preset | None = None, choice: str | None = None
+) -> list[ClaimSection]:
     """Every claim the runs can answer, per task, in the report's order, in words (the design
     checks that come before them: :func:`design_checks`)."""
     return [section(f) for f in claims.measure(summaries, preset, choice)]

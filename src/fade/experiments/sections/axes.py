@@ -34,9 +34,13 @@ def sign_axis(key: str, r: SignAxis) -> ClaimSection:
             f"Failure-biased weights ({', '.join(r.failure)}) hold entropy: smaller entropy drop per step than "
             f"balanced ones over the first {r.early} steps", r.failure_holds))
     if r.failure_funnels is not None:
-        section.verdicts.append(line(
-            "Failure-biased weights drive the head update's rank-1 share up: higher final rank1_share than balanced ones",
-            r.failure_funnels))
+        section.verdicts.append(
+            line(
+                "Failure-biased weights drive the head update's rank-1 share up: "
+                "higher final rank1_share than balanced ones",
+                r.failure_funnels,
+            )
+        )
     return section
 
 
@@ -50,8 +54,16 @@ def difficulty_axis(key: str, r: DifficultyAxis) -> ClaimSection:
     )
     for alpha, spec in r.levels:
         st = r.stats[spec]
-        table.rows.append([str(alpha), spec, st["esf_mean"].text(), st["difficulty_mean"].text(), st["peak_pass1"].text(),
-                           *[st[f"gain/d{b}"].text() for b in r.buckets]])
+        table.rows.append(
+            [
+                str(alpha),
+                spec,
+                st["esf_mean"].text(),
+                st["difficulty_mean"].text(),
+                st["peak_pass1"].text(),
+                *[st[f"gain/d{b}"].text() for b in r.buckets],
+            ]
+        )
     section.tables.append(table)
     section.verdicts.append(line("The effective sample fraction falls as alpha grows", r.esf_falls))
     if r.hard_gains is not None:

@@ -15,8 +15,10 @@ from .base import ClaimSection, Table, VerdictLine, words
 def _seed_mean_text(m: SeedMeanPeak) -> str:
     if math.isnan(m.rise):
         return f"{m.spec} ({m.seeds} seeds) never rises above its base"
-    return (f"{m.spec} ({m.seeds} seeds) peaks at {m.step:.0f} ({m.step / m.total:.0%}) with {RISE_SHARE:.0%} of its gain "
-            f"by {m.rise:.0f} ({m.rise / m.total:.0%})")
+    return (
+        f"{m.spec} ({m.seeds} seeds) peaks at {m.step:.0f} ({m.step / m.total:.0%}) with {RISE_SHARE:.0%} of its gain "
+        f"by {m.rise:.0f} ({m.rise / m.total:.0%})"
+    )
 
 
 @words(Regime)
@@ -43,9 +45,11 @@ def regime(key: str, r: Regime) -> ClaimSection:
                            f"{sum(p.on_time for p in peaks)} of {len(cells)}"])
     section.tables.append(table)
     present = list(r.peaks)
-    statement = (f"Every seed of the balanced baselines ({', '.join(present)}) peaks in pass@1 ({PEAK_WINDOW}-evaluation "
-                 f"moving average) at or before {limit:.0%} of the run, so the runs are long enough for the decline FADE "
-                 "claims to prevent")
+    statement = (
+        f"Every seed of the balanced baselines ({', '.join(present)}) peaks in pass@1 ({PEAK_WINDOW}-evaluation "
+        f"moving average) at or before {limit:.0%} of the run, so the runs are long enough for the decline FADE "
+        "claims to prevent"
+    )
     if r.outcome == REGIME_NOT_CALIBRATED:
         late = [f"{spec} seed {seed} ({fraction:.0%})" for spec, seed, fraction in r.late]
         stalled = [f"{spec} seed {seed}" for spec, seed in r.stalled]
@@ -75,8 +79,15 @@ def sign_knob(key: str, r: SignKnob) -> ClaimSection:
                   caption="delta = clip(1 + H_hat - H*, 0.3, 1) as logged per step; delta < 1 amplifies the failures' "
                           "weight (docs/method.md, section 3)")
     for arm in r.arms:
-        table.rows.append([arm.spec, str(arm.runs), f"{arm.share.mean:.2f} ({', '.join(f'{v:.2f}' for v in arm.share.values)})",
-                           arm.delta.text(3), f"{arm.lowest:.3f}"])
+        table.rows.append(
+            [
+                arm.spec,
+                str(arm.runs),
+                f"{arm.share.mean:.2f} ({', '.join(f'{v:.2f}' for v in arm.share.values)})",
+                arm.delta.text(3),
+                f"{arm.lowest:.3f}",
+            ]
+        )
     section.tables.append(table)
     statement = (f"At least one FADE arm has delta < 1 on more than {SIGN_KNOB_SHARE:.0%} of its steps (seed mean), "
                  "so the sign half of FADE is exercised")
@@ -90,8 +101,10 @@ def sign_knob(key: str, r: SignKnob) -> ClaimSection:
 def collapse(key: str, r: Collapse) -> ClaimSection:
     section = ClaimSection(key, "Collapse check: no run ends far below its base", r.task)
     if r.collapsed:
-        table = Table(["estimator", "collapsed seeds", "pass@1 base -> last evaluation per collapsed seed"],
-                      caption=f"collapsed: the last evaluation's pass@1 below {COLLAPSE_FRACTION:g} x the base evaluation's")
+        table = Table(
+            ["estimator", "collapsed seeds", "pass@1 base -> last evaluation per collapsed seed"],
+            caption=f"collapsed: the last evaluation's pass@1 below {COLLAPSE_FRACTION:g} x the base evaluation's",
+        )
         for spec, runs in r.collapsed.items():
             table.rows.append([spec, f"{len(runs)} of {r.totals[spec]}", ", ".join(
                 f"seed {c.seed}: {c.base:.3f} -> {c.final:.3f}" for c in runs)])

@@ -47,13 +47,19 @@ def entropy_check(key: str, r: EntropyCheck) -> ClaimSection:
             "runs (psr, nsr, asym_grpo, w_reinforce, FADE once delta < 1).")
         return section
     if r.blocks is None or r.across_runs is None or r.negative is None:
-        section.notes.append(f"Too few steps or runs for a correlation (blocks of {ENTROPY_BLOCK} steps, >= 3 pairs per seed).")
+        section.notes.append(
+            f"Too few steps or runs for a correlation (blocks of {ENTROPY_BLOCK} steps, >= 3 pairs per seed)."
+        )
         return section
     section.verdicts.append(line(
         "The first-order term (m_S - m_F) H predicts the observed entropy change (positive correlation, block level)",
         r.blocks))
-    section.verdicts.append(line(
-        "The first-order term predicts which runs lose entropy early (positive correlation across runs)", r.across_runs))
+    section.verdicts.append(
+        line(
+            "The first-order term predicts which runs lose entropy early (positive correlation across runs)",
+            r.across_runs,
+        )
+    )
     if r.negative.outcome == SUPPORTED:
         margin = "with its 95% interval over seeds below 0" if r.negative.interval else "beyond the spread over seeds"
         section.notes.append(
@@ -69,14 +75,24 @@ def entropy_formula(key: str, r: EntropyFormula) -> ClaimSection:
     section = ClaimSection(
         key, "Entropy formula with both terms: dH ~ -eta [(m_S - m_F) H + Cov(A, log pi)]", r.task)
     table = Table(
-        ["runs", "n", "(a) across runs: r per seed", "(b) within a run: r over blocks", "(b) with -(m_S - m_F) H alone",
-         "(b) with -Cov(A, log pi) alone", "(a) with -(m_S - m_F) H alone", "(a) with -Cov(A, log pi) alone",
-         "eta fitted (observed / drive)"],
-        caption=(f"(a): per seed, Pearson r over its runs of the entropy change per step over the first {r.early} steps "
-                 "(least-squares slope) with the mean drive there; mean ± std over seeds. (b): per run, Pearson r over "
-                 f"consecutive blocks of {ENTROPY_BLOCK} steps of the block-to-block entropy change per step with the mean "
-                 "drive over the same updates; mean ± std over runs. Runs are grouped by the sign of their mean m_S - m_F; "
-                 "eta: least squares through the origin over every block of the group."),
+        [
+            "runs",
+            "n",
+            "(a) across runs: r per seed",
+            "(b) within a run: r over blocks",
+            "(b) with -(m_S - m_F) H alone",
+            "(b) with -Cov(A, log pi) alone",
+            "(a) with -(m_S - m_F) H alone",
+            "(a) with -Cov(A, log pi) alone",
+            "eta fitted (observed / drive)",
+        ],
+        caption=(
+            f"(a): per seed, Pearson r over its runs of the entropy change per step over the first {r.early} steps "
+            "(least-squares slope) with the mean drive there; mean ± std over seeds. (b): per run, Pearson r over "
+            f"consecutive blocks of {ENTROPY_BLOCK} steps of the block-to-block entropy change per step with the mean "
+            "drive over the same updates; mean ± std over runs. Runs are grouped by the sign of their mean m_S - m_F; "
+            "eta: least squares through the origin over every block of the group."
+        ),
     )
     for g in r.groups:
         table.rows.append([
@@ -87,15 +103,23 @@ def entropy_formula(key: str, r: EntropyFormula) -> ClaimSection:
     section.verdicts.append(line(
         f"The drive predicts which runs lose entropy early: positive correlation across runs of the entropy change "
         f"over the first {r.early} steps with the mean drive -[(m_S - m_F) H + Cov(A, log pi)] there", r.across))
-    section.verdicts.append(line(
-        f"The drive predicts the entropy change within a run: positive correlation over blocks of {ENTROPY_BLOCK} steps "
-        "of the observed change with the block-mean drive", r.within))
+    section.verdicts.append(
+        line(
+            f"The drive predicts the entropy change within a run: positive correlation over blocks of "
+            f"{ENTROPY_BLOCK} steps "
+            "of the observed change with the block-mean drive",
+            r.within,
+        )
+    )
     section.notes.append(
         "What the check uses: per step, the logged entropy_drive = -[(m_S - m_F) H + Cov(A, log pi)] (the bracket of "
-        "the corrected formula, docs/method.md section 4), its two terms, and the mean token entropy H before the update. "
+        "the corrected formula, docs/method.md section 4), its two terms, and the mean token entropy H before the "
+        "update. "
         "The correlations are scale-free, so eta (Adam's effective step is not the learning rate) does not enter them. "
-        "A sign group of one run per seed has no across-run correlation (not measured); centred runs have no mass term, "
-        "so their drive is the covariance term alone.")
+        "A sign group of one run per seed has no across-run correlation (not measured); centred runs have no mass "
+        "term, "
+        "so their drive is the covariance term alone."
+    )
     if r.negative:
         section.notes.append(
             "The observed change correlates *negatively* with the drive within runs, beyond the rule's margin: the "

@@ -45,8 +45,12 @@ def fade_vs_baselines(key: str, r: FadeVsBaselines) -> ClaimSection:
         section.notes.append(
             f"FADE's configuration ({fade}) was chosen on these same {r.task} runs, which favours it here; the task "
             "that takes the choice without retuning is the unbiased check.")
-    section.verdicts.append(line(f"FADE's peak pass@1 is higher than the best static baseline's ({best})", r.higher_peak))
-    section.verdicts.append(line("FADE reaches the best static baseline's peak pass@1 earlier (step ratio < 1)", r.earlier))
+    section.verdicts.append(
+        line(f"FADE's peak pass@1 is higher than the best static baseline's ({best})", r.higher_peak)
+    )
+    section.verdicts.append(
+        line("FADE reaches the best static baseline's peak pass@1 earlier (step ratio < 1)", r.earlier)
+    )
     if r.tradeoff is not None:
         section.verdicts.append(line(
             "FADE has the best accuracy-diversity trade-off: the highest final pass@k at every k (against the best "
@@ -71,7 +75,9 @@ def fade_arms(key: str, r: FadeArms) -> ClaimSection:
     for arm, judgements in r.verdicts.items():
         for scalar, judgement in judgements.items():
             claim, label = ARM_AXES[scalar]
-            section.verdicts.append(line(f"{arm} {claim} the balanced baselines: higher {label} than {against}", judgement))
+            section.verdicts.append(
+                line(f"{arm} {claim} the balanced baselines: higher {label} than {against}", judgement)
+            )
     if r.best is not None:
         section.notes.append(
             f"The arm with the highest seed-mean pass@k mean: {r.best} ({r.stats[r.best]['passk_mean'].text()}).")
@@ -89,22 +95,33 @@ def ablations(key: str, r: Ablations) -> ClaimSection:
     section = ClaimSection(key, "Ablations of FADE and H* sensitivity", r.task)
     header = ["variant", "peak pass@1", "final pass@16", "final pass@64", "pass@k mean", "final entropy",
               "final rank1_share", "mean alpha", "mean delta"]
-    table = Table(header, caption="fade: both knobs adaptive; fade_alpha: delta fixed at 1; fade_delta: alpha fixed at 1; "
-                  "fade_entropy_only: both from entropy; fade_decay: fixed log-decay schedule")
+    table = Table(
+        header,
+        caption="fade: both knobs adaptive; fade_alpha: delta fixed at 1; fade_delta: alpha fixed at 1; "
+        "fade_entropy_only: both from entropy; fade_decay: fixed log-decay schedule",
+    )
     for spec in [FADE, *r.variants]:
-        table.rows.append([spec, *[r.stats[spec][c].text(2 if c in ("alpha_mean", "delta_mean") else 3) for c in COLUMNS]])
+        table.rows.append(
+            [spec, *[r.stats[spec][c].text(2 if c in ("alpha_mean", "delta_mean") else 3) for c in COLUMNS]]
+        )
     section.tables.append(table)
     for a in r.ablations:
         if a.entropy is not None:
             section.verdicts.append(line(
                 f"Without delta ({a.variant}) entropy collapses: lower final entropy than FADE", a.entropy))
         elif a.passk is not None:
-            section.verdicts.append(line(
-                f"Without alpha ({a.variant}) pass@k at large k drops: lower final pass@16 and pass@64 than FADE", a.passk))
+            section.verdicts.append(
+                line(
+                    f"Without alpha ({a.variant}) pass@k at large k drops: lower final pass@16 and pass@64 than FADE",
+                    a.passk,
+                )
+            )
         else:
             section.verdicts.extend(_losses(a))
     if r.levels:
-        hs = Table(["h_star_ratio", "spec", "peak pass@1", "pass@k mean", "final entropy", "final rank1_share", "mean delta"])
+        hs = Table(
+            ["h_star_ratio", "spec", "peak pass@1", "pass@k mean", "final entropy", "final rank1_share", "mean delta"]
+        )
         for h, spec in r.levels:
             hs.rows.append([f"{h:g}", spec, *[r.level_stats[spec][c].text() for c in LEVEL_COLUMNS]])
         section.tables.append(hs)
@@ -116,11 +133,21 @@ def ablations(key: str, r: Ablations) -> ClaimSection:
 @words(AblationsEngaged)
 def ablations_engaged(key: str, r: AblationsEngaged) -> ClaimSection:
     section = ClaimSection(key, "Ablations of FADE with its sign knob engaged", r.task)
-    table = Table(["variant", "measured against", "peak pass@1", "pass@k mean", *[f"final pass@{k}" for k in r.ks],
-                   "final entropy", "mean delta", "steps with delta < 1"],
-                  caption="fade_alpha: delta fixed at 1; fade_delta: alpha fixed at 1; fade_entropy_only: both knobs from "
-                          "the entropy; fade_decay: a fixed log-decay schedule. Each is measured against FADE with its "
-                          f"own entropy target, or against {ENGAGED_FADE} (delta < 1 from the start) when it sets none")
+    table = Table(
+        [
+            "variant",
+            "measured against",
+            "peak pass@1",
+            "pass@k mean",
+            *[f"final pass@{k}" for k in r.ks],
+            "final entropy",
+            "mean delta",
+            "steps with delta < 1",
+        ],
+        caption="fade_alpha: delta fixed at 1; fade_delta: alpha fixed at 1; fade_entropy_only: both knobs from "
+        "the entropy; fade_decay: a fixed log-decay schedule. Each is measured against FADE with its "
+        f"own entropy target, or against {ENGAGED_FADE} (delta < 1 from the start) when it sets none",
+    )
     reference_of = r.reference_of
     for spec in r.specs:
         st = r.stats[spec]
@@ -132,9 +159,13 @@ def ablations_engaged(key: str, r: AblationsEngaged) -> ClaimSection:
     section.tables.append(table)
     for a in r.ablations:
         if a.entropy is not None:
-            section.verdicts.append(line(
-                f"Without delta ({a.variant}) entropy collapses: lower final entropy than {a.reference}, whose sign knob acts",
-                a.entropy))
+            section.verdicts.append(
+                line(
+                    f"Without delta ({a.variant}) entropy collapses: lower final entropy than {a.reference}, "
+                    "whose sign knob acts",
+                    a.entropy,
+                )
+            )
         elif a.passk is not None:
             section.verdicts.append(line(
                 f"Without alpha ({a.variant}) pass@k drops: lower final pass@k mean"
@@ -167,8 +198,15 @@ def confirm(key: str, r: Confirm) -> ClaimSection:
         return section
     rank = Table(["by", "FADE's rank", "first", "FADE", "first's value"])
     for rk in r.ranks:
-        rank.rows.append([RANK_LABELS[rk.key], f"{rk.order.index(r.chosen) + 1} of {len(rk.order)}", rk.order[0], rk.fade.text(),
-                          rk.first.text()])
+        rank.rows.append(
+            [
+                RANK_LABELS[rk.key],
+                f"{rk.order.index(r.chosen) + 1} of {len(rk.order)}",
+                rk.order[0],
+                rk.fade.text(),
+                rk.first.text(),
+            ]
+        )
     section.tables.append(rank)
     section.verdicts.append(line(
         f"The defaults chosen on {r.tuning_task} carry over: FADE's pass@k mean on {r.task} beats the best static "

@@ -88,9 +88,12 @@ def time_to_threshold(key: str, r: TimeToThreshold) -> ClaimSection:
     runs = sum(arm.seeds for arm in r.arms)
     section.notes.append(
         f"The best static arm is the static baseline (grpo, dr_grpo, rloo, maxrl, w_reinforce, passk, power; no "
-        f"schedule, no sign-axis probe) whose seed-mean smoothed gain (smoothed peak pass@1 minus the base's) is highest: {best}, {r.gain.text()}. On each seed an arm's threshold is its base pass@1 plus "
+        f"schedule, no sign-axis probe) whose seed-mean smoothed gain (smoothed peak pass@1 minus the base's) is "
+        f"highest: {best}, {r.gain.text()}. On each seed an arm's threshold is its base pass@1 plus "
         f"{r.share:.0%} of that gain ({r.threshold.text()} over {best}'s seeds); its time to threshold is the first "
-        f"evaluation step where its pass@1, averaged over 3 consecutive evaluations, reaches it. {never} of {runs} runs "
+        f"evaluation step where its pass@1, averaged over 3 consecutive evaluations, reaches it. "
+        f"{never} of {runs} runs "
         "never crossed and are counted one evaluation interval past the run's end. The pass@1 area is the trapezoid "
-        "area under the pass@1 curve over the evaluated steps, per step: the mean pass@1 over training.")
+        "area under the pass@1 curve over the evaluated steps, per step: the mean pass@1 over training."
+    )
     return section

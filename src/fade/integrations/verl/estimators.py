@@ -449,7 +449,9 @@ def _verl_fn(vname: str, name: str) -> Callable[..., tuple[torch.Tensor, torch.T
         with torch.no_grad():
             try:
                 if cp is not None and cp.tokens == "discounted":
-                    returns = _discounted_returns(token_level_rewards, response_mask, float(setting(config, "gamma", 1.0)))
+                    returns = _discounted_returns(
+                        token_level_rewards, response_mask, float(setting(config, "gamma", 1.0))
+                    )
                     inside = response_mask.bool()
                     token_adv = torch.zeros_like(returns)
                     token_adv[inside] = est(returns[inside], 1)

@@ -76,7 +76,9 @@ def check_config(config: Any) -> None:
     for key in ("mtp.enable", "disaggregation.enabled", "enable_rollout_routing_replay"):
         if _select(rollout, key, False):
             refusals.append(f"actor_rollout_ref.rollout.{key}=True (a vLLM/SGLang feature the hf rollout lacks)")
-    lora = _select(config, "actor_rollout_ref.model.lora.rank", 0) or _select(config, "actor_rollout_ref.model.lora_rank", 0)
+    lora = _select(config, "actor_rollout_ref.model.lora.rank", 0) or _select(
+        config, "actor_rollout_ref.model.lora_rank", 0
+    )
     if int(lora) > 0:
         refusals.append(f"LoRA (rank {lora}): the hf rollout syncs full weights only")
     if not _select(config, "trainer.use_v1", True):

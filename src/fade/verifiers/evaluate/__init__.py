@@ -18,7 +18,8 @@ Output, in the output folder:
   reference_sha, score, reason, canonical, details), appended and flushed as each finishes. A
   rerun reads it and scores only what is missing; a last line torn by a kill is dropped and
   scored again, and any other line that is not a score line (another tool's file, a damaged one)
-  is an error naming it, with the file left as it was. A score is reused only for the same completion against the same reference: a line
+  is an error naming it, with the file left as it was. A score is reused only for the same completion
+  against the same reference: a line
   whose completion_sha or reference_sha (the hash of the problem's gold answer or tests, from
   the samples file and ``--problems`` together) differs from the sample's is an error naming
   what changed, as is a line for a sample the file no longer has.

@@ -46,7 +46,9 @@ class EvalConfig:
         """What the scores depend on; a resumed run must have the same."""
         if self.verifier == "math":
             return {"verifier": "math", "timeout": self.timeout, **self.math_verifier().settings()}
-        limits = self.limits.to_dict() if isinstance(self.limits, Limits) else {"judge_defaults_with": self.limits or {}}
+        limits = (
+            self.limits.to_dict() if isinstance(self.limits, Limits) else {"judge_defaults_with": self.limits or {}}
+        )
         return {"verifier": "code", "judge": self.judge, "limits": limits,
                 "float_tolerance": self.float_tolerance}
 
@@ -74,7 +76,9 @@ def check_config(config: EvalConfig) -> tuple[int, ...]:
     ks = tuple(config.ks)
     if not ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in ks):
         raise ValueError(f"k values must be positive integers, got {list(ks)}")
-    if config.limit is not None and (isinstance(config.limit, bool) or not isinstance(config.limit, int) or config.limit < 0):
+    if config.limit is not None and (
+        isinstance(config.limit, bool) or not isinstance(config.limit, int) or config.limit < 0
+    ):
         raise ValueError(f"limit must be a non-negative integer, got {config.limit!r}")
     workers = config.workers
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):

@@ -106,7 +106,9 @@ def _gold(ref: dict[str, Any], verifier: str, where: str, judge: str = "auto") -
                 if isinstance(value, bool) or not isinstance(value, (str, int, float)) or not str(value).strip():
                     raise ValueError(f"{where}: {key!r} must be a non-empty string or a number, got {value!r}")
                 return str(value)
-        raise ValueError(f"{where}: no gold answer: expected one of the keys {', '.join(GOLD_COLUMNS)} (or --problems FILE)")
+        raise ValueError(
+            f"{where}: no gold answer: expected one of the keys {', '.join(GOLD_COLUMNS)} (or --problems FILE)"
+        )
     if not any(k in ref for k in TEST_FIELDS):
         raise ValueError(f"{where}: no tests: expected one of the keys {', '.join(TEST_FIELDS)} (or --problems FILE)")
     try:
@@ -160,7 +162,9 @@ def read_samples(path: str | Path, verifier: str, problems: str | Path | None = 
         own = _reference(obj, verifier)
         ref = {**known[key][0], **own} if key in known else own
         if not ref and problems is not None and key not in known:
-            raise ValueError(f"{where}: problem {key} is not in --problems {problems} and the line has no reference of its own")
+            raise ValueError(
+                f"{where}: problem {key} is not in --problems {problems} and the line has no reference of its own"
+            )
         if key not in ref_source:
             order.append(key)
             ref_source[key] = (ref, where)

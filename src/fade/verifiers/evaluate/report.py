@@ -106,7 +106,10 @@ def summarize(samples: list[Sample], done: dict[tuple[str, int], dict], order: l
                         if isinstance(r.get("details"), dict) and r["details"].get("sandbox"))
         nets = Counter(r["details"].get("network_isolated") for recs in per_problem.values() for r in recs
                        if isinstance(r.get("details"), dict) and "network_isolated" in r["details"])
-        report["sandbox"] = {"modes": dict(modes), "network_isolated": dict((str(k).lower(), v) for k, v in nets.items())}
+        report["sandbox"] = {
+            "modes": dict(modes),
+            "network_isolated": dict((str(k).lower(), v) for k, v in nets.items()),
+        }
         judges = Counter(r["details"].get("judge") for recs in per_problem.values() for r in recs
                          if isinstance(r.get("details"), dict) and r["details"].get("judge"))
         report["judges"] = dict(sorted(judges.items()))
@@ -117,7 +120,9 @@ def load_report(directory: str | Path) -> dict[str, Any]:
     """The report.json of an earlier ``fade eval`` output folder."""
     path = Path(directory) / REPORT
     if not path.is_file():
-        raise ValueError(f"--compare {directory}: no {REPORT} there (expected the --out folder of a finished fade eval)")
+        raise ValueError(
+            f"--compare {directory}: no {REPORT} there (expected the --out folder of a finished fade eval)"
+        )
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
         defect = _report_defect(report)
@@ -141,8 +146,14 @@ def _report_defect(report: Any) -> str | None:
             or not all(v is None or number(v) for v in curve["pass@k"]):
         return "curve.k must be numbers >= 1 and curve.pass@k as many numbers or nulls"
     passk = report.get("pass@k")
-    if not isinstance(passk, dict) or not all(isinstance(k, str) and k.startswith("pass@") and k[5:].isascii() and k[5:].isdigit()
-                                             and (v is None or number(v)) for k, v in passk.items()):
+    if not isinstance(passk, dict) or not all(
+        isinstance(k, str)
+        and k.startswith("pass@")
+        and k[5:].isascii()
+        and k[5:].isdigit()
+        and (v is None or number(v))
+        for k, v in passk.items()
+    ):
         return "expected pass@k, an object of pass@K keys and numbers or nulls"
     if not isinstance(report.get("label", ""), str):
         return "its label is not text"

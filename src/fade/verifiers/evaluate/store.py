@@ -19,8 +19,22 @@ from fade.atomic import atomic_write
 
 from .inputs import Sample
 
-__all__ = ["LOCK", "PASSK_PNG", "PROBLEMS", "REPORT", "RUN", "SCORES", "append_scores", "atomic_write_text", "check_reused",
-           "check_settings", "folder_lock", "load_scores", "own_file", "write_run"]
+__all__ = [
+    "LOCK",
+    "PASSK_PNG",
+    "PROBLEMS",
+    "REPORT",
+    "RUN",
+    "SCORES",
+    "append_scores",
+    "atomic_write_text",
+    "check_reused",
+    "check_settings",
+    "folder_lock",
+    "load_scores",
+    "own_file",
+    "write_run",
+]
 
 SCORES, RUN, REPORT, PROBLEMS, PASSK_PNG = "scores.jsonl", "run.json", "report.json", "problems.jsonl", "passk.png"
 LOCK = ".lock"
@@ -99,20 +113,26 @@ def load_scores(path: Path) -> dict[tuple[str, int], dict]:
     return scores
 
 
-def check_reused(done: dict[tuple[str, int], dict], samples: list[Sample], scores_path: Path, samples_file: str) -> None:
+def check_reused(
+    done: dict[tuple[str, int], dict], samples: list[Sample], scores_path: Path, samples_file: str
+) -> None:
     """Refuse scores of ``scores_path`` that are not for the samples as they are now: a sample the
     file no longer has, another completion, or a completion scored against another reference."""
     wanted = {(s.problem, s.index): s for s in samples}
     for key, rec in done.items():
         sample = wanted.get(key)
         if sample is None:
-            raise ValueError(f"{scores_path} scores problem {key[0]} sample {key[1]}, which {samples_file} does not have: "
-                             "the samples file changed; use another --out")
+            raise ValueError(
+                f"{scores_path} scores problem {key[0]} sample {key[1]}, which {samples_file} does not have: "
+                "the samples file changed; use another --out"
+            )
         if rec.get("completion_sha") != sample.sha:
             raise ValueError(f"{scores_path} scores a different completion for problem {key[0]} sample {key[1]} "
                              f"(line {sample.where}): the samples file changed; use another --out")
         if rec.get("reference_sha") != sample.reference_sha:
-            was = "no reference hash (written by an earlier fade)" if "reference_sha" not in rec else "another reference"
+            was = (
+                "no reference hash (written by an earlier fade)" if "reference_sha" not in rec else "another reference"
+            )
             raise ValueError(f"{scores_path} scored problem {key[0]} sample {key[1]} against {was}: its gold answer or "
                              f"tests (line {sample.where}, or --problems) changed since; use another --out")
 
@@ -166,7 +186,9 @@ def folder_lock(out: Path) -> Iterator[None]:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
     except OSError as exc:  # a link made since the check above (ELOOP), or no permission
-        raise ValueError(f"{path} cannot be opened as fade eval's lock file ({exc.strerror}); choose another --out") from None
+        raise ValueError(
+            f"{path} cannot be opened as fade eval's lock file ({exc.strerror}); choose another --out"
+        ) from None
     try:
         own_file(path, "lock file")
         held = os.pread(fd, 64, 0)

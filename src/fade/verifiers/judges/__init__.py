@@ -88,7 +88,9 @@ def judge_for(suite: TestSuite, name: str = "auto") -> Judge:
         if (judge.kind == "check") != (suite.check is not None):
             wanted = "a check program (test + entry_point, or test_list)" if judge.kind == "check" else \
                 "input/output or call-based tests"
-            raise ValueError(f"judge {name} reads {wanted}; this problem has {', '.join(sorted(present)) or 'no tests'}")
+            raise ValueError(
+                f"judge {name} reads {wanted}; this problem has {', '.join(sorted(present)) or 'no tests'}"
+            )
         if judge.kind == "check" and suite.check.get("style") != name:
             raise ValueError(f"judge {name} cannot judge a {suite.check.get('style')} problem (its fields: "
                              f"{', '.join(sorted(present))})")

@@ -145,8 +145,11 @@ class Judge:
         status = record.get("status") or {}
         if "result" not in status:
             got = status.get("result_repr", "no return value")
-            return "wrong_answer", {"expected": excerpt(expected), "got": excerpt(got),
-                                    "note": "the return value cannot be sent back (not JSON in fade's rules, or circular)"}
+            return "wrong_answer", {
+                "expected": excerpt(expected),
+                "got": excerpt(got),
+                "note": "the return value cannot be sent back (not JSON in fade's rules, or circular)",
+            }
         try:
             got = self.returned(status)
         except ValueError as exc:  # the supervisor refuses these first: only a report it did not check
@@ -175,7 +178,9 @@ class Judge:
 
     # -- the records ---------------------------------------------------------------------------
 
-    def passes_after(self, reason: str, record: dict[str, Any], expected: Any, suite: TestSuite, tolerance: float) -> bool:
+    def passes_after(
+        self, reason: str, record: dict[str, Any], expected: Any, suite: TestSuite, tolerance: float
+    ) -> bool:
         """Whether a test whose run ended with ``reason`` (a crash, a limit) passes all the same."""
         return False
 

@@ -74,12 +74,16 @@ class CodeContests(Judge):
         return RunOptions(stop_on_failure=False)
 
     def call_test(self, case: TestCase) -> tuple[Any, Any]:
-        raise ValueError("CodeContests has input/output tests only: the codecontests judge cannot judge call-based tests")
+        raise ValueError(
+            "CodeContests has input/output tests only: the codecontests judge cannot judge call-based tests"
+        )
 
     def stdout_match(self, got: str, expected: str, tolerance: float) -> bool:
         return codecontests_match(got, expected)
 
-    def passes_after(self, reason: str, record: dict[str, Any], expected: Any, suite: TestSuite, tolerance: float) -> bool:
+    def passes_after(
+        self, reason: str, record: dict[str, Any], expected: Any, suite: TestSuite, tolerance: float
+    ) -> bool:
         # C3: the output decides, however the program ended.
         return reason in ("runtime_error", "time_limit", "memory_limit") and suite.call is None \
             and self.stdout_match(record.get("stdout", ""), expected, tolerance)

@@ -135,7 +135,9 @@ class LiveCodeBench(Judge):
             out = case.raw_output
             want = lcb_json(out) if isinstance(out, str) else (case.expected if out is None else out)
         except ValueError as exc:
-            raise ValueError(f"LiveCodeBench could not read a call-based test ({exc}): every program fails it") from None
+            raise ValueError(
+                f"LiveCodeBench could not read a call-based test ({exc}): every program fails it"
+            ) from None
         return args, want
 
     def stdout_match(self, got: str, expected: str, tolerance: float) -> bool:

@@ -41,7 +41,9 @@ def taco_std_versions(code: str) -> tuple[str, str]:
     for x, k in zip(lines, kinds):
         if k == 0 and not started:
             run += TACO_PRELUDE + "\nstdin = sys.stdin\nstdout = sys.stdout\n" + f"{x}\n"
-            compiled += TACO_PRELUDE + star + "\nstdin = sys.stdin\nstdout = sys.stdout\n" + "def code():\n" + f"\t{x}\n"
+            compiled += (
+                TACO_PRELUDE + star + "\nstdin = sys.stdin\nstdout = sys.stdout\n" + "def code():\n" + f"\t{x}\n"
+            )
             started = True
         else:
             run += f"{x}\n"
@@ -107,7 +109,12 @@ def _int_keys(value: Any) -> Any:
 
     if isinstance(value, dict) and (converted := intkeys(value)) is not None:
         value = [converted]
-    if isinstance(value, list) and value and isinstance(value[0], dict) and (converted := intkeys(value[0])) is not None:
+    if (
+        isinstance(value, list)
+        and value
+        and isinstance(value[0], dict)
+        and (converted := intkeys(value[0])) is not None
+    ):
         value = [converted]
     return value
 

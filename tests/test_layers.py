@@ -146,6 +146,37 @@ def test_the_verifiers_draw_nothing():
     assert not drawing, "\n".join(drawing)
 
 
+#: What drawing means to the test below: matplotlib, or the plotting helpers that wrap it.
+DRAWING = ("fade.plots", "fade.testbed.axes")
+#: What scoring means: the verifiers, and the testbed modules that sample, evaluate or verify.
+SCORING = ("fade.verifiers", "fade.testbed.evaluation", "fade.testbed.sampling", "fade.testbed.policy",
+           "fade.testbed.tasks")
+
+
+def _imports_matplotlib(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+        if any(n.split(".")[0] == "matplotlib" for n in names):
+            return True
+    return False
+
+
+def test_no_module_both_draws_and_scores(graph):
+    # A figure is drawn from numbers a scoring module already returned: no module outside the
+    # command line (which runs one, then the other) imports both a drawing and a scoring module.
+    modules = _modules()
+    mixed = []
+    for module, targets in sorted(graph.items()):
+        if _layer(module) == "cli":
+            continue
+        draws = _imports_matplotlib(modules[module][0]) or any(t.startswith(DRAWING) for t in targets)
+        scores = sorted(t for t in targets if t.startswith(SCORING))
+        if draws and scores:
+            mixed.append(f"{module} draws and imports {', '.join(scores)}")
+    assert not mixed, "\n".join(mixed)
+
+
 def test_the_core_imports_torch_and_numpy_only():
     code = (
         "import sys, fade; "

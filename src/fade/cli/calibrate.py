@@ -35,7 +35,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import_testbed()
     from fade.atomic import write_json_atomic
-    from fade.experiments.calibrate import calibrate, draw_calibration, regime_checks
+    from fade.experiments.calibrate import calibrate, regime_checks
+    from fade.experiments.figures import draw_calibration
 
     config = options.from_args(CalibrateConfig, args)
     settings = dataclasses.asdict(config)

@@ -6,7 +6,9 @@ either, and a task with one answer per problem cannot show diversity. :func:`cal
 the base policy on training and test prompts of a task and measures what decides that: the base
 pass@1 per difficulty bucket, the spread of per-prompt solve rates over training prompts, and
 the number of distinct correct answers the problems admit. :func:`regime_checks` states the
-experiment's requirements on those numbers and whether they hold.
+experiment's requirements on those numbers and whether they hold. The figure ``fade calibrate``
+writes is drawn from the returned :class:`Calibration` by
+:func:`fade.experiments.figures.draw_calibration`; this module draws nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ import numpy as np
 from fade.options import option
 from fade.testbed.tasks import TASKS
 
-__all__ = ["CalibrateConfig", "Calibration", "RegimeCheck", "calibrate", "draw_calibration", "regime_checks"]
+__all__ = ["CalibrateConfig", "Calibration", "RegimeCheck", "calibrate", "regime_checks"]
 
 #: Requirements of the calibrated regime: the hardest bucket's base pass@1 lies in this range
 #: (hard, but not beyond reach: a centred estimator needs some successes in a group) ...
@@ -183,35 +184,3 @@ def calibrate(
         train_buckets=[p.difficulty for p in train],
         mean_solutions=None if mean_solutions is None or math.isnan(mean_solutions) else mean_solutions,
     )
-
-
-def draw_calibration(cal: Calibration, path: str | Path) -> Path:
-    """Two panels: the base pass@1 per bucket, and the spread of per-prompt solve rates over
-    training prompts with the regime's middle range shaded."""
-    from fade.testbed.axes import REPORT_DPI, headless_pyplot
-
-    plt = headless_pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), constrained_layout=True)
-    try:
-        buckets = sorted(cal.pass1_by_bucket)
-        left.bar([str(b) for b in buckets], [cal.pass1_by_bucket[b] for b in buckets], color="tab:blue")
-        lo, hi = HARDEST_PASS1
-        left.axhspan(lo, hi, color="0.85", zorder=0, label=f"hardest bucket's range [{lo}, {hi}]")
-        left.set_xlabel("difficulty bucket (test prompts)")
-        left.set_ylabel("base pass@1")
-        left.legend(fontsize=8, frameon=False)
-        rates = np.asarray(cal.train_solve_rates)
-        right.hist(rates, bins=np.linspace(0, 1, 33), color="tab:green")
-        right.axvspan(
-            *MID_RANGE, color="0.85", zorder=0, label=f"{cal.mid_fraction:.0%} of prompts in {list(MID_RANGE)}"
-        )
-        right.set_xlabel(f"base solve rate per training prompt ({cal.samples} samples)")
-        right.set_ylabel("prompts")
-        right.legend(fontsize=8, frameon=False)
-        solutions = "" if cal.mean_solutions is None else f", {cal.mean_solutions:.2f} distinct answers per problem"
-        fig.suptitle(f"{cal.task}: where the base policy starts{solutions}", fontsize=11)
-        out = Path(path)
-        fig.savefig(out, dpi=REPORT_DPI)
-    finally:
-        plt.close(fig)
-    return out

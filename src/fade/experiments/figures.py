@@ -15,9 +15,11 @@
 - :func:`draw_bucket_gains`: pass@1 gain per difficulty bucket for each Power(alpha).
 - :func:`draw_controls`: FADE against the entropy controls, every arm in one figure: the final
   pass@k against k and the training entropy against step.
+- :func:`draw_calibration`: where a base policy starts (``fade calibrate``): its pass@1 per bucket
+  and the spread of its per-prompt solve rates.
 
 Figures are drawn at the testbed report's dpi with fixed panel sizes; smoothing, the plotting
-backend and the axis styling come from :mod:`fade.testbed.report`, the moving average and the
+backend and the axis styling come from :mod:`fade.testbed.axes`, the moving average and the
 peak evaluation from :mod:`fade.testbed.runlog`.
 """
 
@@ -37,10 +39,12 @@ from fade.testbed.axes import REPORT_DPI, finish_axes, headless_pyplot, panel_gr
 from fade.testbed.runlog import moving_average, peak_eval_index
 from fade.testbed.summary import FORMULA_TERMS, SIGN_CLASSES
 
+from .calibrate import HARDEST_PASS1, MID_RANGE, Calibration
 from .runs import SweepRun
 
 __all__ = [
     "colours",
+    "draw_calibration",
     "draw_atlas",
     "draw_bucket_gains",
     "draw_controls",
@@ -412,3 +416,33 @@ def draw_controls(arms: Sequence[tuple[str, object, list[SweepRun]]], path: str 
         return _save(fig, Path(path))
     finally:
         plt.close(fig)
+
+
+def draw_calibration(cal: Calibration, path: str | Path) -> Path:
+    """Two panels: the base pass@1 per bucket, and the spread of per-prompt solve rates over
+    training prompts with the regime's middle range shaded."""
+    plt = headless_pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), constrained_layout=True)
+    try:
+        buckets = sorted(cal.pass1_by_bucket)
+        left.bar([str(b) for b in buckets], [cal.pass1_by_bucket[b] for b in buckets], color="tab:blue")
+        lo, hi = HARDEST_PASS1
+        left.axhspan(lo, hi, color="0.85", zorder=0, label=f"hardest bucket's range [{lo}, {hi}]")
+        left.set_xlabel("difficulty bucket (test prompts)")
+        left.set_ylabel("base pass@1")
+        left.legend(fontsize=8, frameon=False)
+        rates = np.asarray(cal.train_solve_rates)
+        right.hist(rates, bins=np.linspace(0, 1, 33), color="tab:green")
+        right.axvspan(
+            *MID_RANGE, color="0.85", zorder=0, label=f"{cal.mid_fraction:.0%} of prompts in {list(MID_RANGE)}"
+        )
+        right.set_xlabel(f"base solve rate per training prompt ({cal.samples} samples)")
+        right.set_ylabel("prompts")
+        right.legend(fontsize=8, frameon=False)
+        solutions = "" if cal.mean_solutions is None else f", {cal.mean_solutions:.2f} distinct answers per problem"
+        fig.suptitle(f"{cal.task}: where the base policy starts{solutions}", fontsize=11)
+        out = Path(path)
+        fig.savefig(out, dpi=REPORT_DPI)
+    finally:
+        plt.close(fig)
+    return out

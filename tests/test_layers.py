@@ -132,17 +132,24 @@ def test_no_import_cycle(graph):
     assert not cycles, f"import cycles: {cycles}"
 
 
+def _matplotlib_imports(path: Path) -> list[tuple[int, str]]:
+    """Each import of matplotlib in the file, at the top or inside a function: (line, module)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+        found += [(node.lineno, n) for n in names if n.split(".")[0] == "matplotlib"]
+    return found
+
+
 def test_the_verifiers_draw_nothing():
     # Drawing is the plotting layer's (fade eval's pass@k figure is fade.plots.draw_eval_passk):
     # no verifiers module imports matplotlib, at the top or inside a function.
-    drawing = []
-    for path in sorted((SRC / "verifiers").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
-            drawing += [
-                f"{path.relative_to(SRC)}:{node.lineno} imports {n}" for n in names if n.split(".")[0] == "matplotlib"
-            ]
+    drawing = [
+        f"{path.relative_to(SRC)}:{line} imports {name}"
+        for path in sorted((SRC / "verifiers").rglob("*.py"))
+        for line, name in _matplotlib_imports(path)
+    ]
     assert not drawing, "\n".join(drawing)
 
 
@@ -153,15 +160,6 @@ SCORING = ("fade.verifiers", "fade.testbed.evaluation", "fade.testbed.sampling",
            "fade.testbed.tasks")
 
 
-def _imports_matplotlib(path: Path) -> bool:
-    for node in ast.walk(ast.parse(path.read_text())):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-            [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
-        if any(n.split(".")[0] == "matplotlib" for n in names):
-            return True
-    return False
-
-
 def test_no_module_both_draws_and_scores(graph):
     # A figure is drawn from numbers a scoring module already returned: no module outside the
     # command line (which runs one, then the other) imports both a drawing and a scoring module.
@@ -170,7 +168,7 @@ def test_no_module_both_draws_and_scores(graph):
     for module, targets in sorted(graph.items()):
         if _layer(module) == "cli":
             continue
-        draws = _imports_matplotlib(modules[module][0]) or any(t.startswith(DRAWING) for t in targets)
+        draws = bool(_matplotlib_imports(modules[module][0])) or any(t.startswith(DRAWING) for t in targets)
         scores = sorted(t for t in targets if t.startswith(SCORING))
         if draws and scores:
             mixed.append(f"{module} draws and imports {', '.join(scores)}")

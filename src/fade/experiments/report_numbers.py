@@ -31,7 +31,21 @@ from .stats import (
     pooled_paired_sd,
 )
 
-__all__ = ["POWER", "md_table", "results_json", "verdict_count", "verdict_table"]
+__all__ = [
+    "POWER",
+    "check_lines",
+    "interval_verdicts",
+    "md_table",
+    "minimum_detectable",
+    "num",
+    "numbers",
+    "paired",
+    "reads_peaks",
+    "results_json",
+    "verdict_count",
+    "verdict_table",
+    "version",
+]
 
 #: The power at which the report states the minimum detectable difference (the usual 80%).
 POWER = 0.8

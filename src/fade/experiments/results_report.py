@@ -344,6 +344,8 @@ def write_report(
 
     verdict_rows = [(s, v) for s in sections for v in s.verdicts]
     paired = report_numbers.paired(verdict_rows)
+    # the design's minimum detectable difference per task: stated in the README and in results.json
+    detectable = {task: m for task in tasks if (m := report_numbers.minimum_detectable(task, summaries))}
     spread_rule = (  # follows "a claim that X "
         f"exceeds Y is **{SUPPORTED}** when X's seed mean is above Y's and the intervals mean ± std do "
         f"not overlap, **{NOT_SUPPORTED}** when the opposite ordering holds with non-overlapping intervals, and "
@@ -378,9 +380,7 @@ def write_report(
             "standard deviation over seeds. " + glossary,
             "",
         ]
-        mdd = [(task, report_numbers.minimum_detectable(task, summaries)) for task in tasks]
-        mdd = [(task, m) for task, m in mdd if m]
-        if mdd:
+        if detectable:
             lines += [
                 f"Minimum detectable pass@1 difference of this design (paired, two-sided 95%, power "
                 f"{POWER:.0%}: (t_0.975 + t_{POWER}) · SD / √n with t on n − 1 degrees of freedom, SD the observed "
@@ -390,7 +390,7 @@ def write_report(
                 "a guide, not a guarantee):",
                 "",
             ]
-            lines += [f"- {task}: {m['text']}" for task, m in mdd] + [""]
+            lines += [f"- {task}: {m['text']}" for task, m in detectable.items()] + [""]
 
     if verdict_rows:
         summary = Table(["task", "claim", "verdict"])
@@ -525,9 +525,7 @@ def write_report(
     computed = report_numbers.interval_verdicts(sections)
     design = {
         "rule": "paired" if paired else "spread",
-        "minimum_detectable_pass1": {
-            task: m for task in tasks if (m := report_numbers.minimum_detectable(task, summaries))
-        },
+        "minimum_detectable_pass1": detectable,
         "intervals": {"computed": len(computed), "distinct": len({report_numbers.numbers(v) for v in computed})},
         "copies": [{"task": task, "arms": list(arms)} for task, arms in copied],
         "fixed": preset.design,

@@ -37,6 +37,8 @@ def test_the_demo_is_seed_0_of_two_paper_preset_runs_unchanged():
             f.name: f.default for f in dataclasses.fields(TrainConfig) if f.name in planned and f.name not in shipped
         }
         assert since == {
+            "difficulties": None,
+            "train_pool": None,
             "filter_zero_variance": False,
             "filter_max_draws": 10,
             "policy_loss": "ppo_clip",

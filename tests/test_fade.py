@@ -117,6 +117,77 @@ def test_ema_moves_at_the_configured_rate(ema):
     assert est.h_hat == pytest.approx((1 - ema) * 2.0 + ema * 1.0)
 
 
+# p_start: where p_hat starts. Batches of four rollouts with solve rates 0.25, 0.75, 0.25 at ema 0.5, by hand:
+# from p_init 0.5, p_hat = 0.5 * 0.5 + 0.5 * 0.25 = 0.375, then 0.5625, then 0.40625; debiased (m_0 = 0,
+# m_t = 0.5 m_{t-1} + 0.5 x_t, p_hat_t = m_t / (1 - 0.5^t)): m = 0.125, 0.4375, 0.34375 over the weights 0.5,
+# 0.75, 0.875, so p_hat = 0.25, 7/12, 11/28. alpha = min(3 (1 - p_hat) / (2 p_hat), 3), at least 1.
+_RATES = ([1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0])
+_BY_HAND = {
+    "p_init": {"p_hat": [0.375, 0.5625, 0.40625], "alpha": [2.5, 7 / 6, 57 / 26], "p_weight": [None] * 3},
+    "debiased": {"p_hat": [0.25, 7 / 12, 11 / 28], "alpha": [3.0, 15 / 14, 51 / 22], "p_weight": [0.5, 0.75, 0.875]},
+}
+
+
+@pytest.mark.parametrize("p_start", ["p_init", "debiased"])
+def test_p_start_by_hand(p_start):
+    est = fade.estimator("fade", ema=0.5, p_start=p_start)
+    assert est.p_hat == 0.5 and est.p_weight == (None if p_start == "p_init" else 0.0)  # before any batch: p_init
+    seen = {"p_hat": [], "alpha": [], "p_weight": []}
+    for r in _RATES:
+        est(r, 4)
+        seen["p_hat"].append(est.last["p_hat"])
+        seen["alpha"].append(est.last["alpha"])
+        seen["p_weight"].append(est.p_weight)
+        assert est.last["p_hat"] == est.p_hat  # the batch is weighed with its own solve rate in p_hat
+    want = _BY_HAND[p_start]
+    assert seen["p_hat"] == pytest.approx(want["p_hat"], rel=1e-15)
+    assert seen["alpha"] == pytest.approx(want["alpha"], rel=1e-15)
+    assert seen["p_weight"] == want["p_weight"]
+    assert list(est.last)[:3] == ["alpha", "delta", "p_hat"]  # the schedule's log is the same for both starts
+
+
+def test_debiased_p_hat_is_the_first_batchs_solve_rate_so_a_hard_start_gets_hard_focus():
+    """At the paper's ema 0.02, a first batch solving 1 in 8 weighs with alpha 1.55 from p_init 0.5 (p_hat =
+    0.98 * 0.5 + 0.02 * 0.125 = 0.4925), and with alpha_max debiased (p_hat = 0.125: 3 * 0.875 / 0.25 = 10.5)."""
+    r = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    default, debiased = fade.estimator("fade"), fade.estimator("fade", p_start="debiased")
+    default(r, 8)
+    debiased(r, 8)
+    assert default.p_hat == pytest.approx(0.4925, rel=1e-15)
+    assert default.last["alpha"] == pytest.approx(3 * 0.5075 / 0.985, rel=1e-15)
+    assert debiased.p_hat == 0.125 and debiased.p_weight == 0.02 and debiased.last["alpha"] == 3.0
+    for _ in range(1000):  # the correction fades: the weight on the observed rates goes to 1
+        default(r, 8)
+        debiased(r, 8)
+    assert debiased.p_weight == pytest.approx(1 - 0.98**1001, rel=1e-12)
+    assert debiased.p_hat == pytest.approx(0.125, rel=1e-12) and default.p_hat == pytest.approx(0.125, rel=1e-8)
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_with_ema_one_both_starts_are_the_last_solve_rate(name):
+    runs = []
+    for p_start in ("p_init", "debiased"):
+        est = _make(name, ema=1.0, p_start=p_start)
+        est.observe(entropy=1.0)
+        for seed in range(4):
+            est(_batch(seed), 8)
+        runs.append(dict(est.last))
+    assert runs[0] == runs[1]
+
+
+def test_a_state_saved_with_one_p_start_is_refused_by_the_other():
+    debiased = fade.estimator("fade", p_start="debiased")
+    debiased([1.0, 0.0, 1.0, 1.0], 4)
+    state = debiased.state_dict()
+    assert state["p_weight"] == 0.02
+    with pytest.raises(ValueError, match=r"p_weight is 0.02, a state saved with p_start='debiased', but this "
+                                         r"estimator has p_start='p_init'"):
+        fade.estimator("fade").load_state_dict(state)
+    fresh = fade.estimator_from_spec("fade:p_start=debiased")  # every engine reads it from the spec
+    fresh.load_state_dict(state)
+    assert fresh.state_dict() == state and fresh.p_hat == 0.75
+
+
 def test_alpha_formula_and_delta_formula():
     est = fade.estimator("fade", ema=1.0, h_star=1.0)
     r = torch.tensor([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])  # p = 1/8
@@ -218,13 +289,14 @@ def _apply(est, call):
 
 
 @settings(max_examples=40, deadline=None)
-@given(name=st.sampled_from(VARIANTS), history=calls, future=calls)
-def test_state_round_trip_is_exact(name, history, future):
-    est = _make(name, rank_guard=0.7)
+@given(name=st.sampled_from(VARIANTS), p_start=st.sampled_from(["p_init", "debiased"]), history=calls,
+       future=calls)
+def test_state_round_trip_is_exact(name, p_start, history, future):
+    est = _make(name, rank_guard=0.7, p_start=p_start)
     for c in history:
         _apply(est, c)
     saved = copy.deepcopy(est.state_dict())
-    resumed = _make(name, rank_guard=0.7)
+    resumed = _make(name, rank_guard=0.7, p_start=p_start)
     resumed.load_state_dict(saved)
     assert resumed.state_dict() == est.state_dict()
     for c in future:
@@ -237,13 +309,15 @@ def test_state_round_trip_is_exact(name, history, future):
     assert resumed.state_dict() == est.state_dict()
 
 
-def test_state_survives_json():
+@pytest.mark.parametrize("p_start", ["p_init", "debiased"])
+def test_state_survives_json(p_start):
     import json
 
-    est = fade.estimator("fade")
+    est = fade.estimator("fade", p_start=p_start)
     est.observe(entropy=1.3)
     est(_batch(1), 8)
-    restored = fade.estimator("fade")
+    est(_batch(2), 8)
+    restored = fade.estimator("fade", p_start=p_start)
     restored.load_state_dict(json.loads(json.dumps(est.state_dict())))
     assert restored.state_dict() == est.state_dict()
 
@@ -275,6 +349,8 @@ def test_h_star_before_any_entropy_raises_when_ratio_based():
         ({"ema": 2.0}, "ema"),
         ({"baseline": "prompt"}, "baseline"),
         ({"p_init": 1.5}, "p_init"),
+        ({"p_start": "zero"}, r"p_start must be 'p_init' \(p_hat starts at p_init\) or 'debiased' .* got 'zero'"),
+        ({"p_start": None}, r"p_start must be .* got None"),
         ({"h_star": -1.0}, "h_star"),
         ({"gamma": 1.0}, "unknown parameter"),
     ],
@@ -378,6 +454,7 @@ _GOOD = {"p_hat": 0.4, "h_hat": 1.2, "h_first": 1.5, "h_star": 0.75, "step": 7, 
         ({"h_first": float("inf")}, r"h_first must be"),
         ({"h_star": "0.5"}, r"h_star must be"),
         ({"rank1_share": 1.5}, r"rank1_share must be .* in \[0, 1\]"),
+        ({"p_weight": 1.5}, r"p_weight must be the weight of the observed solve rates, in \[0, 1\], or None, got 1.5"),
         ({"step": True}, r"step must be an integer"),
         ({"step": -1}, r"step must be an integer"),
         ({"step": 2.0}, r"step must be an integer"),
@@ -487,20 +564,27 @@ _OLD_NEXT_LAST = {
 def test_a_state_dict_written_before_the_state_record_loads_and_goes_on_as_it_did():
     import json
 
+    # The state saved today adds p_weight, None for p_hat's start at p_init (the p_start of that code).
+    now = _OLD_STATE | {"p_weight": None}
     old = fade.estimator("fade", ema=0.5, rank_guard=0.8)
     old.load_state_dict(json.loads(json.dumps(_OLD_STATE)))
-    assert old.state_dict() == _OLD_STATE and list(old.state_dict()) == list(_OLD_STATE)
+    assert old.state_dict() == now and list(old.state_dict()) == list(now)
     adv = old(torch.tensor([1.0, 0, 0, 0, 1, 1, 1, 0], dtype=torch.float64), 4)
     assert adv.tolist() == _OLD_NEXT_ADV
     assert old.last == _OLD_NEXT_LAST and list(old.last) == list(_OLD_NEXT_LAST)
-    assert old.state_dict() == _OLD_STATE | {"p_hat": 0.4453125, "step": 4}
+    assert old.state_dict() == now | {"p_hat": 0.4453125, "step": 4}
     # ... and the same history today reaches that state.
     est = fade.estimator("fade", ema=0.5, rank_guard=0.8)
     for step, entropy in enumerate([1.5, 0.6, 0.3]):
         est.observe(entropy=entropy, step=step)
         est(torch.tensor(_OLD_BATCH, dtype=torch.float64), 4)
     est.observe(rank1_share=0.25)
-    assert est.state_dict() == _OLD_STATE
+    assert est.state_dict() == now
+    # A state saved before p_start existed is a p_init one: a debiased estimator refuses it.
+    debiased = fade.estimator("fade", ema=0.5, rank_guard=0.8, p_start="debiased")
+    with pytest.raises(ValueError, match=r"p_weight is None, a state saved with p_start='p_init', but this "
+                                         r"estimator has p_start='debiased'"):
+        debiased.load_state_dict(_OLD_STATE)
 
 
 def test_the_state_record_is_frozen_valid_and_holds_the_state_dicts_keys():
@@ -547,13 +631,13 @@ def test_the_states_fields_read_through_the_estimator_and_change_only_as_a_recor
 
 
 @settings(max_examples=40, deadline=None)
-@given(name=st.sampled_from(VARIANTS), history=calls)
-def test_the_estimator_is_its_pure_functions_folded_over_its_calls(name, history):
+@given(name=st.sampled_from(VARIANTS), p_start=st.sampled_from(["p_init", "debiased"]), history=calls)
+def test_the_estimator_is_its_pure_functions_folded_over_its_calls(name, p_start, history):
     """init, observe, update and the formula at the knobs, applied by hand, give every call's
     advantages, knobs and state; schedule gives the knobs of any state."""
     from fade.adaptive import init, observe, schedule, update
 
-    est = _make(name, rank_guard=0.7)
+    est = _make(name, rank_guard=0.7, p_start=p_start)
     mode = fade.spec(name).schedule
     state = init(est.params)
     for kind, value in history:

@@ -7,6 +7,7 @@ import dataclasses
 import errno
 import json
 import os
+import re
 import shutil
 import tempfile
 
@@ -93,6 +94,8 @@ def _one_error_line(capsys) -> str:
         ({"max_new_tokens": 3}, "max_new_tokens: null -> 3"),
         ({"eval_prompts": 4}, "eval_prompts: 0 -> 4"),
         ({"optimizer": "sgd"}, "optimizer: adamw -> sgd"),
+        ({"train_pool": 4}, "train_pool: null -> 4"),
+        ({"difficulties": [2, 3]}, "difficulties: null -> [2, 3]"),
     ],
 )
 def test_resume_refuses_a_setting_that_changes_the_run(change, shown, run, tiny_model):
@@ -148,6 +151,34 @@ def test_a_checkpoint_from_before_the_optimizer_setting_reads_as_adamw(run, tiny
     (record,) = [json.loads(line) for line in (run / "resumes.jsonl").read_text().splitlines()]
     record["changed"].pop("out")
     assert record == {"step": 2, "changed": {"steps": [2, 3]}}  # the default is no change
+
+
+def test_a_checkpoint_from_before_the_pool_and_the_buckets_resumes_with_neither(run, tiny_model):
+    state = load_checkpoint(run / "checkpoint.pt")
+    for key in ("train_pool", "difficulties"):
+        del state["config"][key]
+    save_checkpoint(run / "checkpoint.pt", state)
+    with pytest.raises(ValueError, match=r"difficulties: null -> \[1\], train_pool: null -> 4"):
+        train(_config(run, tiny_model, steps=3, train_pool=4, difficulties=[1]), resume=True)
+    train(_config(run, tiny_model, steps=3), resume=True)
+    (record,) = [json.loads(line) for line in (run / "resumes.jsonl").read_text().splitlines()]
+    record["changed"].pop("out")
+    assert record == {"step": 2, "changed": {"steps": [2, 3]}}  # the defaults are no change
+
+
+def test_a_run_with_a_pool_and_buckets_resumes_exactly_and_refuses_another_pool(tiny_model, tmp_path):
+    kw = dict(estimator="fade", estimator_args={"p_start": "debiased"}, train_pool=4, difficulties=[2, 3])
+    train(_config(tmp_path / "whole", tiny_model, steps=3, **kw))
+    train(_config(tmp_path / "split", tiny_model, steps=2, **kw))
+    for change, shown in (({"train_pool": 6}, "train_pool: 4 -> 6"),
+                          ({"difficulties": [2]}, "difficulties: [2, 3] -> [2]"),
+                          ({"estimator_args": {}}, 'estimator_args: {"p_start": "debiased"} -> {}')):
+        with pytest.raises(ValueError, match=re.escape(shown)):
+            train(_config(tmp_path / "split", tiny_model, steps=3, **{**kw, **change}), resume=True)
+    train(_config(tmp_path / "split", tiny_model, steps=3, **kw), resume=True)
+    assert _metrics(tmp_path / "whole") == _metrics(tmp_path / "split")
+    whole, split = (load_checkpoint(tmp_path / name / "checkpoint.pt") for name in ("whole", "split"))
+    assert whole["estimator"] == split["estimator"] and whole["estimator"]["p_weight"] > 0
 
 
 @pytest.fixture

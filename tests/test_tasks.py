@@ -352,6 +352,26 @@ def test_draws_are_stratified_with_the_remainder_in_the_lowest_buckets(name):
     assert len({p.difficulty for p in task.problems("train", 12, seed=2)[:6]}) > 1  # shuffled
 
 
+@pytest.mark.parametrize("name", sorted(TASK_OBJECTS))
+def test_a_draw_within_difficulties_is_stratified_over_those_buckets_alone(name):
+    task = TASK_OBJECTS[name]
+    assert Counter(p.difficulty for p in task.problems("train", 10, seed=1, difficulties=[2, 4])) == {2: 5, 4: 5}
+    assert Counter(p.difficulty for p in task.problems("test", 7, seed=1, difficulties=(3,))) == {3: 7}
+    # every bucket named is the draw without a selection, seed for seed
+    assert task.problems("train", 10, seed=1, difficulties=[1, 2, 3, 4]) == task.problems("train", 10, seed=1)
+    assert task.problems("train", 10, seed=1, difficulties=[4, 2, 2]) == task.problems("train", 10, seed=1,
+                                                                                       difficulties=[2, 4])
+    if name == "countdown":
+        whole = task.problems("test", difficulties=[1])
+        assert whole and {p.difficulty for p in whole} == {1}
+
+
+@pytest.mark.parametrize("bad", [[5], [0, 1], [], "2", [True], [2.0]])
+def test_difficulties_outside_the_tasks_buckets_are_refused_naming_them(bad):
+    with pytest.raises(ValueError, match=r"difficulties must be buckets of task 'countdown' \(1, 2, 3, 4\), got "):
+        COUNTDOWN.problems("train", 4, difficulties=bad)
+
+
 def test_duplicates_only_once_a_bucket_is_exhausted():
     assert len({p.id for p in COUNTDOWN.problems("test", 400, seed=5)}) == 400
     drawn = ARITHMETIC.problems("train", 2000, seed=5)

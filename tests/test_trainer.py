@@ -14,10 +14,11 @@ import torch
 
 import fade
 from fade.testbed import checkpoint as ckpt_module
+from fade.testbed import session
 from fade.testbed.checkpoint import JsonlLog, compress_log, compress_logs, load_checkpoint, save_checkpoint
 from fade.testbed.datasets import VERIFIERS
-from fade.testbed.runlog import load_run, log_path, read_jsonl, read_log_bytes
-from fade.testbed.tasks import Verdict
+from fade.testbed.runlog import load_run, log_path, logged_buckets, read_jsonl, read_log_bytes
+from fade.testbed.tasks import ArithmeticTask, Verdict, get_task
 from fade.testbed.trainer import OPTIMIZERS, TrainConfig, token_covariance, train
 
 # The metrics.jsonl keys the README's testbed section promises for every step.
@@ -163,12 +164,115 @@ def test_refuses_to_overwrite_a_run_and_to_resume_nothing(tiny_model, tmp_path):
         ("adam_beta2", 1.0, "adam_beta2"),
         ("adam_eps", -1e-8, "adam_eps"),
         ("optimizer", "adam", "optimizer must be one of 'adamw', 'sgd', got 'adam'"),
+        ("train_pool", 0, r"train_pool must be a positive integer \(or None for the whole train split\), got 0"),
+        ("train_pool", True, r"train_pool must be a positive integer .* got True"),
+        ("train_pool", 3, r"--train-pool 3 is smaller than --prompts-per-step 4: each step draws that many distinct "
+                          r"problems from the pool; use a pool of at least 4"),
+        ("difficulties", [5], r"difficulties must be buckets of task 'arithmetic' \(1, 2, 3, 4\), got \[5\]"),
+        ("difficulties", [], r"difficulties must be a non-empty list of bucket numbers .* got \[\]"),
+        ("difficulties", "2", r"difficulties must be a non-empty list of bucket numbers .* got '2'"),
+        ("difficulties", [3, 2], r"difficulties must name each bucket once, in increasing order, got \[3, 2\]"),
+        ("difficulties", [2, 2], r"difficulties must name each bucket once, in increasing order, got \[2, 2\]"),
     ],
 )
 def test_bad_config_is_a_clear_error(field, value, match, tiny_model, tmp_path):
     with pytest.raises(ValueError, match=match):
         train(_config(tmp_path / "x", tiny_model, **{field: value}))
     assert not (tmp_path / "x").exists()  # refused before the run's folder is made
+
+
+def test_a_pool_the_split_cannot_fill_is_refused_before_the_run_starts(tiny_model, tmp_path):
+    # One-digit sums: 73 of them are in the train split.
+    with pytest.raises(ValueError, match=r"--train-pool 74: the train split of 'arithmetic' within difficulties \[1\] "
+                                         r"cannot give 74 distinct problems"):
+        train(_config(tmp_path / "x", tiny_model, difficulties=[1], train_pool=74))
+    assert not (tmp_path / "x").exists()
+    assert len(session.training_pool(get_task("arithmetic"), _config("-", tiny_model, difficulties=[1],
+                                                                     train_pool=73))) == 73
+
+
+def _drawn_problems(monkeypatch) -> list[list]:
+    """Record the problems every verifier call of the arithmetic task scores (one call per training
+    step, one per chunk of evaluation), as a list of problem lists."""
+    seen: list[list] = []
+    verify_many = ArithmeticTask.verify_many
+
+    def recording(self, problems, completions):
+        seen.append(list(problems))
+        return verify_many(self, problems, completions)
+
+    monkeypatch.setattr(ArithmeticTask, "verify_many", recording)
+    return seen
+
+
+def test_a_training_pool_is_one_fixed_set_every_step_and_every_seed_draws_from(tiny_model, tmp_path, monkeypatch):
+    seen = _drawn_problems(monkeypatch)
+    pools, steps = [], []
+    for seed in (0, 1):
+        config = _config(tmp_path / f"s{seed}", tiny_model, estimator="grpo", steps=3, seed=seed, group_size=2,
+                         train_pool=6)
+        pools.append({p.id for p in session.training_pool(get_task("arithmetic"), config)})
+        seen.clear()
+        train(config)
+        steps.append([{p.id for p in step} for step in seen])
+    assert pools[0] == pools[1] and len(pools[0]) == 6  # the pool does not depend on the run's seed
+    for pool, run in zip(pools, steps):
+        assert len(run) == 3 and all(len(step) == 4 and step <= pool for step in run)  # 4 distinct of the pool
+    assert steps[0] != steps[1]  # each step's draw does
+    # without the pool, the same steps draw from the whole split: other problems
+    seen.clear()
+    train(_config(tmp_path / "split", tiny_model, estimator="grpo", steps=3, group_size=2))
+    assert not set().union(*({p.id for p in step} for step in seen)) <= pools[0]
+
+
+def test_difficulties_restrict_the_training_draws_the_pool_and_the_evaluation(tiny_model, tmp_path, monkeypatch):
+    seen = _drawn_problems(monkeypatch)
+    out = train(_config(tmp_path / "d", tiny_model, estimator="grpo", steps=2, group_size=2, difficulties=[2, 3],
+                        eval_every=2, eval_prompts=6, eval_samples=2))
+    assert seen and all(p.difficulty in (2, 3) for call in seen for p in call)  # training and held-out draws
+    assert {p.difficulty for call in seen for p in call} == {2, 3}
+    assert all(logged_buckets(r, "reward_mean") == [2, 3] for r in _records(out / "metrics.jsonl"))
+    evals = _records(out / "eval.jsonl")
+    assert [r["step"] for r in evals] == [0, 2] and all(logged_buckets(r, "pass@1") == [2, 3] for r in evals)
+    assert json.loads((out / "run.json").read_text())["difficulties"] == [2, 3]
+    # with a pool, the pool is drawn from those buckets, stratified
+    pool = session.training_pool(get_task("arithmetic"), _config("-", tiny_model, difficulties=[2, 3], train_pool=8))
+    assert sorted(p.difficulty for p in pool) == [2, 2, 2, 2, 3, 3, 3, 3]
+    seen.clear()
+    train(_config(tmp_path / "p", tiny_model, estimator="grpo", steps=2, group_size=2, difficulties=[2, 3],
+                  train_pool=8))
+    assert len(seen) == 2 and all({p.id for p in step} <= {p.id for p in pool} for step in seen)
+
+
+def test_a_data_file_takes_a_pool_and_difficulties_of_its_own_buckets(tiny_model, tmp_path):
+    data = tmp_path / "sums.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"{a}+{b}=", "answer": str(a + b), "difficulty": 1 + (a > 4)}) + "\n"
+                            for a in range(10) for b in range(10)))
+    config = _config(tmp_path / "d", tiny_model, data=str(data), verifier="numeric", train_pool=10, difficulties=[2])
+    setup, _, _ = session.prepare(config, resume=False)
+    assert len({p.id for p in setup.pool}) == 10 and {p.difficulty for p in setup.pool} == {2}
+    assert {p.difficulty for p in setup.task.problems("test", 50, difficulties=[2])} == {2}
+    with pytest.raises(ValueError, match=r"difficulties must be buckets of task 'sums' \(1, 2\), got \[3\]"):
+        session.prepare(_config(tmp_path / "e", tiny_model, data=str(data), verifier="numeric", difficulties=[3]),
+                        resume=False)
+    with pytest.raises(ValueError, match=r"--train-pool 90: the train split of 'sums' cannot give 90 distinct"):
+        session.prepare(_config(tmp_path / "f", tiny_model, data=str(data), verifier="numeric", train_pool=90),
+                        resume=False)
+    assert not any((tmp_path / name).exists() for name in "def")
+
+
+def test_the_cli_reads_difficulties_and_a_pool(tmp_path, capsys):
+    from fade import options
+    from fade.cli import build_parser, main
+
+    args = build_parser().parse_args(["train", "--out", "x", "--difficulties", "3,2", "--train-pool", "64"])
+    config = options.from_args(TrainConfig, args)
+    assert (config.difficulties, config.train_pool) == ([2, 3], 64)
+    assert options.from_args(TrainConfig, build_parser().parse_args(["train", "--out", "x"])).difficulties is None
+    assert main(["train", "--out", str(tmp_path / "x"), "--difficulties", "2,two"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fade: error: --difficulties 2,two: expected bucket numbers separated by commas"), err
+    assert not (tmp_path / "x").exists()
 
 
 def test_unknown_estimator_and_bad_params(tiny_model, tmp_path):

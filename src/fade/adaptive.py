@@ -8,10 +8,15 @@ scheduled from training dynamics:
     alpha = clip(3 (1 - p_hat) / (2 p_hat), 1, alpha_max)  difficulty, from the solve rate
     delta = clip(1 + H_hat - H_star, delta_min, 1)         sign, from the entropy
 
-p_hat is an EMA of the batch solve rate (starting at ``p_init``), updated by every call before
-alpha is computed; H_hat an EMA of the mean token entropy fed through ``observe(entropy=...)``
-(starting at the first value); H_star the target, ``h_star`` or ``h_star_ratio`` times the first
-entropy. Until an entropy is observed delta stays 1. alpha = delta = 1 is exactly dr_grpo.
+p_hat is an EMA of the batch solve rate, updated by every call before alpha is computed, so a
+batch is weighed with its own solve rate already in p_hat. It starts at ``p_init``
+(``p_start="p_init"``, the paper's reading and the default) or, with ``p_start="debiased"``, it
+is corrected for its start as Adam corrects its moments: m_0 = 0, m_t = (1 - ema) m_{t-1} +
+ema x_t, p_hat_t = m_t / (1 - (1 - ema)^t), so that the first batch's p_hat is its own solve
+rate and ``p_init`` is only what p_hat reads before any batch. H_hat is an EMA of the mean token
+entropy fed through ``observe(entropy=...)`` (starting at the first value); H_star the target,
+``h_star`` or ``h_star_ratio`` times the first entropy. Until an entropy is observed delta stays
+1. alpha = delta = 1 is exactly dr_grpo.
 
 Registered variants: ``fade``; ``fade_alpha`` (delta fixed at 1); ``fade_delta`` (alpha fixed
 at 1); ``fade_entropy_only`` (alpha also from entropy: alpha_max while the entropy is at its
@@ -22,10 +27,11 @@ exploitation, 1 and delta_min). Passing ``alpha=`` or ``delta=`` fixes that knob
 Beyond the paper, off by default: ``rank_guard=x`` holds delta at 1 while the observed
 ``rank1_share`` of the output head's cumulative update exceeds x.
 
-The state (p_hat, H_hat, the first entropy, H_star, step, rank1_share) is a frozen record,
-:class:`FadeState`, in optax's shape: pure functions start it (:func:`init`), feed it signals
-(:func:`observe`), read the knobs from it (:func:`schedule`) and move it past a batch
-(:func:`advance`, :func:`update`). :class:`FadeEstimator` holds one and delegates to them.
+The state (p_hat, H_hat, the first entropy, H_star, step, rank1_share, and the debiased start's
+weight p_weight) is a frozen record, :class:`FadeState`, in optax's shape: pure functions start
+it (:func:`init`), feed it signals (:func:`observe`), read the knobs from it (:func:`schedule`)
+and move it past a batch (:func:`advance`, :func:`update`). :class:`FadeEstimator` holds one and
+delegates to them.
 """
 
 from __future__ import annotations
@@ -44,7 +50,10 @@ from .registry import Estimator, check_signal, register
 from .segments import Groups
 from .validation import in_range, plain, require
 
-__all__ = ["SCHEDULE", "VARIANTS", "FadeEstimator", "FadeState", "advance", "init", "observe", "schedule", "update"]
+__all__ = [
+    "P_STARTS", "SCHEDULE", "VARIANTS", "FadeEstimator", "FadeState", "advance", "init", "observe", "schedule",
+    "update",
+]
 
 #: The schedule FADE reports in ``last`` beside the batch's :data:`~fade.mass.DIAGNOSTICS`: what
 #: trainers and the engine integrations log for it.
@@ -68,6 +77,11 @@ class FadeState:
     rank1_share: float | None = field(
         default=None, metadata={"what": "the observed rank-1 share, in [0, 1], or None", "high": 1.0}
     )
+    #: The weight the EMA has put on observed solve rates, 1 - (1 - ema)^t after t batches, under
+    #: ``p_start="debiased"`` (p_hat is the EMA divided by it); None under ``p_start="p_init"``.
+    p_weight: float | None = field(
+        default=None, metadata={"what": "the weight of the observed solve rates, in [0, 1], or None", "high": 1.0}
+    )
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -90,10 +104,12 @@ class FadeState:
 
     @classmethod
     def from_dict(cls, state: Mapping[str, Any]) -> FadeState:
-        """The record of a ``state_dict``: a mapping with exactly the record's keys."""
+        """The record of a ``state_dict``: a mapping with exactly the record's keys, less any of
+        :data:`_ADDED_KEYS` (a state saved before that key existed), which reads as its default."""
         keys = [f.name for f in fields(cls)]
         if not isinstance(state, Mapping):
             raise ValueError(f"FADE state must be a mapping with keys {keys}, got {type(state).__name__}")
+        state = {**{k: v for k, v in _ADDED_KEYS.items() if k not in state}, **state}
         missing = sorted(set(keys) - set(state))
         extra = sorted(set(state) - set(keys), key=repr)
         if missing or extra:
@@ -131,9 +147,11 @@ def _state_step(step: Any) -> int:
 
 
 def init(params: Mapping[str, Any]) -> FadeState:
-    """The state before any batch or signal: p_hat = p_init, and H_star where it is absolute."""
+    """The state before any batch or signal: p_hat = p_init, H_star where it is absolute, and with
+    ``p_start="debiased"`` no weight yet on any solve rate."""
     return FadeState(
-        p_hat=float(params["p_init"]), h_star=None if params["h_star"] is None else float(params["h_star"])
+        p_hat=float(params["p_init"]), h_star=None if params["h_star"] is None else float(params["h_star"]),
+        p_weight=0.0 if params["p_start"] == "debiased" else None,
     )
 
 
@@ -206,10 +224,21 @@ def _delta_from_entropy(state: FadeState, params: Mapping[str, Any]) -> float:
 
 
 def advance(state: FadeState, params: Mapping[str, Any], solve_rate: float) -> FadeState:
-    """The state after a batch with this solve rate: p_hat one EMA step (weight ``ema``) toward
-    it, and the step count one further."""
+    """The state after a batch with this solve rate: p_hat one EMA step toward it, and the step
+    count one further.
+
+    The step's gain is ``ema`` from the start at ``p_init``. Debiased, it is ema / p_weight after
+    the weight's own step (p_weight <- (1 - ema) p_weight + ema): then p_hat stays m_t / (1 - (1 -
+    ema)^t), since m_t = p_hat_t p_weight_t, and the first batch's gain is exactly 1.
+    """
     w = params["ema"]
-    return replace(state, p_hat=(1 - w) * state.p_hat + w * solve_rate, step=state.step + 1)
+    weight = state.p_weight
+    gain = w
+    if weight is not None:
+        weight = (1 - w) * weight + w
+        gain = w / weight  # <= 1, as weight >= ema
+    # A convex combination with the gain: in [0, 1] after rounding too.
+    return replace(state, p_hat=(1 - gain) * state.p_hat + gain * solve_rate, step=state.step + 1, p_weight=weight)
 
 
 def update(
@@ -304,10 +333,18 @@ class FadeEstimator(Estimator):
         return self.state.to_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore a :meth:`state_dict`. Impossible state raises ValueError and changes nothing."""
+        """Restore a :meth:`state_dict`. Impossible state raises ValueError and changes nothing, as
+        does a state saved with the other ``p_start`` (its p_hat means another thing). A state
+        saved before ``p_start`` existed, without ``p_weight``, is a ``p_start="p_init"`` one."""
         loaded = FadeState.from_dict(state)
         if loaded.h_star is None and self.params["h_star"] is not None:
             raise ValueError(f"FADE state h_star is None, but this estimator has h_star={self.params['h_star']!r}")
+        saved_start = "p_init" if loaded.p_weight is None else "debiased"
+        if saved_start != self.params["p_start"]:
+            raise ValueError(
+                f"FADE state p_weight is {loaded.p_weight!r}, a state saved with p_start={saved_start!r}, but this "
+                f"estimator has p_start={self.params['p_start']!r}: resume with the p_start the state was saved with"
+            )
         self.state = loaded
 
     # -- the schedule and the advantage -----------------------------------------------------
@@ -350,6 +387,12 @@ class FadeEstimator(Estimator):
 
 #: The fields of :class:`FadeState`, which a :class:`FadeEstimator` also reads as attributes.
 _STATE_KEYS = frozenset(f.name for f in fields(FadeState))
+#: State keys added after state dicts were first saved, with what a state dict without one means.
+_ADDED_KEYS: dict[str, Any] = {"p_weight": None}
+
+#: How p_hat starts (the ``p_start`` parameter): at ``p_init``, the paper's reading; or corrected
+#: for its start, so that it is the first batch's solve rate after that batch.
+P_STARTS = ("p_init", "debiased")
 
 
 def _check_fade(p: dict[str, Any]) -> None:
@@ -363,6 +406,9 @@ def _check_fade(p: dict[str, Any]) -> None:
     require(p, "p_init", low=0.0)
     if p["p_init"] > 1:
         raise ValueError(f"p_init must be in [0, 1], got {p['p_init']!r}")
+    if p["p_start"] not in P_STARTS:
+        raise ValueError(f"p_start must be 'p_init' (p_hat starts at p_init) or 'debiased' (an EMA corrected for its "
+                         f"start, as Adam's moments), got {p['p_start']!r}")
     require(p, "h_star_ratio", low=0.0, low_open=True)
     if p["h_star"] is not None:
         require(p, "h_star", low=0.0)
@@ -392,6 +438,7 @@ _DEFAULTS: dict[str, Any] = dict(
     ema=0.02,
     baseline="group",
     p_init=0.5,
+    p_start="p_init",
     alpha=None,
     delta=None,
     rank_guard=None,

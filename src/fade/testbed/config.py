@@ -18,13 +18,14 @@ from fade.options import flags, option
 from fade.specs import parse_params, parse_spec
 
 from .datasets import VERIFIERS
-from .tasks import TASKS
+from .tasks import TASKS, get_task, select_difficulties
 
 __all__ = [
     "DATA_FORMAT",
     "LOSS_AGGREGATIONS",
     "LOSS_AGG_ALIASES",
     "OPTIMIZERS",
+    "POOL_SEED",
     "RESUME_MAY_CHANGE",
     "PretrainConfig",
     "TrainConfig",
@@ -45,6 +46,9 @@ LOSS_AGGREGATIONS = (*losses.AGGREGATIONS, *LOSS_AGG_ALIASES)
 CLIP_EPS = 0.2
 #: How many times a step may draw prompts when the zero-variance filter is on, by default.
 FILTER_MAX_DRAWS = 10
+#: The seed of the training pool's one draw (``train_pool``): fixed, not the run's seed, so that
+#: every seed of an experiment trains on the same pool.
+POOL_SEED = 12345
 
 #: What a ``--data`` file holds (docs/verifiers.md has the code verifier's test formats).
 DATA_FORMAT = (
@@ -56,6 +60,14 @@ DATA_FORMAT = (
 
 def _estimator_args(text: str) -> dict[str, Any]:
     return parse_params(text, where=f"--estimator-args {text}")
+
+
+def _difficulties(text: str) -> list[int]:
+    """``2`` or ``2,3``: the bucket numbers, in increasing order."""
+    try:
+        return sorted(int(part) for part in text.split(","))
+    except ValueError:
+        raise ValueError(f"--difficulties {text}: expected bucket numbers separated by commas, e.g. 2 or 2,3") from None
 
 
 @dataclass(kw_only=True)
@@ -83,6 +95,15 @@ class TrainConfig:
     verifier: str | None = option(
         None, f"how --data answers are checked: {', '.join(VERIFIERS)} (math needs the 'math' extra) "
               "(default: none; required with --data)", choices=VERIFIERS, metavar="NAME")
+    difficulties: list[int] | None = option(
+        None, "train and evaluate on these difficulty buckets of the task only, e.g. 2 or 2,3: the training draws "
+              "(and --train-pool) and the held-out evaluation set both come from them (default: none, every bucket)",
+        metavar="D[,D...]", parse=_difficulties)
+    train_pool: int | None = option(
+        None, f"train on a fixed pool of N problems of the train split, drawn once (stratified over the buckets, "
+              f"with the fixed seed {POOL_SEED}, so every --seed trains on the same pool); each step's prompts are "
+              "a draw of distinct problems from it with the step's seed. The held-out evaluation set is unchanged "
+              "(default: none, the whole train split)", metavar="N")
     max_new_tokens: int | None = option(
         None,
         "completion length cap (default: the task's longest answer; 4x it, at least 16, with --model)",
@@ -182,6 +203,7 @@ class TrainConfig:
         if not self.filter_zero_variance and value != FILTER_MAX_DRAWS:
             raise ValueError(f"--filter-max-draws {value} applies with --filter-zero-variance only: add it, or drop "
                              "--filter-max-draws")
+        self._check_problem_selection()
         self.build_policy_loss()
         self.build_entropy_term()
         if self.data is not None and self.verifier is None:
@@ -189,6 +211,30 @@ class TrainConfig:
         if self.data is None and self.verifier is not None:
             raise ValueError(f"--verifier {self.verifier} scores --data files only; the built-in task {self.task!r} "
                              "has its own verifier: drop --verifier or give --data")
+
+    def _check_problem_selection(self) -> None:
+        """``difficulties`` and ``train_pool``. A --data file's buckets are checked once it is read
+        (:func:`fade.testbed.session.prepare`)."""
+        value = self.difficulties
+        if value is not None:
+            if not isinstance(value, (list, tuple)) or not value or any(
+                isinstance(d, bool) or not isinstance(d, int) for d in value
+            ):
+                raise ValueError(f"difficulties must be a non-empty list of bucket numbers (or None for every "
+                                 f"bucket), got {value!r}")
+            if list(value) != sorted(set(value)):
+                raise ValueError(f"difficulties must name each bucket once, in increasing order, got {value!r}")
+            if self.data is None:
+                select_difficulties(self.task, get_task(self.task).difficulties, value)
+        value = self.train_pool
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"train_pool must be a positive integer (or None for the whole train split), "
+                                 f"got {value!r}")
+            if value < self.prompts_per_step:
+                raise ValueError(f"--train-pool {value} is smaller than --prompts-per-step {self.prompts_per_step}: "
+                                 "each step draws that many distinct problems from the pool; use a pool of at least "
+                                 f"{self.prompts_per_step}")
 
     @property
     def aggregation(self) -> str:
@@ -247,8 +293,8 @@ class PretrainConfig:
 #: draws from its own generator), the device (a different one continues the run but draws other
 #: random numbers from then on, so not bit for bit), and steps (to extend a run, or end it early;
 #: never below the checkpoint's step). Any other change (lr, seed, group size, estimator and its
-#: arguments, task, model, data, optimizer, eval_prompts and eval_samples, which define what
-#: eval.jsonl measures) is refused (:func:`fade.testbed.trainer.resume_changes`).
+#: arguments, task, model, data, difficulties and train_pool, optimizer, eval_prompts and
+#: eval_samples, which define what eval.jsonl measures) is refused (:func:`fade.testbed.trainer.resume_changes`).
 RESUME_MAY_CHANGE = ("out", "progress", "checkpoint_every", "eval_every", "device", "steps")
 
 

@@ -19,10 +19,10 @@ import hashlib
 import json
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .tasks import TEST_FRACTION, Problem, Verdict
+from .tasks import TEST_FRACTION, Problem, Verdict, select_difficulties
 
 __all__ = ["BATCH_VERIFIERS", "VERIFIERS", "FileTask", "register_verifier"]
 
@@ -164,10 +164,17 @@ class FileTask:
         h = int.from_bytes(hashlib.sha256(prompt.encode("utf-8")).digest()[:8], "big") / 2**64
         return "test" if h < TEST_FRACTION else "train"
 
-    def problems(self, split: str, n: int | None = None, seed: int = 0) -> list[Problem]:
+    def problems(
+        self, split: str, n: int | None = None, seed: int = 0, difficulties: Sequence[int] | None = None
+    ) -> list[Problem]:
+        """The problems of ``split`` (within the buckets ``difficulties`` names, all by default): all of
+        them with ``n=None``; else ``n`` drawn with ``seed``, distinct while the split holds ``n``."""
         if split not in self._splits:
             raise ValueError(f"split must be 'train' or 'test', got {split!r}")
         pool = self._splits[split]
+        if difficulties is not None:
+            chosen = select_difficulties(self.name, self.difficulties, difficulties)
+            pool = [p for p in pool if p.difficulty in chosen]
         if n is None:
             return list(pool)
         if not pool:

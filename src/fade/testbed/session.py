@@ -30,10 +30,10 @@ from fade.atomic import remove_orphaned_temp_files, write_json_atomic
 from fade.mass import carries_signal
 
 from .checkpoint import JsonlLog, load_checkpoint, save_checkpoint
-from .config import LOSS_AGG_ALIASES, RESUME_MAY_CHANGE, TrainConfig
+from .config import LOSS_AGG_ALIASES, POOL_SEED, RESUME_MAY_CHANGE, TrainConfig
 from .policy import load_policy, resolve_device
 from .runlog import COMPRESSED, CONFIG_FILE, EVAL_FILE, METRICS_FILE
-from .tasks import Task, get_task
+from .tasks import Problem, Task, get_task, select_difficulties
 
 __all__ = [
     "CHECKPOINT",
@@ -50,6 +50,7 @@ __all__ = [
     "resume_changes",
     "save_state",
     "seed_for",
+    "training_pool",
 ]
 
 CHECKPOINT = "checkpoint.pt"
@@ -158,6 +159,27 @@ def load_task(config: TrainConfig) -> Task:
     return get_task(config.task)
 
 
+def training_pool(task: Task, config: TrainConfig) -> list[Problem] | None:
+    """The fixed pool of ``train_pool`` problems the run trains on, or None (the whole train split).
+
+    The pool is drawn once from the train split, within ``difficulties``, as any draw is
+    (stratified over the buckets) but with the fixed seed :data:`~fade.testbed.config.POOL_SEED`,
+    so that every run seed trains on the same problems. A pool the split cannot fill with distinct
+    problems is refused.
+    """
+    n = config.train_pool
+    if n is None:
+        return None
+    pool = task.problems("train", n=n, seed=POOL_SEED, difficulties=config.difficulties)
+    if len({p.id for p in pool}) != n:
+        within = "" if config.difficulties is None else f" within difficulties {config.difficulties}"
+        raise ValueError(
+            f"--train-pool {n}: the train split of {task.name!r}{within} cannot give {n} distinct problems (a "
+            "difficulty bucket holds fewer than its share of the stratified draw); use a smaller pool"
+        )
+    return pool
+
+
 def output_head(model: torch.nn.Module) -> torch.Tensor:
     """The policy's output embedding matrix (whose drift from the start gives the rank-1 share)."""
     return model.get_output_embeddings().weight
@@ -188,6 +210,8 @@ class Setup:
     pad_id: int
     max_new: int
     est: fade.Estimator
+    #: The fixed pool of training problems each step draws from (``train_pool``); None: the split.
+    pool: list[Problem] | None
     loss: losses.PolicyLoss
     entropy: losses.EntropyTerm | None
     optimizer: torch.optim.Optimizer
@@ -212,6 +236,9 @@ def prepare(config: TrainConfig, resume: bool) -> tuple[Setup, int, dict[str, tu
     _check_learns(est, config)
     device = resolve_device(config.device)
     task = load_task(config)
+    if config.data is not None:  # a built-in task's buckets were checked by config.validate()
+        select_difficulties(task.name, task.difficulties, config.difficulties)
+    pool = training_pool(task, config)
     model_dir = Path(config.model) if config.model else base_model_dir(task.base or config.task)
     if config.model is None and not (model_dir / "config.json").is_file():
         raise ValueError(
@@ -235,7 +262,8 @@ def prepare(config: TrainConfig, resume: bool) -> tuple[Setup, int, dict[str, tu
     setup = Setup(
         config=config, out=out, device=device, task=task, model=model, tokenizer=tokenizer, eos_id=eos_id,
         pad_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos_id, max_new=max_new, est=est,
-        loss=config.build_policy_loss(), entropy=config.build_entropy_term(), optimizer=_optimizer(model, config),
+        pool=pool, loss=config.build_policy_loss(), entropy=config.build_entropy_term(),
+        optimizer=_optimizer(model, config),
         ref_model=copy.deepcopy(model).eval().requires_grad_(False) if config.kl_coef > 0 else None,
         head0=output_head(model).detach().clone(),
     )

@@ -14,6 +14,7 @@ import hashlib
 import itertools
 import random
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .expressions import EXPRESSION_CHARS, Malformed, Parser, canonical, reachable, solutions, witness
@@ -29,6 +30,7 @@ __all__ = [
     "Task",
     "Verdict",
     "get_task",
+    "select_difficulties",
 ]
 
 SPLITS = ("train", "test")
@@ -79,6 +81,19 @@ def _verdict(reason: str, canonical: str | None = None) -> Verdict:
     return Verdict(1.0 if reason == "correct" else 0.0, reason, canonical)
 
 
+def select_difficulties(task: str, buckets: Sequence[int], wanted: Sequence[int] | None) -> tuple[int, ...]:
+    """The buckets of ``task`` (its ``buckets``, in their order) that ``wanted`` names, all of them for
+    None; ValueError naming the value and the task's buckets where ``wanted`` is empty or names another."""
+    if wanted is None:
+        return tuple(buckets)
+    if isinstance(wanted, (str, bytes)) or not isinstance(wanted, Sequence) or not wanted or any(
+        isinstance(d, bool) or not isinstance(d, int) or d not in buckets for d in wanted
+    ):
+        raise ValueError(f"difficulties must be buckets of task {task!r} ({', '.join(map(str, buckets))}), "
+                         f"got {wanted!r}")
+    return tuple(d for d in buckets if d in wanted)
+
+
 def _hash_unit(text: str) -> float:
     """A stable map of ``text`` to [0, 1): the same in every process, unlike ``hash``."""
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") / 2**64
@@ -107,8 +122,11 @@ class Task(ABC):
     def __init__(self) -> None:
         self._pools: dict[tuple[str, int], list[tuple]] = {}
 
-    def problems(self, split: str, n: int | None = None, seed: int = 0) -> list[Problem]:
-        """Problems of ``split`` ("train" or "test").
+    def problems(
+        self, split: str, n: int | None = None, seed: int = 0, difficulties: Sequence[int] | None = None
+    ) -> list[Problem]:
+        """Problems of ``split`` ("train" or "test"), of the buckets ``difficulties`` names (default:
+        all of them; see :func:`select_difficulties`).
 
         With ``n=None``, the whole split in a fixed order (bucket by bucket; ``seed`` has no
         effect), or ``ValueError`` where a bucket is too large to list. With ``n``, a seeded draw
@@ -119,20 +137,21 @@ class Task(ABC):
         """
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        chosen = select_difficulties(self.name, self.difficulties, difficulties)
         if n is None:
-            too_large = [d for d in self.difficulties if not self._listable(d)]
+            too_large = [d for d in chosen if not self._listable(d)]
             if too_large:
                 raise ValueError(
                     f"the {split} split of {self.name!r} is too large to list (difficulties {too_large}); "
                     "pass n to draw problems from it"
                 )
-            return [self._problem(*args) for d in self.difficulties for args in self._pool(split, d)]
+            return [self._problem(*args) for d in chosen for args in self._pool(split, d)]
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ValueError(f"n must be None or a non-negative integer, got {n!r}")
         rng = random.Random(f"{self.name}/{split}/{seed}")
-        buckets = len(self.difficulties)
+        buckets = len(chosen)
         drawn: list[Problem] = []
-        for i, d in enumerate(self.difficulties):
+        for i, d in enumerate(chosen):
             drawn += self._draw(split, d, n // buckets + (i < n % buckets), rng)
         rng.shuffle(drawn)
         return drawn

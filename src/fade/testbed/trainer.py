@@ -2,9 +2,10 @@
 
 One step, as :func:`train` calls its parts:
 
-1. sample (``_sample_batch``): draw ``prompts_per_step`` training problems and sample
-   ``group_size`` completions of each at the sampling temperature with a KV cache, and score
-   every completion with the task's verifier (the raw outcome reward). With
+1. sample (``_sample_batch``): draw ``prompts_per_step`` training problems (from the train
+   split, or from the fixed pool of ``train_pool`` problems; of the buckets ``difficulties``
+   names) and sample ``group_size`` completions of each at the sampling temperature with a KV
+   cache, and score every completion with the task's verifier (the raw outcome reward). With
    ``filter_zero_variance`` (DAPO's dynamic sampling) the groups whose raw rewards all agree are
    dropped and more problems drawn until ``prompts_per_step`` groups are kept or
    ``filter_max_draws`` draws are made; the first draw is the unfiltered run's, seed for seed;
@@ -38,6 +39,7 @@ removed when the run starts again. The per-step logs are written compressed (``m
 from __future__ import annotations
 
 import math
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -162,10 +164,15 @@ class Batch:
 def _draw(setup: Setup, step: int, draw: int, n: int) -> Batch:
     """Draw ``n`` training problems and sample ``group_size`` completions of each, at the
     sampling temperature with a KV cache, then score them. The first draw of step t uses the
-    seeds (seed, t), as every run without the filter; a later draw d has its own, (seed, "t/d")."""
+    seeds (seed, t), as every run without the filter; a later draw d has its own, (seed, "t/d").
+    With a training pool the problems are ``n`` distinct ones of it, sampled with that seed."""
     c = setup.config
     stream = step if draw == 0 else f"{step}/{draw}"
-    problems = setup.task.problems("train", n=n, seed=seed_for(c.seed, stream))
+    seed = seed_for(c.seed, stream)
+    if setup.pool is None:
+        problems = setup.task.problems("train", n=n, seed=seed, difficulties=c.difficulties)
+    else:  # n distinct problems of the fixed training pool
+        problems = random.Random(f"pool/{seed}").sample(setup.pool, n)
     prompts = [encode_prompt(setup.tokenizer, p.prompt) for p in problems]
     t0 = time.perf_counter()
     rollouts = sample(
@@ -378,7 +385,8 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
     """Run (or resume) one RL training run; returns the output directory."""
     setup, start, changes = prepare(config, resume)
     logs = open_logs(setup, start, resume, changes)
-    test_set = setup.task.problems("test", n=config.eval_prompts, seed=config.seed) if config.eval_prompts else []
+    test_set = (setup.task.problems("test", n=config.eval_prompts, seed=config.seed, difficulties=config.difficulties)
+                if config.eval_prompts else [])
     writer = _tensorboard(setup.out / "tb")
     name = config.task if config.data is None else Path(config.data).name
     last_eval = ""

@@ -93,6 +93,7 @@ def _one_error_line(capsys) -> str:
         ({"max_new_tokens": 3}, "max_new_tokens: null -> 3"),
         ({"eval_prompts": 4}, "eval_prompts: 0 -> 4"),
         ({"optimizer": "sgd"}, "optimizer: adamw -> sgd"),
+        ({"old_logprobs": "recompute"}, "old_logprobs: sampler -> recompute"),
     ],
 )
 def test_resume_refuses_a_setting_that_changes_the_run(change, shown, run, tiny_model):
@@ -148,6 +149,19 @@ def test_a_checkpoint_from_before_the_optimizer_setting_reads_as_adamw(run, tiny
     (record,) = [json.loads(line) for line in (run / "resumes.jsonl").read_text().splitlines()]
     record["changed"].pop("out")
     assert record == {"step": 2, "changed": {"steps": [2, 3]}}  # the default is no change
+
+
+def test_a_checkpoint_from_before_old_logprobs_reads_as_recompute(run, tiny_model):
+    # Runs before the setting recomputed the old log-probs: resuming one with the sampler's would splice.
+    state = load_checkpoint(run / "checkpoint.pt")
+    del state["config"]["old_logprobs"]
+    save_checkpoint(run / "checkpoint.pt", state)
+    with pytest.raises(ValueError, match="old_logprobs: recompute -> sampler"):
+        train(_config(run, tiny_model, steps=3), resume=True)
+    train(_config(run, tiny_model, steps=3, old_logprobs="recompute"), resume=True)
+    (record,) = [json.loads(line) for line in (run / "resumes.jsonl").read_text().splitlines()]
+    record["changed"].pop("out")
+    assert record == {"step": 2, "changed": {"steps": [2, 3]}}
 
 
 @pytest.fixture

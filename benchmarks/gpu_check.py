@@ -16,9 +16,10 @@ part-way keeps what it finished), then a table in ``OUT/gpu_check.md``:
    and the optimizer's state), recorded by hooks;
 4. ``trl``: fade's FadeGRPOTrainer for 2 steps on the tiny local policy, in bf16 on CUDA (fp32 on
    CPU, where TRL has no bf16 path);
-5. ``timing``: the testbed trainer and TRL's GRPOTrainer on the same model, batch and group size
-   (benchmarks/trainer.py's two runners), at the shipped ~1M model and at ~20M and ~50M
-   parameters (random weights: speed only): steps/s, sampled tokens/s, peak memory.
+5. ``timing``: the testbed trainer and TRL's GRPOTrainer on equal work (benchmarks/trainer.py's
+   two runners and sizes: the same model, batch, group size and length cap, every row updated),
+   at the shipped ~1M model and at ~20M and ~50M parameters (random weights: speed only): per
+   part (sampling, verification and policy pass, update), steps/s, tokens, peak memory.
 
 A part that would start with less than its expected time left in ``--budget-s`` is written as
 ``skipped: time budget``; the whole check stays well inside 8 minutes on one H100. It exits 1 if
@@ -46,8 +47,6 @@ from fade import losses
 from fade.atomic import atomic_write, write_json_atomic
 
 RTOL = 1e-5
-#: (hidden, layers, heads, intermediate) of the timing models; the shipped base is the first size.
-SIZES = {"20M": (512, 6, 8, 1408), "50M": (768, 7, 12, 2048)}
 #: The seconds each part needs at most on one H100 (smoke: on CPU), checked against the budget left.
 NEEDS = {"estimators": 20, "losses": 10, "testbed": 60, "trl": 60, "timing": 200}
 
@@ -264,36 +263,23 @@ def _peak(device: torch.device) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the process's peak so far (MiB)
 
 
-def _model(folder: Path, size: str) -> str:
-    from fade.testbed.policy import build_policy, save_policy, tiny_llama_config
-    from fade.testbed.tasks import get_task
-    from fade.testbed.tokenizer import task_tokenizer
-
-    hidden, layers, heads, inter = SIZES[size]
-    tok = task_tokenizer(get_task("arithmetic"))
-    config = tiny_llama_config(len(tok), hidden_size=hidden, num_layers=layers, num_heads=heads,
-                               intermediate_size=inter, max_positions=64)
-    save_policy(build_policy(config, seed=0), tok, folder / size)
-    return str(folder / size)
-
-
 def check_timing(device: torch.device, smoke: bool, left: Callable[[], float], write: Callable[[dict], None]
                  ) -> dict[str, Any]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from fade.testbed.policy import load_policy
-    from fade.testbed.trainer import base_model_dir
-    from trainer import run, run_trl  # benchmarks/trainer.py: the one runner of each trainer
+    from trainer import EQUAL_WORK, policy_folder, run, run_trl  # benchmarks/trainer.py: the runners, the sizes
 
     steps, prompts, group = (3, 2, 2) if smoke else (10, 32, 8)
     sizes = ["1M"] if smoke else ["1M", "20M", "50M"]
     rows: dict[str, Any] = {}
-    result = {"steps": steps, "prompts": prompts, "group_size": group, "sizes": rows, "ok": True}
+    result = {"steps": steps, "prompts": prompts, "group_size": group, "sizes": rows, "equal_work": EQUAL_WORK,
+              "ok": True}
     with tempfile.TemporaryDirectory() as tmp:
         for size in sizes:
             if left() < (20 if smoke else 70):
                 rows[size] = {"status": "skipped: time budget"}
                 continue
-            folder = str(base_model_dir("arithmetic")) if size == "1M" else _model(Path(tmp), size)
+            folder = policy_folder(size, Path(tmp))
             params = sum(p.numel() for p in load_policy(folder)[0].parameters())
             row: dict[str, Any] = {"parameters": params}
             for label, go in (("fade train", lambda: run("grpo", steps, prompts, group, 0, model=folder,
@@ -303,8 +289,9 @@ def check_timing(device: torch.device, smoke: bool, left: Callable[[], float], w
                 if device.type == "cuda":
                     torch.cuda.reset_peak_memory_stats(device)
                 r = go()
-                row[label] = {"step_ms": r["step_ms"], "steps_per_s": r["steps_per_s"],
-                              "tokens_per_s": r["tokens_per_s"], "peak_mib": _peak(device)}
+                row[label] = {**{key: r[key] for key in ("step_ms", "steps_per_s", "tokens", "tokens_per_s",
+                                                         "sample_ms", "policy_ms", "update_ms")},
+                              "peak_mib": _peak(device)}
             row["trl_over_fade"] = row["TRL GRPOTrainer"]["step_ms"] / row["fade train"]["step_ms"]
             rows[size] = row
             write(result)
@@ -343,21 +330,23 @@ def table(report: dict[str, Any]) -> str:
     if timing.get("status") == "ok":
         lines += [
             "",
-            f"Timing: {timing['prompts']} prompts x G={timing['group_size']}, mean of steps 3..{timing['steps']}",
+            f"Timing: {timing['prompts']} prompts x G={timing['group_size']}, mean of steps 3..{timing['steps']}. "
+            f"{timing.get('equal_work', '')}",
             "",
-            "| model | parameters | trainer | step (ms) | steps/s | sampled tokens/s | peak memory (MiB) |",
-            "|---|---:|---|---:|---:|---:|---:|",
+            "| model | parameters | trainer | sampling (ms) | verify + policy pass (ms) | update (ms) | step (ms) | "
+            "steps/s | tokens/step | tokens/s | peak memory (MiB) |",
+            "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for size, row in timing["sizes"].items():
             if "parameters" not in row:
-                lines.append(f"| {size} | | {row['status']} | | | | |")
+                lines.append(f"| {size} | | {row['status']} | | | | | | | | |")
                 continue
             for label in ("fade train", "TRL GRPOTrainer"):
                 r = row[label]
-                lines.append(
-                    f"| {size} | {row['parameters']:,} | {label} | {r['step_ms']:.1f} | {r['steps_per_s']:.2f} | "
-                    f"{r['tokens_per_s']:,.0f} | {r['peak_mib']:,.0f} |"
-                )
+                cells = [f"{r[key]:.0f}" for key in ("sample_ms", "policy_ms", "update_ms")]
+                cells += [f"{r['step_ms']:.1f}", f"{r['steps_per_s']:.2f}", f"{r['tokens']:.0f}",
+                          f"{r['tokens_per_s']:,.0f}", f"{r['peak_mib']:,.0f}"]
+                lines.append(f"| {size} | {row['parameters']:,} | {label} | {' | '.join(cells)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -76,13 +76,18 @@ def padded(prompts):
 # -- the cache path agrees with a full forward ------------------------------------------------
 
 
+@pytest.mark.parametrize("share_prompts", [True, False], ids=["shared-prompts", "full-rows"])
+@pytest.mark.parametrize("num_samples", [1, 3])
 @pytest.mark.parametrize("temperature", [1.0, 0.6, 1.7])
-def test_sampled_logprobs_and_entropy_equal_full_forward_rescoring(temperature):
-    # A mild eos bias gives finished and unfinished rows in the same batch.
+def test_sampled_logprobs_and_entropy_equal_full_forward_rescoring(temperature, num_samples, share_prompts):
+    # Every path the trainer takes: the sampler's shared prefill (G > 1) or not (G = 1), against a
+    # rescoring with the group's prompt run once or every row in full. A mild eos bias gives
+    # finished and unfinished rows in the same batch.
     m = with_eos_bias(0.5)
-    r = draw(m, temperature=temperature)
+    r = draw(m, temperature=temperature, num_samples=num_samples, prompts=PROMPTS * 2)
     assert r.finished.any() and not r.finished.all()
-    logprobs, entropy = rescore(m, r, temperature)
+    logprobs, entropy = sequence_logprobs(m, r.prompt_ids, r.prompt_mask, r.completion_ids, r.completion_mask,
+                                          temperature=temperature, with_entropy=True, share_prompts=share_prompts)
     torch.testing.assert_close(logprobs, r.logprobs, atol=1e-5, rtol=0)
     torch.testing.assert_close(entropy, r.entropy, atol=1e-5, rtol=0)
     assert (r.logprobs[~r.completion_mask] == 0).all() and (r.entropy[~r.completion_mask] == 0).all()
@@ -186,6 +191,41 @@ def test_lower_temperature_concentrates(model):
 
 
 # -- gradients ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", [1, 2, 10], ids=["T=1", "T=2", "T=10"])
+def test_a_shared_prompt_gives_the_full_forwards_values_and_gradient(width):
+    """The update's pass with each distinct prompt run once (its cache gathered to the rows) is the
+    same function of the parameters as a full forward per row: values and gradient within float
+    error, on shuffled rows of several groups (a minibatch) and at completion widths 1, 2 and 10."""
+    m = with_eos_bias(0.5)
+    r = draw(m, num_samples=4, max_new_tokens=width, prompts=PROMPTS + [[BOS, 5, 6]])  # a prompt twice
+    rows = torch.randperm(r.prompt_ids.shape[0], generator=torch.Generator().manual_seed(1))[:13]
+    results = {}
+    for share in (True, False):
+        m.zero_grad()
+        lp, h = sequence_logprobs(m, r.prompt_ids[rows], r.prompt_mask[rows], r.completion_ids[rows],
+                                  r.completion_mask[rows], temperature=0.8, with_entropy=True, share_prompts=share)
+        weights = torch.linspace(-1, 1, lp.numel()).reshape(lp.shape)
+        ((weights * lp).sum() + h.sum()).backward()
+        results[share] = (lp.detach(), h.detach(), [p.grad.clone() for p in m.parameters()])
+    (lp_s, h_s, g_s), (lp_f, h_f, g_f) = results[True], results[False]
+    torch.testing.assert_close(lp_s, lp_f, atol=1e-5, rtol=0)
+    torch.testing.assert_close(h_s, h_f, atol=1e-5, rtol=0)
+    for a, b in zip(g_s, g_f, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5 * float(b.abs().max()) + 1e-8, rtol=0)
+    assert any(float(g.abs().max()) > 0 for g in g_s)
+
+
+def test_distinct_prompts_read_pads_alike_and_keep_row_order():
+    from fade.testbed.sampling import _distinct_prompts
+
+    ids = torch.tensor([[PAD, BOS, 5], [EOS, BOS, 5], [BOS, 5, 6], [PAD, BOS, 5], [BOS, 5, 6]])
+    mask = torch.tensor([[False, True, True], [False, True, True], [True, True, True], [False, True, True],
+                         [True, True, True]])
+    first, inverse = _distinct_prompts(ids, mask)
+    assert sorted(first.tolist()) == [0, 2]  # row 1's pad holds another id: still row 0's prompt
+    assert [first[i].item() for i in inverse.tolist()] == [0, 0, 2, 0, 2]
 
 
 def test_sequence_logprobs_is_differentiable(model):

@@ -81,6 +81,7 @@ def _metrics(steps: range, *, fade: bool, seed: int = 0, kl: bool = True) -> lis
         "cov_adv_logp": 0.05 * rng.standard_normal(len(t)),
         "step_seconds": np.full(len(t), 1.0),
         "sample_seconds": np.full(len(t), 0.7),
+        "policy_seconds": np.full(len(t), 0.001),
         "advantage_seconds": np.full(len(t), 0.01),
         "update_seconds": np.full(len(t), 0.29),
         "clip_fraction": np.full(len(t), 0.02),

@@ -96,6 +96,7 @@ def _one_error_line(capsys) -> str:
         ({"optimizer": "sgd"}, "optimizer: adamw -> sgd"),
         ({"train_pool": 4}, "train_pool: null -> 4"),
         ({"difficulties": [2, 3]}, "difficulties: null -> [2, 3]"),
+        ({"old_logprobs": "recompute"}, "old_logprobs: sampler -> recompute"),
     ],
 )
 def test_resume_refuses_a_setting_that_changes_the_run(change, shown, run, tiny_model):
@@ -179,6 +180,19 @@ def test_a_run_with_a_pool_and_buckets_resumes_exactly_and_refuses_another_pool(
     assert _metrics(tmp_path / "whole") == _metrics(tmp_path / "split")
     whole, split = (load_checkpoint(tmp_path / name / "checkpoint.pt") for name in ("whole", "split"))
     assert whole["estimator"] == split["estimator"] and whole["estimator"]["p_weight"] > 0
+
+
+def test_a_checkpoint_from_before_old_logprobs_reads_as_recompute(run, tiny_model):
+    # Runs before the setting recomputed the old log-probs: resuming one with the sampler's would splice.
+    state = load_checkpoint(run / "checkpoint.pt")
+    del state["config"]["old_logprobs"]
+    save_checkpoint(run / "checkpoint.pt", state)
+    with pytest.raises(ValueError, match="old_logprobs: recompute -> sampler"):
+        train(_config(run, tiny_model, steps=3), resume=True)
+    train(_config(run, tiny_model, steps=3, old_logprobs="recompute"), resume=True)
+    (record,) = [json.loads(line) for line in (run / "resumes.jsonl").read_text().splitlines()]
+    record["changed"].pop("out")
+    assert record == {"step": 2, "changed": {"steps": [2, 3]}}
 
 
 @pytest.fixture

@@ -71,6 +71,48 @@ def test_fade_schedule_is_logged(tiny_model, tmp_path):
     assert rows[0]["h_star"] == pytest.approx(0.5 * rows[0]["entropy"])
 
 
+@pytest.mark.parametrize("filtered", [False, True], ids=["plain", "filtered-tempered"])
+def test_the_sampled_old_logprobs_equal_a_full_forward_on_every_batch(filtered, tiny_model, tmp_path, monkeypatch,
+                                                                     request):
+    """What the update and FADE read by default (``old_logprobs="sampler"``): the log-probs and
+    entropies sampling recorded, equal to a full forward's on the same rows within 1e-5, on the
+    trainer's own batches (the filter's joined draws included), after the policy has moved."""
+    from fade.testbed import trainer as trainer_module
+    from fade.testbed.sampling import sequence_logprobs
+
+    original, checked = trainer_module._policy_pass, []
+
+    def checking(setup, batch):
+        got = original(setup, batch)
+        r = batch.rollouts
+        with torch.no_grad():
+            lp, h = sequence_logprobs(setup.model, r.prompt_ids, r.prompt_mask, r.completion_ids, r.completion_mask,
+                                      temperature=setup.config.temperature, with_entropy=True)
+        torch.testing.assert_close(got.old_logprobs, lp, atol=1e-5, rtol=0)
+        tokens = int(r.completion_mask.sum())
+        assert got.entropy == pytest.approx(float(h.sum()) / tokens, abs=1e-5)
+        assert got.old_logprobs is r.logprobs  # taken from sampling, not recomputed
+        checked.append(tokens)
+        return got
+
+    monkeypatch.setattr(trainer_module, "_policy_pass", checking)
+    # Filtered: rewards by parity, so groups differ and the filter joins several draws' rows.
+    settings = dict(request.getfixturevalue("parity_data"), filter_zero_variance=True, group_size=2,
+                    temperature=0.7) if filtered else {}
+    train(_config(tmp_path / "run", tiny_model, steps=3, lr=0.01, estimator="fade", **settings))
+    assert len(checked) == 3 and all(checked)
+
+
+def test_recomputed_and_sampled_old_logprobs_give_the_same_run_within_float_error(tiny_model, tmp_path):
+    runs = {how: _records(train(_config(tmp_path / how, tiny_model, steps=3, lr=0.01, estimator="fade",
+                                        old_logprobs=how)) / "metrics.jsonl")
+            for how in ("sampler", "recompute")}
+    for a, b in zip(runs["sampler"], runs["recompute"], strict=True):
+        assert a["reward_mean"] == b["reward_mean"]  # the same tokens were drawn
+        for key in ("entropy", "p_hat", "alpha", "delta", "param_norm"):
+            assert a[key] == pytest.approx(b[key], abs=1e-5), key
+
+
 def test_resume_equals_uninterrupted_run(tiny_model, tmp_path):
     kw = dict(
         steps=4,

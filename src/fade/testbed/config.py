@@ -24,8 +24,10 @@ __all__ = [
     "DATA_FORMAT",
     "LOSS_AGGREGATIONS",
     "LOSS_AGG_ALIASES",
+    "OLD_LOGPROBS",
     "OPTIMIZERS",
     "POOL_SEED",
+    "PREDATES",
     "RESUME_MAY_CHANGE",
     "PretrainConfig",
     "TrainConfig",
@@ -44,6 +46,10 @@ LOSS_AGG_ALIASES = {"seq-mean": "seq-mean-token-mean"}
 LOSS_AGGREGATIONS = (*losses.AGGREGATIONS, *LOSS_AGG_ALIASES)
 #: The symmetric PPO clip ``clip_eps`` defaults to (verl's clip_ratio_low = clip_ratio_high).
 CLIP_EPS = 0.2
+#: Where the update's old log-probs and the step's entropy come from (``TrainConfig.old_logprobs``):
+#: what sampling recorded for each token, or a recomputation in one no-grad forward (the order
+#: verl uses when its rollout engine differs from its training engine).
+OLD_LOGPROBS = ("sampler", "recompute")
 #: How many times a step may draw prompts when the zero-variance filter is on, by default.
 FILTER_MAX_DRAWS = 10
 #: The seed of the training pool's one draw (``train_pool``): fixed, not the run's seed, so that
@@ -144,6 +150,11 @@ class TrainConfig:
         None, f"an entropy term added to the loss, a spec of fade.losses: {', '.join(losses.available('entropy'))} "
               "(entropy_bonus:coef=0.001, adaptive_entropy:target_ratio=0.7) (default: none)", metavar="SPEC")
     kl_coef: float = option(0.0, "weight of KL to the base policy", metavar="C")
+    old_logprobs: str = option(
+        "sampler", "the old log-probs of the policy loss and the entropy fed to the estimator: 'sampler', what "
+                   "sampling recorded for each token (the same policy and temperature; equal to a full forward's "
+                   "within 1e-5), or 'recompute', one more no-grad forward over the batch before the update",
+        choices=OLD_LOGPROBS)
     checkpoint_every: int = option(50, "checkpoint every N steps (and at the last)", metavar="N")
     progress: bool = option(True, "no progress bar")
 
@@ -184,6 +195,9 @@ class TrainConfig:
             value = getattr(self, key)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ValueError(f"{key} must be a finite number >= 0, got {value!r}")
+        if self.old_logprobs not in OLD_LOGPROBS:
+            raise ValueError(f"old_logprobs must be one of {', '.join(map(repr, OLD_LOGPROBS))}, "
+                             f"got {self.old_logprobs!r}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(map(repr, OPTIMIZERS))}, got {self.optimizer!r}")
         if self.loss_agg not in LOSS_AGGREGATIONS:
@@ -287,6 +301,10 @@ class PretrainConfig:
     device: str = option("auto", "auto, cpu or cuda")
     progress: bool = option(True, "no progress bar")
 
+
+#: What a run recorded before a setting existed did, where that is not the setting's default now:
+#: a checkpoint without ``old_logprobs`` recomputed them, so resuming it with the sampler's is a change.
+PREDATES = {"old_logprobs": "recompute"}
 
 #: Settings a resumed run may change, because the training trajectory does not depend on them:
 #: where the run lives and how it reports (out, progress, checkpoint_every, eval_every: evaluation

@@ -268,6 +268,7 @@ def _training_panels(
         for key, colour in (
             ("step_seconds", "black"),
             ("sample_seconds", "tab:blue"),
+            ("policy_seconds", "tab:orange"),
             ("advantage_seconds", "tab:green"),
             ("update_seconds", "tab:red"),
         ):

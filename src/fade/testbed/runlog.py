@@ -117,8 +117,10 @@ UPDATE_KEYS = (*LOSS_KEYS, "kl", *ENTROPY_TERM_KEYS, "completion_tokens", "lr")
 #: when the draws ran out, 0 when the step skipped its update). The reward keys are the first
 #: draw's, the rest the batch trained on.
 SAMPLING_KEYS = ("filtered_share", "sample_draws", "groups_kept")
-#: Seconds spent sampling, computing advantages, updating, and on the whole step.
-TIMING_KEYS = ("sample_seconds", "advantage_seconds", "update_seconds", "step_seconds")
+#: Seconds spent sampling, on the policy pass (the old log-probs and entropy: taken from sampling, or
+#: recomputed), computing advantages, updating, and on the whole step; the rest of a step is the
+#: verification and the step's bookkeeping. Logs written before ``policy_seconds`` lack it.
+TIMING_KEYS = ("sample_seconds", "policy_seconds", "advantage_seconds", "update_seconds", "step_seconds")
 #: Every key of a ``metrics.jsonl`` record besides the per-bucket ones, in the order the trainer
 #: writes them; SCHEDULE (FADE's alpha, delta, p_hat, h_hat, h_star) only when the estimator
 #: reports it, DIAGNOSTICS (the batch's gradient mass, :func:`fade.decompose`) and

@@ -1,9 +1,10 @@
 """Rollouts from a causal LM: batched sampling with a KV cache, and scoring of given sequences.
 
 ``sample`` draws ``num_samples`` completions per prompt in one left-padded batch (one prefill
-forward, then one token per step through the model's KV cache) and records, per token, the
-log-probability and entropy of the distribution it was drawn from. ``sequence_logprobs``
-recomputes the same quantities for given completions in one full, differentiable forward: it is
+forward over the distinct prompts, its cache repeated to the group, then one token per step
+through the model's KV cache) and records, per token, the log-probability and entropy of the
+distribution it was drawn from. ``sequence_logprobs`` computes the same quantities for given
+completions in one differentiable pass (the rows of a group share their prompt's forward): it is
 what the policy-gradient update calls, and on the sampled rows it agrees with what ``sample``
 recorded (the tests hold it to 1e-5), which is the check that the cache path, the left padding
 and the position ids are right. Both work on token ids only and run wherever the model lives.
@@ -11,12 +12,14 @@ and the position ids are right. Both work on token ids only and run wherever the
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from transformers import DynamicCache, PreTrainedModel
 
 __all__ = ["Rollouts", "greedy", "join_rollouts", "sample", "sequence_logprobs"]
@@ -129,7 +132,8 @@ def sample(
 
     All ``len(prompts) * num_samples`` rows decode together: the prompts are left-padded so that
     every row's next token sits in the last column, each row's positions start at 0 at its first
-    real token, one prefill forward fills a ``DynamicCache`` and each later step feeds one token.
+    real token, one prefill forward over the distinct prompts fills a ``DynamicCache`` that is
+    then repeated ``num_samples`` times along the batch, and each later step feeds one token.
     A row stops at its first eos and emits (masked) pad from then on; decoding ends when every
     row has stopped or after ``max_new_tokens`` steps. Log-probabilities and entropies are taken
     in float32 whatever the model's dtype.
@@ -203,17 +207,24 @@ def sample(
     next_position = prompt_mask.sum(-1)
 
     cache = DynamicCache(config=model.config)
+    # The G rows of a prompt share its prefill: one forward over the distinct prompts fills the
+    # cache, which is then repeated G times along the batch (as is the first step's logits).
+    unique = slice(None, None, num_samples)
     output = model(
-        input_ids=prompt_ids,
-        attention_mask=attention_mask[:, :width],
-        position_ids=_positions(prompt_mask),
+        input_ids=prompt_ids[unique],
+        attention_mask=attention_mask[unique, :width],
+        position_ids=_positions(prompt_mask[unique]),
         past_key_values=cache,
         use_cache=True,
         logits_to_keep=1,
     )
+    logits = output.logits[:, -1]
+    if num_samples > 1:
+        cache.batch_repeat_interleave(num_samples)
+        logits = logits.repeat_interleave(num_samples, dim=0)
     steps = max_new_tokens
     for t in range(max_new_tokens):
-        step_logprobs = F.log_softmax(output.logits[:, -1].float() / temperature, dim=-1)
+        step_logprobs = F.log_softmax(logits.float() / temperature, dim=-1)
         probs = step_logprobs.exp()
         if greedy:
             token = probs.argmax(-1)
@@ -232,13 +243,13 @@ def sample(
             steps = t + 1
             break
         attention_mask[:, width + t] = alive
-        output = model(
+        logits = model(
             input_ids=token[:, None],
             attention_mask=attention_mask[:, : width + t + 1],
             position_ids=(next_position + t)[:, None],
             past_key_values=cache,
             use_cache=True,
-        )
+        ).logits[:, -1]
 
     return Rollouts(
         prompt_index=prompt_index,
@@ -251,6 +262,66 @@ def sample(
         lengths=completion_mask.sum(-1),
         finished=finished,
     )
+
+
+#: Sequences up to this many tokens run SDPA's math kernel on CPU in ``sequence_logprobs``: at the
+#: testbed's lengths (tens of tokens) it takes the update's forward and backward about a fifth
+#: faster than the flash kernel the CPU build picks by default, and its attention matrix is small.
+SHORT_SEQUENCE = 128
+
+
+def _attention_kernel(device: torch.device, length: int) -> contextlib.AbstractContextManager:
+    if device.type == "cpu" and length <= SHORT_SEQUENCE:
+        return sdpa_kernel(SDPBackend.MATH)
+    return contextlib.nullcontext()
+
+
+def _distinct_prompts(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(first, inverse): the first row of each distinct (prompt, mask) and each row's distinct prompt."""
+    key = torch.where(prompt_mask, prompt_ids, -1)  # pads read alike whatever id they hold
+    _, inverse = torch.unique(key, dim=0, return_inverse=True)
+    rows = torch.arange(key.shape[0], device=key.device)
+    first = torch.full((int(inverse.max()) + 1,), key.shape[0], dtype=torch.long, device=key.device)
+    return first.scatter_reduce(0, inverse, rows, reduce="amin"), inverse
+
+
+def _logits_over_shared_prompts(
+    model: PreTrainedModel,
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    completion_ids: torch.Tensor,
+    completion_mask: torch.Tensor,
+    first: torch.Tensor,
+    inverse: torch.Tensor,
+) -> torch.Tensor:
+    """(B, T, V) logits predicting each completion token, the distinct prompts run once.
+
+    The prompt forward over the rows ``first`` fills a cache and gives the logits that predict
+    completion token 0; the cache is gathered to every row by ``inverse`` and the completion's
+    first T - 1 tokens run on top of it, at the positions a full forward gives them."""
+    width, length = prompt_ids.shape[1], completion_ids.shape[1]
+    cache = DynamicCache(config=model.config)
+    distinct_mask = prompt_mask[first]
+    head = model(
+        input_ids=prompt_ids[first],
+        attention_mask=distinct_mask.long(),
+        position_ids=_positions(distinct_mask),
+        past_key_values=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    ).logits[inverse]
+    if length == 1:
+        return head
+    cache.batch_select_indices(inverse)
+    mask = torch.cat([prompt_mask, completion_mask[:, :-1]], dim=1)
+    rest = model(
+        input_ids=completion_ids[:, :-1],
+        attention_mask=mask.long(),
+        position_ids=_positions(mask)[:, width:],
+        past_key_values=cache,
+        use_cache=True,
+    ).logits
+    return torch.cat([head, rest], dim=1)
 
 
 def greedy(
@@ -272,15 +343,25 @@ def sequence_logprobs(
     *,
     temperature: float = 1.0,
     with_entropy: bool = False,
+    share_prompts: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Per-token log pi(completion | prompt) under logits / temperature, in one full forward.
+    """Per-token log pi(completion | prompt) under logits / temperature, in one differentiable pass.
 
     For row b and completion position t this is log softmax(z / temperature)[c_bt], with z the
     logits at the position before c_bt, and optionally the entropy -sum_v p_v log p_v of that
-    distribution. The forward runs over concat(prompt, completion) without a cache and under
-    whatever grad mode the caller set, so the result is differentiable in the model's
-    parameters. Only the T + 1 last positions go through the output head, and the log-softmax
-    is over the T completion positions only, in float32.
+    distribution. It runs under whatever grad mode the caller set, so the result is
+    differentiable in the model's parameters. Only the positions that predict a completion token
+    go through the output head, and the log-softmax is over them only, in float32.
+
+    Rows that share a prompt (a group's G completions) share its forward: with
+    ``share_prompts`` and fewer distinct prompts than rows, the distinct prompts go through the
+    model once, filling a KV cache whose keys and values are then gathered to every row, and the
+    completions run on top of it, so the prompt costs one row's compute per distinct prompt
+    instead of one per row. The gradient flows through the gathered cache into the shared
+    prompt's forward, summing over the rows that share it: the same function of the parameters
+    as one full forward over concat(prompt, completion) per row (``share_prompts=False``, and
+    the path taken when every prompt is distinct), equal within float error (the tests hold
+    both the values and the gradient to it).
 
     Args:
         prompt_ids, prompt_mask: (B, P) long and bool, left-padded (the last column real in
@@ -289,6 +370,7 @@ def sequence_logprobs(
             of True in every row), as in ``Rollouts``.
         temperature: > 0, the temperature the completions were sampled at.
         with_entropy: also return the per-token entropy.
+        share_prompts: run each distinct prompt once (above); False runs every row in full.
 
     Returns:
         ``(logprobs, entropy)``: float32 (B, T), 0 where ``completion_mask`` is False; ``entropy``
@@ -327,18 +409,24 @@ def sequence_logprobs(
     if bool((completion_mask[:, 1:] & ~completion_mask[:, :-1]).any()):
         raise ValueError("completion_mask must be right-padded: each row's True entries must come first")
 
+    first, inverse = _distinct_prompts(prompt_ids, prompt_mask)
     length = completion_ids.shape[1]
-    input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
-    mask = torch.cat([prompt_mask, completion_mask], dim=1)
-    output = model(
-        input_ids=input_ids,
-        attention_mask=mask.long(),
-        position_ids=_positions(mask),
-        use_cache=False,
-        logits_to_keep=length + 1,
-    )
-    # Position P - 1 + t predicts completion token t; the very last position predicts nothing.
-    scaled = output.logits[:, :-1].float() / temperature
+    with _attention_kernel(prompt_ids.device, prompt_ids.shape[1] + length):
+        if share_prompts and first.numel() < prompt_ids.shape[0]:
+            logits = _logits_over_shared_prompts(model, prompt_ids, prompt_mask, completion_ids, completion_mask,
+                                                 first, inverse)
+        else:
+            mask = torch.cat([prompt_mask, completion_mask], dim=1)
+            output = model(
+                input_ids=torch.cat([prompt_ids, completion_ids], dim=1),
+                attention_mask=mask.long(),
+                position_ids=_positions(mask),
+                use_cache=False,
+                logits_to_keep=length + 1,
+            )
+            # Position P - 1 + t predicts completion token t; the very last position predicts nothing.
+            logits = output.logits[:, :-1]
+    scaled = logits.float() / temperature
     token_logprobs = F.log_softmax(scaled, dim=-1)
     chosen = token_logprobs.gather(-1, completion_ids[..., None]).squeeze(-1)
     logprobs = torch.where(completion_mask, chosen, 0.0)

@@ -30,7 +30,7 @@ from fade.atomic import remove_orphaned_temp_files, write_json_atomic
 from fade.mass import carries_signal
 
 from .checkpoint import JsonlLog, load_checkpoint, save_checkpoint
-from .config import LOSS_AGG_ALIASES, POOL_SEED, RESUME_MAY_CHANGE, TrainConfig
+from .config import LOSS_AGG_ALIASES, POOL_SEED, PREDATES, RESUME_MAY_CHANGE, TrainConfig
 from .policy import load_policy, resolve_device
 from .runlog import COMPRESSED, CONFIG_FILE, EVAL_FILE, METRICS_FILE
 from .tasks import Problem, Task, get_task, select_difficulties
@@ -76,7 +76,8 @@ def resume_changes(
     """The settings ``config`` changes from a checkpoint's ``saved`` config, as {key: (old, new)}.
 
     Raises ValueError naming every change outside :data:`RESUME_MAY_CHANGE`, and a ``steps``
-    below the checkpoint's ``step``. A setting the checkpoint predates reads as its default.
+    below the checkpoint's ``step``. A setting the checkpoint predates reads as what runs did before
+    it existed (:data:`~fade.testbed.config.PREDATES`), else as its default.
     """
     now = _as_json(dataclasses.asdict(config))
     fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
@@ -85,7 +86,7 @@ def resume_changes(
         for name, f in fields.items()
         if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
     }
-    before = _as_json({k: saved.get(k, defaults.get(k)) for k in now})
+    before = _as_json({k: saved.get(k, PREDATES.get(k, defaults.get(k))) for k in now})
     for values in (before, now):  # an old name of a loss aggregation is the same setting as the new
         values["loss_agg"] = LOSS_AGG_ALIASES.get(values["loss_agg"], values["loss_agg"])
     changed = {k: (before[k], now[k]) for k in now if before[k] != now[k]}

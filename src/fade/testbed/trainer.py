@@ -9,8 +9,9 @@ One step, as :func:`train` calls its parts:
    ``filter_zero_variance`` (DAPO's dynamic sampling) the groups whose raw rewards all agree are
    dropped and more problems drawn until ``prompts_per_step`` groups are kept or
    ``filter_max_draws`` draws are made; the first draw is the unfiltered run's, seed for seed;
-2. recompute the old log-probs and the policy's mean token entropy in one no-grad pass
-   (``_policy_pass``, the order verl uses);
+2. the old log-probs and the policy's mean token entropy (``_policy_pass``): those sampling
+   recorded, or with ``old_logprobs="recompute"`` one no-grad forward over the batch (the order
+   verl uses);
 3. advantage: :func:`train` feeds the entropy to the estimator with ``observe``, then
    ``_advantages`` computes the advantages once for the batch with any registered estimator, by
    name and parameters (a stateful one, FADE, advances once per batch however many optimizer
@@ -235,10 +236,16 @@ class PolicyPass:
 
 @torch.no_grad()
 def _policy_pass(setup: Setup, batch: Batch) -> PolicyPass:
-    """Recompute the old log-probs and the mean token entropy in one pass (the order verl uses)."""
+    """The old log-probs and the mean token entropy: what sampling recorded for each token (the
+    policy that sampled, at the sampling temperature), or, with ``old_logprobs="recompute"``, one
+    no-grad forward over the batch (the order verl uses when its rollout engine is not its
+    training engine); the two agree within 1e-5 (tests/test_sampling.py)."""
     r, t = batch.rollouts, setup.config.temperature
-    old_lp, tok_entropy = sequence_logprobs(setup.model, r.prompt_ids, r.prompt_mask, r.completion_ids,
-                                            r.completion_mask, temperature=t, with_entropy=True)
+    if setup.config.old_logprobs == "sampler":
+        old_lp, tok_entropy = r.logprobs, r.entropy
+    else:
+        old_lp, tok_entropy = sequence_logprobs(setup.model, r.prompt_ids, r.prompt_mask, r.completion_ids,
+                                                r.completion_mask, temperature=t, with_entropy=True)
     ref_lp = None
     if setup.ref_model is not None:
         ref_lp, _ = sequence_logprobs(setup.ref_model, r.prompt_ids, r.prompt_mask, r.completion_ids,
@@ -403,7 +410,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             setup.model.eval()  # sampling, the policy pass and the estimator's inputs only read the policy
             batch = _sample_batch(setup, step)  # sample and score, with the filter's draws
             policy, weighed, update = None, {}, {}
-            t1 = t2 = time.perf_counter()
+            t1 = t2 = t_scored = time.perf_counter()
             if batch.problems:  # else the filter kept nothing after its last draw: no update this step
                 policy = _policy_pass(setup, batch)
                 t1 = time.perf_counter()
@@ -414,7 +421,8 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
                 setup.model.train()
                 update = _update(setup, batch, policy, adv, step)
             t3 = time.perf_counter()
-            seconds = {"advantage_seconds": t2 - t1, "update_seconds": t3 - t2, "step_seconds": t3 - t0}
+            seconds = {"policy_seconds": t1 - t_scored, "advantage_seconds": t2 - t1, "update_seconds": t3 - t2,
+                       "step_seconds": t3 - t0}
             share = _rank1_share(setup)
             est.observe(rank1_share=share)  # read by the next batch's weighing (FADE's rank guard)
             record = _record(setup, step, batch, policy, weighed, update, seconds, share)

@@ -16,6 +16,7 @@ from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import Split
 from transformers import PreTrainedTokenizerFast
 
+from fade.testbed import sampling as sampling_module
 from fade.testbed.policy import (
     build_policy,
     load_policy,
@@ -76,13 +77,17 @@ def padded(prompts):
 # -- the cache path agrees with a full forward ------------------------------------------------
 
 
+@pytest.mark.parametrize("short_sequence", [sampling_module.SHORT_SEQUENCE, 0], ids=["math-kernel", "default-kernel"])
 @pytest.mark.parametrize("share_prompts", [True, False], ids=["shared-prompts", "full-rows"])
 @pytest.mark.parametrize("num_samples", [1, 3])
 @pytest.mark.parametrize("temperature", [1.0, 0.6, 1.7])
-def test_sampled_logprobs_and_entropy_equal_full_forward_rescoring(temperature, num_samples, share_prompts):
+def test_sampled_logprobs_and_entropy_equal_full_forward_rescoring(temperature, num_samples, share_prompts,
+                                                                   short_sequence, monkeypatch):
     # Every path the trainer takes: the sampler's shared prefill (G > 1) or not (G = 1), against a
-    # rescoring with the group's prompt run once or every row in full. A mild eos bias gives
-    # finished and unfinished rows in the same batch.
+    # rescoring with the group's prompt run once or every row in full, on SDPA's math kernel (what
+    # short sequences on CPU get) or the default one. A mild eos bias gives finished and unfinished
+    # rows in the same batch.
+    monkeypatch.setattr(sampling_module, "SHORT_SEQUENCE", short_sequence)
     m = with_eos_bias(0.5)
     r = draw(m, temperature=temperature, num_samples=num_samples, prompts=PROMPTS * 2)
     assert r.finished.any() and not r.finished.all()

@@ -17,15 +17,24 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-RUNS = HERE / "pilot" / "runs"
+ROOT = HERE.parents[2]
+#: The runs' folder relative to the repository's root, where the script works (a run.json records
+#: its ``out`` as given, and the repository holds no machine's absolute paths).
+RUNS = Path("docs/results/shift/pilot/runs")
 SEEDS = (0, 1, 2, 3, 4)
-ARMS = {"grpo": "grpo", "fade": "fade"}
+ARMS = {"grpo": ("grpo", {}), "fade": ("fade", {}), "fade-debiased": ("fade", {"p_start": "debiased"})}
+#: The arms each setting runs: grpo and FADE at its defaults (the pilot as first written); then the
+#: follow-up PILOT.md adds after the first results, before its runs: FADE with the debiased start
+#: of p_hat on ``arith-d2``. The criteria judge each FADE arm on its own.
+SETTING_ARMS = {"arith-d2": ("grpo", "fade", "fade-debiased"), "cdm-pool64": ("grpo", "fade")}
+JUDGED = ("fade", "fade-debiased")
 #: The candidates, as PILOT.md lists them: TrainConfig settings besides out, seed and estimator.
 SETTINGS = {
     "arith-d2": dict(task="arithmetic", difficulties=[2], steps=300, eval_every=30, eval_prompts=64,
@@ -52,20 +61,21 @@ def _train(setting: str, arm: str, seed: int) -> dict:
 
     torch.set_num_threads(1)
     out = _folder(setting, arm, seed)
-    config = TrainConfig(out=str(out), seed=seed, estimator=ARMS[arm], checkpoint_every=50, progress=False,
-                         **SETTINGS[setting])
+    estimator, args = ARMS[arm]
+    config = TrainConfig(out=str(out), seed=seed, estimator=estimator, estimator_args=args, checkpoint_every=50,
+                         progress=False, **SETTINGS[setting])
     if (out / "checkpoint.pt").is_file() and len(load_run(out).metrics) >= config.steps:
-        return {"run": str(out.relative_to(HERE)), "status": "skipped"}
+        return {"run": str(out), "status": "skipped"}
     t0 = time.process_time()
     wall0 = time.perf_counter()
     train(config, resume=(out / "checkpoint.pt").is_file())
     cost = {"cpu_seconds": time.process_time() - t0, "wall_seconds": time.perf_counter() - wall0}
     (out / "cost.json").write_text(json.dumps(cost) + "\n")
-    return {"run": str(out.relative_to(HERE)), "status": "finished", **cost}
+    return {"run": str(out), "status": "finished", **cost}
 
 
 def run(workers: int, only: str | None) -> None:
-    jobs = [(s, a, seed) for s in SETTINGS if only in (None, s) for seed in SEEDS for a in ARMS]
+    jobs = [(s, a, seed) for s in SETTINGS if only in (None, s) for seed in SEEDS for a in SETTING_ARMS[s]]
     t0 = time.perf_counter()
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         for i, result in enumerate(pool.map(_train, *zip(*jobs)), 1):
@@ -103,31 +113,34 @@ def score() -> dict:
                               "pass1_gain": GAIN, "cpu_seconds": COST_S, "seeds_needed": SEEDS_NEEDED},
                  "settings": {}}
     for setting, kw in SETTINGS.items():
-        runs = {f"{arm}-s{seed}": _score_run(_folder(setting, arm, seed)) for arm in ARMS for seed in SEEDS
-                if (_folder(setting, arm, seed) / "run.json").is_file()}
-        passed: dict[str, list[int]] = {"alpha": [], "delta": [], "gain": [], "cost": [], "all": []}
-        for seed in SEEDS:
-            fade = runs.get(f"fade-s{seed}")
-            if fade is None or fade["steps"] < kw["steps"]:
-                continue
-            ok = {
-                "alpha": fade["alpha_at_most_1_5_step"] is not None
-                and fade["alpha_at_most_1_5_step"] < ALPHA_BY * kw["steps"],
-                "delta": fade["delta_below_1_share"] >= DELTA_SHARE,
-                "gain": fade["pass1_final"] - fade["pass1_base"] >= GAIN,
-                "cost": fade["cpu_seconds"] is not None and fade["cpu_seconds"] <= COST_S,
-            }
-            ok["all"] = all(ok.values())
-            for key, value in ok.items():
-                if value:
-                    passed[key].append(seed)
-        out["settings"][setting] = {"config": kw, "runs": runs, "seeds_meeting": passed,
-                                    "qualifies": len(passed["all"]) >= SEEDS_NEEDED}
+        runs = {f"{arm}-s{seed}": _score_run(_folder(setting, arm, seed)) for arm in SETTING_ARMS[setting]
+                for seed in SEEDS if (_folder(setting, arm, seed) / "run.json").is_file()}
+        arms = {}
+        for arm in (a for a in JUDGED if a in SETTING_ARMS[setting]):
+            passed: dict[str, list[int]] = {"alpha": [], "delta": [], "gain": [], "cost": [], "all": []}
+            for seed in SEEDS:
+                fade = runs.get(f"{arm}-s{seed}")
+                if fade is None or fade["steps"] < kw["steps"]:
+                    continue
+                ok = {
+                    "alpha": fade["alpha_at_most_1_5_step"] is not None
+                    and fade["alpha_at_most_1_5_step"] < ALPHA_BY * kw["steps"],
+                    "delta": fade["delta_below_1_share"] >= DELTA_SHARE,
+                    "gain": fade["pass1_final"] - fade["pass1_base"] >= GAIN,
+                    "cost": fade["cpu_seconds"] is not None and fade["cpu_seconds"] <= COST_S,
+                }
+                ok["all"] = all(ok.values())
+                for key, value in ok.items():
+                    if value:
+                        passed[key].append(seed)
+            arms[arm] = {"seeds_meeting": passed, "qualifies": len(passed["all"]) >= SEEDS_NEEDED}
+        out["settings"][setting] = {"config": kw, "runs": runs, "arms": arms}
     (HERE / "pilot.json").write_text(json.dumps(out, indent=1) + "\n")
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
+    os.chdir(ROOT)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run")

@@ -409,10 +409,10 @@ def sequence_logprobs(
     if bool((completion_mask[:, 1:] & ~completion_mask[:, :-1]).any()):
         raise ValueError("completion_mask must be right-padded: each row's True entries must come first")
 
-    first, inverse = _distinct_prompts(prompt_ids, prompt_mask)
+    first, inverse = _distinct_prompts(prompt_ids, prompt_mask) if share_prompts else (None, None)
     length = completion_ids.shape[1]
     with _attention_kernel(prompt_ids.device, prompt_ids.shape[1] + length):
-        if share_prompts and first.numel() < prompt_ids.shape[0]:
+        if first is not None and first.numel() < prompt_ids.shape[0]:
             logits = _logits_over_shared_prompts(model, prompt_ids, prompt_mask, completion_ids, completion_mask,
                                                  first, inverse)
         else:

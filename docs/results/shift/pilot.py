@@ -32,15 +32,19 @@ SEEDS = (0, 1, 2, 3, 4)
 ARMS = {"grpo": ("grpo", {}), "fade": ("fade", {}), "fade-debiased": ("fade", {"p_start": "debiased"})}
 #: The arms each setting runs: grpo and FADE at its defaults (the pilot as first written); then the
 #: follow-up PILOT.md adds after the first results, before its runs: FADE with the debiased start
-#: of p_hat on ``arith-d2``. The criteria judge each FADE arm on its own.
-SETTING_ARMS = {"arith-d2": ("grpo", "fade", "fade-debiased"), "cdm-pool64": ("grpo", "fade")}
+#: of p_hat on ``arith-d2``; then the second follow-up, ``arith-d2-400`` with grpo and that arm. The criteria judge each FADE arm on its own.
+SETTING_ARMS = {"arith-d2": ("grpo", "fade", "fade-debiased"), "cdm-pool64": ("grpo", "fade"),
+                "arith-d2-400": ("grpo", "fade-debiased")}
 JUDGED = ("fade", "fade-debiased")
-#: The candidates, as PILOT.md lists them: TrainConfig settings besides out, seed and estimator.
+#: The candidates, as PILOT.md lists them: TrainConfig settings besides out, seed and estimator;
+#: ``arith-d2-400`` is the second follow-up's, written after the first results and before its runs.
 SETTINGS = {
     "arith-d2": dict(task="arithmetic", difficulties=[2], steps=300, eval_every=30, eval_prompts=64,
                      eval_samples=64),
     "cdm-pool64": dict(task="countdown_multi", train_pool=64, steps=200, lr=2e-4, prompts_per_step=16,
                        group_size=16, eval_every=20, eval_prompts=64, eval_samples=32),
+    "arith-d2-400": dict(task="arithmetic", difficulties=[2], steps=400, eval_every=40, eval_prompts=64,
+                         eval_samples=64),
 }
 #: The criteria (PILOT.md): alpha <= 1.5 before this share of the run, delta < 1 on at least this
 #: share of the steps, a held-out pass@1 gain of at least this much, a run of at most this many

@@ -268,7 +268,7 @@ def test_implied_objectives(g):
 
 
 def _params(name: str) -> dict:
-    return {"total_steps": 10} if name == "fade_decay" else {}
+    return {"total_steps": 10} if name == "fade_decay" else {"path": "shift"} if name == "fade_fixed" else {}
 
 
 #: The estimators whose advantage of a rollout does not subtract a baseline from its own group:

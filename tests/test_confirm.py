@@ -67,6 +67,87 @@ def test_the_confirm_preset_fixes_its_comparisons_on_seeds_no_other_preset_used(
     assert confirm.with_overrides(estimators=["grpo"]).comparisons == ()
 
 
+def test_the_shift_preset_runs_the_piloted_setting_on_new_seeds_with_its_comparisons_fixed():
+    from fade.adaptive import FIXED_PATHS
+    from fade.experiments.presets.shift import SHIFT_FADE, SHIFT_OTHERS
+
+    shift = get_preset("shift")
+    shift.check()
+    check_claims(shift)
+    used = {seed for name, preset in PRESETS.items() if name != "shift" for seed in preset.seeds}
+    assert shift.seeds == tuple(range(15, 25)) and not used & set(shift.seeds)
+    assert not {0, 1, 2, 3, 4} & set(shift.seeds)  # the pilot's
+    (plan,) = shift.plans
+    # the pilot's arith-d2-400 (docs/results/shift/pilot.py): bucket 2 only, 400 steps, evaluated every 40
+    assert (plan.task, plan.steps, plan.eval_every) == ("arithmetic", 400, 40)
+    assert (plan.eval_prompts, plan.eval_samples) == (64, 64)
+    assert dict(plan.trainer) == {"difficulties": (2,)}
+    run = shift.runs()[0]
+    kwargs = run.train_kwargs("out")
+    assert (kwargs["prompts_per_step"], kwargs["group_size"], kwargs.get("lr", 1e-4)) == (32, 8, 1e-4)
+    assert [arm.text for arm in plan.arms] == ["dr_grpo", "grpo", "power:alpha=3", "passk:k=4", "fade",
+                                               "fade:p_start=debiased", "fade_decay", "fade_fixed:path=shift"]
+    assert "shift" in FIXED_PATHS
+    # each FADE arm against every other arm on the four measures, the pair of FADE arms once
+    pairs = {(c.arm.text, c.against.text, c.measure) for c in shift.comparisons}
+    assert len(shift.comparisons) == len(pairs) == (7 + 6) * 4
+    assert pairs == ({("fade", other, m) for other in (*SHIFT_OTHERS, SHIFT_FADE[1]) for m in CONFIRM_MEASURES}
+                     | {(SHIFT_FADE[1], other, m) for other in SHIFT_OTHERS for m in CONFIRM_MEASURES})
+    assert all(c.greater for c in shift.comparisons)
+    assert shift.claims == ("comparisons", "time_to_threshold") and shift.pins_code
+    assert "code" in shift.design and len(shift.runs()) == 80
+    assert all(r.num_evals == 11 for r in shift.runs())
+    decay = {r.train_kwargs("o")["estimator_args"].get("total_steps") for r in shift.runs() if r.name == "fade_decay"}
+    assert decay == {400}
+
+
+def test_a_preset_that_pins_the_code_refuses_to_train_on_another_version(tmp_path, monkeypatch):
+    """The design records the training code's version; training into the folder on another version is
+    refused with one line before anything is written, and the report of its finished runs is not."""
+    import fade.testbed.session as session
+
+    monkeypatch.setattr(session, "code_version", lambda: "aaaa")
+    pinned = _fixed(pins_code=True)
+    assert run_sweep(pinned, tmp_path, workers=1, progress=False).ok
+    record = json.loads((tmp_path / DESIGN_FILE).read_text())
+    assert record["code"] == "aaaa"
+    monkeypatch.setattr(session, "code_version", lambda: "bbbb")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    with pytest.raises(ValueError, match=r"trained on training code version 'aaaa' and this checkout's is 'bbbb'"):
+        run_sweep(pinned, tmp_path, workers=1, progress=False)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    assert report_sweep(pinned, tmp_path).readme.is_file()  # finished runs still read
+    assert json.loads((tmp_path / DESIGN_FILE).read_text()) == record
+    # a preset that does not pin the code neither records nor checks it
+    assert "code" not in _fixed().design
+
+
+def test_the_code_version_follows_the_code_not_its_comments(tmp_path, monkeypatch):
+    import importlib
+    import sys
+
+    import fade.testbed.session as session
+
+    package = tmp_path / "versioned"
+    package.mkdir()
+    module = package / "__init__.py"
+    module.write_text('"""Doc."""\n\ndef f(x):\n    """Twice."""\n    return 2 * x  # doubled\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(session, "CODE_MODULES", ("versioned",))
+
+    def version() -> str:
+        sys.modules.pop("versioned", None)
+        importlib.invalidate_caches()
+        return session.code_version()
+
+    first = version()
+    assert len(first) == 16 and version() == first
+    module.write_text('"""Another doc."""\n\n\ndef f(x):\n    """Two x."""\n    # comment\n    return 2 * x\n')
+    assert version() == first
+    module.write_text('"""Doc."""\n\ndef f(x):\n    return 3 * x\n')
+    assert version() != first
+
+
 def test_a_comparison_of_an_arm_no_plan_trains_is_refused():
     bad = _fixed(comparisons=comparisons(["fade"], ["dr_grpo"], ["passk_mean"]))
     with pytest.raises(ValueError, match="compares 'dr_grpo', which none of its plans trains"):

@@ -13,12 +13,14 @@ from hypothesis import strategies as st
 
 import fade
 
-VARIANTS = ["fade", "fade_alpha", "fade_delta", "fade_entropy_only", "fade_decay"]
+VARIANTS = ["fade", "fade_alpha", "fade_delta", "fade_entropy_only", "fade_decay", "fade_fixed"]
 
 
 def _make(name: str, **params):
     if name == "fade_decay":
         params.setdefault("total_steps", 100)
+    if name == "fade_fixed":
+        params.setdefault("path", "shift")
     return fade.estimator(name, **params)
 
 
@@ -365,6 +367,57 @@ def test_decay_needs_total_steps():
         fade.estimator("fade_decay")
 
 
+def test_fixed_needs_a_written_path():
+    with pytest.raises(ValueError, match=r"fade_fixed needs path=.*\(shift\), got None"):
+        fade.estimator("fade_fixed")
+    with pytest.raises(ValueError, match=r"got 'nowhere'"):
+        fade.estimator("fade_fixed", path="nowhere")
+
+
+@pytest.mark.parametrize("knots, match", [
+    (((0, 2.0, 1.0),), "increasing integers from >= 1"),
+    (((5, 2.0, 1.0), (5, 1.0, 1.0)), "increasing"),
+    (((1, 0.5, 1.0),), "alpha >= 1"),
+    (((1, 2.0, 1.5),), r"delta in \(0, 1\]"),
+    (((1, 2.0, 0.0),), r"delta in \(0, 1\]"),
+    ((), "increasing"),
+])
+def test_a_written_path_is_checked(knots, match):
+    from fade.adaptive import _check_paths
+
+    with pytest.raises(ValueError, match=match):
+        _check_paths({"bad": knots})
+
+
+def test_the_fixed_path_is_its_knots_and_linear_between_whatever_the_run_does():
+    """Step by step (the trainer's step, 1 for the first batch), fade_fixed weighs with the written
+    knots: exactly at each knot, on the straight line between two, the last knot's values after the
+    end; no solve rate or entropy moves it, and the weights are the focal formula's at those knobs."""
+    from fade.adaptive import FIXED_PATHS
+
+    knots = FIXED_PATHS["shift"]
+    by_step = {k[0]: k for k in knots}
+    est = fade.estimator("fade_fixed", path="shift")
+    rng = np.random.default_rng(0)
+    for step in range(1, 431):
+        r = _batch(step, p=float(rng.uniform(0.05, 0.6)))
+        est.observe(entropy=float(rng.uniform(0.1, 3.0)), step=step - 1)
+        adv = est(r, 8)
+        alpha, delta = est.last["alpha"], est.last["delta"]
+        if step in by_step:
+            assert (alpha, delta) == (by_step[step][1], by_step[step][2])
+        elif step > knots[-1][0]:
+            assert (alpha, delta) == (knots[-1][1], knots[-1][2])
+        else:
+            lo = max(k for k in by_step if k < step)
+            hi = min(k for k in by_step if k > step)
+            w = (step - lo) / (hi - lo)
+            assert alpha == pytest.approx(by_step[lo][1] + w * (by_step[hi][1] - by_step[lo][1]), abs=1e-12)
+            assert delta == pytest.approx(by_step[lo][2] + w * (by_step[hi][2] - by_step[lo][2]), abs=1e-12)
+        torch.testing.assert_close(adv, fade.estimator("fade", alpha=alpha, delta=delta)(r, 8), rtol=0, atol=0)
+    assert knots[0] == (1, 3.0, 1.0) and knots[-1][0] == 400 and knots[-1][2] < 1
+
+
 def test_bad_state_raises():
     est = fade.estimator("fade")
     with pytest.raises(ValueError, match="missing"):
@@ -426,6 +479,8 @@ def test_every_estimator_that_reads_successes_takes_the_success_options(name):
     params = {"k": 2} if "k" in spec.defaults else {}
     if name == "fade_decay":
         params["total_steps"] = 10
+    if name == "fade_fixed":
+        params["path"] = "shift"
     scores = torch.tensor([2.0, -1.0, 0.3, 0.9, 5.0, -2.0, 1.0, 0.2])
     with pytest.raises(ValueError, match=r"success_threshold="):
         fade.estimator(name, **params)(scores, 4)
@@ -500,6 +555,7 @@ def test_state_accepts_numpy_numbers_and_absolute_h_star_must_survive():
     ("fade_entropy_only", {"delta": 1.0}, "entropy", True),
     ("fade_entropy_only", {"alpha": 2.0, "delta": 1.0}, "entropy", False),
     ("fade_decay", {"total_steps": 10}, "decay", False),
+    ("fade_fixed", {"path": "shift"}, "fixed", False),
 ])
 def test_variants_describe_their_schedule_and_entropy_needs(name, params, schedule, reads):
     est = fade.estimator(name, **params)

@@ -140,6 +140,8 @@ def _params(name: str) -> dict:
         out["k"] = 2
     if name == "fade_decay":
         out["total_steps"] = 10
+    if name == "fade_fixed":
+        out["path"] = "shift"
     return out
 
 

@@ -160,3 +160,31 @@ def test_combine_handles_both_rules_words():
     assert combine([v(NOT_SUPPORTED), v(CONTRADICTED)]) == CONTRADICTED
     assert combine([v(UNRESOLVED), v(OVERLAP)]) == OVERLAP
     assert combine([v(UNRESOLVED), v(FEW_SEEDS)]) == FEW_SEEDS
+
+
+def test_holm_step_down_by_hand():
+    """Holm (1979): sorted p-values times (m - i), made monotone, capped at 1; rejected at <= level."""
+    from fade.experiments.stats import holm
+
+    adjusted, rejected = holm([0.01, 0.04, 0.03, 0.005])
+    # sorted: 0.005 (x4 = 0.02), 0.01 (x3 = 0.03), 0.03 (x2 = 0.06), 0.04 (x1 = 0.04 -> 0.06 monotone)
+    assert adjusted == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert rejected == [True, False, False, True]
+    # a comparison without a p-value counts in m and is never rejected
+    adjusted, rejected = holm([0.01, float("nan")])
+    assert adjusted[0] == pytest.approx(0.02) and math.isnan(adjusted[1]) and rejected == [True, False]
+    assert holm([0.9, 0.8]) == ([pytest.approx(1.0), pytest.approx(1.0)], [False, False])
+    with pytest.raises(ValueError, match="level must lie in"):
+        holm([0.1], level=1.0)
+
+
+def test_paired_t_pvalue_matches_the_t_distribution():
+    from fade.experiments.stats import paired_t_pvalue, student_t_cdf
+
+    d = np.array([0.1, 0.3, -0.05, 0.2, 0.15])
+    t = d.mean() / (d.std(ddof=1) / math.sqrt(5))
+    assert paired_t_pvalue(d) == pytest.approx(2 * (1 - student_t_cdf(t, 4)))
+    assert paired_t_pvalue([0.2, 0.2, 0.2]) == 0.0 and paired_t_pvalue([0.0, 0.0]) == 1.0
+    assert paired_t_pvalue([0.1, float("nan"), 0.3, 0.2]) == pytest.approx(paired_t_pvalue([0.1, 0.3, 0.2]))
+    with pytest.raises(ValueError, match="at least 2 finite differences"):
+        paired_t_pvalue([0.1])

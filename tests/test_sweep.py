@@ -205,7 +205,7 @@ def test_presets_cover_the_claims_within_budget():
     from fade.experiments.costs import estimate_seconds, estimate_wall_seconds
 
     quick, full = get_preset("quick"), get_preset("full")
-    assert set(PRESETS) == {"quick", "full", "paper", "entropy", "confirm"}
+    assert set(PRESETS) == {"quick", "full", "paper", "entropy", "confirm", "shift"}
     for preset in (quick, full):
         preset.check()
     quick_wall = estimate_wall_seconds([estimate_seconds(r) for r in quick.runs()], 2)

@@ -46,7 +46,7 @@ def _records(path, drop_timing=True):
 # remax needs the greedy answer's reward, opo the lengths: the trainer provides both.
 @pytest.mark.parametrize("name", fade.available())
 def test_every_estimator_runs_end_to_end(name, tiny_model, tmp_path):
-    args = {"total_steps": 2} if name == "fade_decay" else {}
+    args = {"total_steps": 2} if name == "fade_decay" else {"path": "shift"} if name == "fade_fixed" else {}
     if name in ("passk", "pkpo"):
         args = {"k": 2}
     out = train(_config(tmp_path / name, tiny_model, estimator=name, estimator_args=args))

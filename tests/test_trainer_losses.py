@@ -255,7 +255,8 @@ def test_solve_rate_counts_successes_as_the_estimator_reads_them(tiny_model, tmp
 
 @pytest.mark.parametrize("index, name", list(enumerate(fade.available())))
 def test_every_estimator_trains_off_policy(index, name, tiny_model, tmp_path, data):
-    args = {"total_steps": 1} if name == "fade_decay" else {"k": 2} if name in ("passk", "pkpo") else {}
+    args = ({"total_steps": 1} if name == "fade_decay" else {"path": "shift"} if name == "fade_fixed"
+            else {"k": 2} if name in ("passk", "pkpo") else {})
     policy, entropy = POLICY_LOSSES[index % 3], ENTROPY_TERMS[(index // 3) % 3]
     out = train(_config(tmp_path / name, tiny_model, data, estimator=name, estimator_args=args, epochs=2,
                         minibatches=2, policy_loss=policy, entropy=entropy))

@@ -54,6 +54,7 @@ needs_trainer = pytest.mark.skipif(fv._TRAINER_MISSING is not None, reason=str(f
 PARAMS: dict[str, dict] = {
     "fade": {"h_star": 0.9, "ema": 0.5},
     "fade_decay": {"total_steps": 50},
+    "fade_fixed": {"path": "shift"},
     "fade_entropy_only": {"h_star_ratio": 0.6, "ema": 0.5},
     "fade_grpo": {"eps": 1e-4},
     "fade_passk": {"k": 3},

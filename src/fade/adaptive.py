@@ -22,7 +22,9 @@ Registered variants: ``fade``; ``fade_alpha`` (delta fixed at 1); ``fade_delta``
 at 1); ``fade_entropy_only`` (alpha also from entropy: alpha_max while the entropy is at its
 initial value, falling linearly to 1 as it reaches H_star); ``fade_decay`` (no feedback: both
 knobs follow log(1 + t) / log(1 + total_steps) from exploration, alpha_max and 1, to
-exploitation, 1 and delta_min). Passing ``alpha=`` or ``delta=`` fixes that knob in any variant.
+exploitation, 1 and delta_min); ``fade_fixed`` (no feedback: both knobs follow a path written
+in advance, ``path=NAME`` of :data:`FIXED_PATHS`, linear between its knots). Passing ``alpha=`` or
+``delta=`` fixes that knob in any variant.
 
 Beyond the paper, off by default: ``rank_guard=x`` holds delta at 1 while the observed
 ``rank1_share`` of the output head's cumulative update exceeds x.
@@ -51,8 +53,8 @@ from .segments import Groups
 from .validation import in_range, plain, require
 
 __all__ = [
-    "P_STARTS", "SCHEDULE", "VARIANTS", "FadeEstimator", "FadeState", "advance", "init", "observe", "schedule",
-    "update",
+    "FIXED_PATHS", "P_STARTS", "SCHEDULE", "VARIANTS", "FadeEstimator", "FadeState", "advance", "fixed_knobs", "init",
+    "observe", "schedule", "update",
 ]
 
 #: The schedule FADE reports in ``last`` beside the batch's :data:`~fade.mass.DIAGNOSTICS`: what
@@ -142,8 +144,8 @@ def _state_step(step: Any) -> int:
 # -- the pure functions: init, observe, schedule, advance, update -------------------------------
 #
 # ``params`` is an estimator's full parameter dict (the variant's defaults and what was passed);
-# ``mode`` its variant's :attr:`~fade.registry.EstimatorSpec.schedule` ("feedback", "entropy" or
-# "decay"). None of them changes its arguments.
+# ``mode`` its variant's :attr:`~fade.registry.EstimatorSpec.schedule` ("feedback", "entropy",
+# "decay" or "fixed"). None of them changes its arguments.
 
 
 def init(params: Mapping[str, Any]) -> FadeState:
@@ -186,6 +188,8 @@ def schedule(state: FadeState, params: Mapping[str, Any], mode: str) -> tuple[fl
         t = min(1.0, math.log1p(state.step) / math.log1p(params["total_steps"]))
         alpha = params["alpha_max"] - (params["alpha_max"] - 1) * t
         delta = 1 - (1 - params["delta_min"]) * t
+    elif mode == "fixed":
+        alpha, delta = fixed_knobs(params["path"], state.step + 1)
     else:
         alpha = _alpha_from_solve_rate(state, params) if mode == "feedback" else _alpha_from_entropy(state, params)
         delta = _delta_from_entropy(state, params)
@@ -198,6 +202,16 @@ def schedule(state: FadeState, params: Mapping[str, Any], mode: str) -> tuple[fl
     ):
         delta = 1.0
     return alpha, delta
+
+
+def fixed_knobs(path: str, step: int) -> tuple[float, float]:
+    """(alpha, delta) of the written path ``path`` (a name of :data:`FIXED_PATHS`) at the trainer's
+    step ``step`` (1 for the first batch): linear between the knots around it, the first knot's
+    values before it and the last one's after it."""
+    knots = FIXED_PATHS[path]
+    steps = [k[0] for k in knots]
+    return (float(np.interp(step, steps, [k[1] for k in knots])),
+            float(np.interp(step, steps, [k[2] for k in knots])))
 
 
 def _alpha_from_solve_rate(state: FadeState, params: Mapping[str, Any]) -> float:
@@ -300,10 +314,10 @@ class FadeEstimator(Estimator):
         """Whether this variant's schedule, with the knobs this instance fixes, reads the entropy.
 
         The feedback variants read it for delta, ``fade_entropy_only`` for both knobs, and the
-        decay schedule not at all; a knob fixed by ``alpha=`` or ``delta=`` reads nothing.
+        decay and fixed schedules not at all; a knob fixed by ``alpha=`` or ``delta=`` reads nothing.
         """
         mode = self.spec.schedule
-        if mode == "decay":
+        if mode in ("decay", "fixed"):
             return False
         if mode == "entropy":
             return self.params["alpha"] is None or self.params["delta"] is None
@@ -390,6 +404,37 @@ _STATE_KEYS = frozenset(f.name for f in fields(FadeState))
 #: State keys added after state dicts were first saved, with what a state dict without one means.
 _ADDED_KEYS: dict[str, Any] = {"p_weight": None}
 
+#: Schedules written in advance for ``fade_fixed:path=NAME``: knots (step, alpha, delta), the step
+#: the trainer's (1 for the first batch) and increasing, alpha >= 1, delta in (0, 1]. A control
+#: that follows the path FADE took without reading the run it trains.
+#:
+#: ``shift``: the `shift` preset's fixed two-phase control (docs/results/shift/PILOT.md), the median
+#: over seeds 0-4 of FADE's logged alpha and delta (``fade:p_start=debiased`` on the pilot's
+#: ``arith-d2-400`` setting), read every 10 steps; written before any run of the preset.
+FIXED_PATHS: dict[str, tuple[tuple[int, float, float], ...]] = {
+    "shift": (
+        (1, 3.0, 1.0), (10, 2.698, 1.0), (20, 2.4229, 1.0), (30, 2.1458, 1.0), (40, 1.973, 1.0), (50, 1.812, 1.0),
+        (60, 1.7079, 1.0), (70, 1.5569, 1.0), (80, 1.4492, 1.0), (90, 1.3677, 1.0), (100, 1.2739, 1.0),
+        (110, 1.2054, 1.0), (120, 1.1476, 1.0), (130, 1.0899, 1.0), (140, 1.0417, 1.0), (150, 1.0, 1.0),
+        (160, 1.0, 1.0), (170, 1.0, 1.0), (180, 1.0, 1.0), (190, 1.0, 1.0), (200, 1.0, 1.0), (210, 1.0, 1.0),
+        (220, 1.0, 0.9971), (230, 1.0, 0.9909), (240, 1.0, 0.9874), (250, 1.0, 0.9824), (260, 1.0, 0.9765),
+        (270, 1.0, 0.9711), (280, 1.0, 0.9679), (290, 1.0, 0.9633), (300, 1.0, 0.9594), (310, 1.0, 0.9562),
+        (320, 1.0, 0.9513), (330, 1.0, 0.9471), (340, 1.0, 0.9439), (350, 1.0, 0.9384), (360, 1.0, 0.9327),
+        (370, 1.0, 0.9323), (380, 1.0, 0.9304), (390, 1.0, 0.9268), (400, 1.0, 0.9221),
+    ),
+}
+
+
+def _check_paths(paths: Mapping[str, tuple[tuple[int, float, float], ...]]) -> None:
+    for name, knots in paths.items():
+        steps = [k[0] for k in knots]
+        if not knots or steps[0] < 1 or any(b <= a for a, b in zip(steps, steps[1:])):
+            raise ValueError(f"fixed path {name!r}: knot steps must be increasing integers from >= 1, got {steps}")
+        bad = [k for k in knots if not (k[1] >= 1 and 0 < k[2] <= 1)]
+        if bad:
+            raise ValueError(f"fixed path {name!r}: knots need alpha >= 1 and delta in (0, 1], got {bad[:3]}")
+
+
 #: How p_hat starts (the ``p_start`` parameter): at ``p_init``, the paper's reading; or corrected
 #: for its start, so that it is the first batch's solve rate after that batch.
 P_STARTS = ("p_init", "debiased")
@@ -420,6 +465,9 @@ def _check_fade(p: dict[str, Any]) -> None:
         require(p, "rank_guard", low=0.0)
     if p["baseline"] not in ("group", "batch"):
         raise ValueError(f"baseline must be 'group' or 'batch', got {p['baseline']!r}")
+    if "path" in p and p["path"] not in FIXED_PATHS:
+        raise ValueError(f"fade_fixed needs path=, the name of a written schedule ({', '.join(FIXED_PATHS)}), got "
+                         f"{p['path']!r}")
     if "total_steps" in p and p["total_steps"] is not None:
         plain(p, "total_steps")
     if "total_steps" in p and (
@@ -453,6 +501,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "fade_delta": ("feedback", {"alpha": 1.0}),
     "fade_entropy_only": ("entropy", {}),
     "fade_decay": ("decay", {"total_steps": None}),
+    "fade_fixed": ("fixed", {"path": None}),
 }
 
 
@@ -473,4 +522,5 @@ def _fade_formula(r: torch.Tensor, g: Groups, **params: Any) -> torch.Tensor:
     return focal(r, g.mean(r), alpha, delta, g)
 
 
+_check_paths(FIXED_PATHS)
 _register_variants()

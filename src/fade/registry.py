@@ -74,7 +74,7 @@ class EstimatorSpec:
     cls: type[Estimator] | None = None
     summary: str = ""
     #: How a stateful estimator schedules its parameters from training signals (FADE's variants:
-    #: "feedback", "entropy", "decay"); None for a stateless one. The class reads it, so a
+    #: "feedback", "entropy", "decay", "fixed"); None for a stateless one. The class reads it, so a
     #: variant describes itself instead of being looked up by name.
     schedule: str | None = None
     #: The parameter that is the run's length in steps (fade_decay's ``total_steps``): a runner that

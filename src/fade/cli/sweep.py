@@ -31,10 +31,12 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", default="quick", metavar="NAME",
                    help="quick (about 10 minutes on 2 cores), full (every claim on arithmetic and countdown, a few "
                         "hours), paper (the calibrated instrument: countdown_multi, 5 paired seeds, FADE's arms, "
-                        "about 8 CPU hours), entropy (FADE against entropy bonus, adaptive entropy, clip-higher, "
+                        "5.7 CPU hours measured), entropy (FADE against entropy bonus, adaptive entropy, clip-higher, "
                         "Clip-Cov, KL-Cov, DAPO and power:alpha=3 on the paper preset's design, about 5 CPU hours) "
-                        "or confirm (FADE against its static twins on new seeds 5-14, comparisons fixed in advance, "
-                        "about 3 CPU hours measured); --dry-run "
+                        "confirm (FADE against its static twins on new seeds 5-14, comparisons fixed in advance, "
+                        "about 3 CPU hours measured) or shift (FADE where its schedule acts: arithmetic, bucket 2, "
+                        "400 steps, against its static twins and a fixed schedule on new seeds 15-24, about 2 CPU "
+                        "hours); --dry-run "
                         "prints each run's cost (default: quick)")
     p.add_argument(
         "--out", required=True, metavar="DIR", help="the sweep's folder; rerunning into it resumes (required)"

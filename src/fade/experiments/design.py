@@ -371,7 +371,10 @@ class Preset:
     ``comparisons`` are fixed with the preset, before any of its runs: the sweep records them in its
     folder when it starts one and refuses to go on once they differ from the record, as a changed
     setting is refused on resume. ``claims``, when given, limits the report to those claims' keys, so
-    a confirmation reads only what it declared (None: every claim the runs cover).
+    a confirmation reads only what it declared (None: every claim the runs cover). ``pins_code``:
+    every run comes from one version of the training code (:func:`fade.testbed.session.code_version`),
+    which the design records; training into the folder on another version is refused (its report
+    is not).
     """
 
     name: str
@@ -381,6 +384,7 @@ class Preset:
     tuning: Tuning | None = None
     comparisons: tuple[Comparison, ...] = ()
     claims: tuple[str, ...] | None = None
+    pins_code: bool = False
 
     @property
     def tasks(self) -> tuple[str, ...]:
@@ -481,6 +485,7 @@ class Preset:
             tuning=tuning,
             comparisons=fixed,
             claims=self.claims if estimators is None else None,
+            pins_code=self.pins_code,
         )
 
     def check(self) -> None:
@@ -507,9 +512,14 @@ class Preset:
     @property
     def design(self) -> dict[str, Any]:
         """What the preset fixes before its runs, as the sweep records it in its folder: the
-        comparisons and the claims its report reads."""
-        return {"comparisons": [c.record for c in self.comparisons],
-                "claims": None if self.claims is None else list(self.claims)}
+        comparisons and the claims its report reads, and with ``pins_code`` the training code's version."""
+        record: dict[str, Any] = {"comparisons": [c.record for c in self.comparisons],
+                                  "claims": None if self.claims is None else list(self.claims)}
+        if self.pins_code:
+            from fade.testbed.session import code_version
+
+            record["code"] = code_version()
+        return record
 
 
 def ordered(*groups: Iterable[str]) -> tuple[str, ...]:

@@ -50,9 +50,11 @@ __all__ = [
     "bootstrap_ci",
     "combine",
     "compare",
+    "holm",
     "minimum_detectable_difference",
     "paired_differences",
     "paired_seeds",
+    "paired_t_pvalue",
     "paired_verdict",
     "pearson",
     "pooled_paired_sd",
@@ -116,6 +118,42 @@ def student_t_cdf(t: float, df: int) -> float:
             series += term
         a = s * series
     return 0.5 + math.copysign(0.5 * a, t)
+
+
+def paired_t_pvalue(diffs: Sequence[float] | np.ndarray) -> float:
+    """The two-sided p-value of the paired t-test that the mean of ``diffs`` is 0 (NaN and infinite
+    differences dropped). A constant difference gives 0 where it is non-zero and 1 where it is 0;
+    fewer than 2 finite differences is refused with a ValueError."""
+    d = np.asarray(diffs, dtype=float)
+    d = d[np.isfinite(d)]
+    if d.size < 2:
+        raise ValueError(f"a paired t-test needs at least 2 finite differences, got {d.size}")
+    sd = float(d.std(ddof=1))
+    mean = float(d.mean())
+    if sd == 0 or not math.isfinite(sd):
+        return 1.0 if mean == 0 else 0.0
+    t = mean / (sd / math.sqrt(d.size))
+    return min(1.0, 2 * (1 - student_t_cdf(abs(t), d.size - 1)))
+
+
+def holm(pvalues: Sequence[float], level: float = 0.05) -> tuple[list[float], list[bool]]:
+    """Holm's step-down correction (Holm 1979) of ``pvalues`` for a family-wise error ``level``:
+    the adjusted p-values (in the given order; max over the sorted prefix of (m - i) p_(i), capped
+    at 1) and whether each hypothesis is rejected (adjusted p <= ``level``). A NaN p-value is a
+    comparison that was not measured: it counts in m, as a planned comparison, and is never rejected."""
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    p = np.asarray(pvalues, dtype=float)
+    m = p.size
+    order = np.argsort(np.where(np.isnan(p), np.inf, p), kind="stable")
+    adjusted = np.full(m, np.nan)
+    running = 0.0
+    for rank, i in enumerate(order):
+        if np.isnan(p[i]):
+            continue
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        adjusted[i] = running
+    return [float(a) for a in adjusted], [bool(a <= level) for a in adjusted]
 
 
 def student_t_quantile(p: float, df: int) -> float:

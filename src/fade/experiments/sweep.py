@@ -200,9 +200,11 @@ def check_claims(preset: Preset) -> None:
         raise ValueError(f"preset {preset.name!r} reads unknown claim(s) {unknown}; known claims: {', '.join(known)}")
 
 
-def check_design(preset: Preset, out: str | Path) -> dict[str, Any] | None:
+def check_design(preset: Preset, out: str | Path, training: bool = False) -> dict[str, Any] | None:
     """The design record of the sweep folder ``out`` (None when it has none); ValueError when the
-    record holds other comparisons or claims than ``preset`` fixes, or is unreadable."""
+    record holds other comparisons or claims than ``preset`` fixes, or is unreadable; with
+    ``training``, also when the preset pins the training code and the record holds another version
+    (a report reads finished runs, so it is not refused for that)."""
     path = Path(out) / DESIGN_FILE
     if not path.exists():
         return None
@@ -210,6 +212,14 @@ def check_design(preset: Preset, out: str | Path) -> dict[str, Any] | None:
     if saved is None:
         raise ValueError(f"{path} is not a readable design record: expected the JSON object a `fade sweep` wrote")
     planned = preset.design
+    if "code" in planned:
+        code = planned.pop("code")
+        if training and saved.get("code") != code:
+            raise ValueError(
+                f"{out} was trained on training code version {saved.get('code')!r} and this checkout's is {code!r} "
+                f"(fade.testbed.session.code_version): every run of preset {preset.name!r} comes from one version, so "
+                "finish it on the checkout that started it, or choose another --out"
+            )
     changed = [key for key in planned if saved.get(key) != planned[key]]
     if changed:
         detail = "; ".join(
@@ -235,7 +245,7 @@ def fix_design(preset: Preset, out: str | Path) -> None:
     comparison (folders from before records existed); comparisons cannot be fixed after the fact.
     """
     out = Path(out)
-    if check_design(preset, out) is not None:
+    if check_design(preset, out, training=True) is not None:
         return
     started = _started(preset, out)
     if preset.comparisons and started:

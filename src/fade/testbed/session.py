@@ -37,11 +37,13 @@ from .tasks import Problem, Task, get_task, select_difficulties
 
 __all__ = [
     "CHECKPOINT",
+    "CODE_MODULES",
     "RESUMES_FILE",
     "RUN_FILE",
     "Logs",
     "Setup",
     "base_model_dir",
+    "code_version",
     "generator",
     "load_task",
     "open_logs",
@@ -55,6 +57,36 @@ __all__ = [
 
 CHECKPOINT = "checkpoint.pt"
 RUN_FILE, RESUMES_FILE = CONFIG_FILE, "resumes.jsonl"
+
+
+#: The modules whose code decides which tokens a seed draws and how the policy moves on them: the
+#: testbed's sampling, policy pass, update and step loop, and the advantage and loss code they call.
+CODE_MODULES: tuple[str, ...] = (
+    "fade.testbed.sampling", "fade.testbed.policy", "fade.testbed.update", "fade.testbed.trainer",
+    "fade.testbed.session", "fade.estimators", "fade.adaptive", "fade.losses",
+)
+
+
+def code_version() -> str:
+    """A short hash of the training code (:data:`CODE_MODULES`) and torch's version: equal for two
+    checkouts whose runs draw and update alike. Each module is hashed as its syntax tree without
+    docstrings, so an edit to comments, docstrings or layout keeps the version and any code edit
+    changes it."""
+    import ast
+    import importlib
+
+    digest = hashlib.sha256(torch.__version__.encode())
+    for name in CODE_MODULES:
+        source = Path(importlib.import_module(name).__file__).read_text(encoding="utf-8")
+        tree = ast.parse(source)
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                    and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                node.body = body[1:] or [ast.Pass()]
+        digest.update(name.encode() + b"\0" + ast.dump(tree).encode() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def base_model_dir(task: str) -> Path:

@@ -1,6 +1,6 @@
 """The sweep presets ``fade sweep --preset`` knows, each one module of data built from
-:mod:`fade.experiments.design`'s records: ``quick``, ``full``, ``paper``, ``entropy`` and
-``confirm``.
+:mod:`fade.experiments.design`'s records: ``quick``, ``full``, ``paper``, ``entropy``,
+``confirm`` and ``shift``.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from fade.experiments.presets.entropy import ENTROPY
 from fade.experiments.presets.full import FULL
 from fade.experiments.presets.paper import PAPER
 from fade.experiments.presets.quick import QUICK
+from fade.experiments.presets.shift import SHIFT
 
 __all__ = ["PRESETS", "get_preset"]
 
 #: The presets ``fade sweep --preset`` knows, by name.
-PRESETS: dict[str, Preset] = {p.name: p for p in (QUICK, FULL, PAPER, ENTROPY, CONFIRM)}
+PRESETS: dict[str, Preset] = {p.name: p for p in (QUICK, FULL, PAPER, ENTROPY, CONFIRM, SHIFT)}
 
 
 def get_preset(name: str) -> Preset:

@@ -58,10 +58,26 @@ def fixed_comparisons(key: str, r: Comparisons) -> ClaimSection:
         side = "higher" if c.greater else "lower"
         section.verdicts.append(line(f"{c.arm.text} has a {side} {measure_words(c.measure)} than {c.against.text}",
                                      judgement))
+    section.notes.append(holm_note(r))
     section.notes.append(f"These {len(r.rows)} comparisons are the preset's, recorded in the sweep folder's "
                          "design.json when the sweep started; a sweep whose preset lists other comparisons is refused "
                          "there, so none was added or dropped after the runs.")
     return section
+
+
+def holm_note(r: Comparisons) -> str:
+    """Which of the fixed comparisons survive Holm's correction over all of them, in words."""
+    tested = [row for row in r.rows if row.p_value == row.p_value]
+    kept = [row for row in r.rows if row.survives_holm]
+    listed = "; ".join(
+        f"{row.comparison.arm.text} vs {row.comparison.against.text} on {measure_words(row.comparison.measure)} "
+        f"({difference(row.verdict)}, adjusted p = {row.holm_p:.3g})" for row in kept
+    )
+    return (f"The list as a family: under Holm's correction over all {len(r.rows)} fixed comparisons ({len(tested)} "
+            "with a paired t-test p-value; a comparison without one counts in the family and is never kept), at a "
+            f"family-wise error of 5%, {len(kept)} of {len(r.rows)} differences stay different from 0"
+            + (f": {listed}." if kept else ".")
+            + " The per-comparison verdicts above read each 95% interval on its own.")
 
 
 @words(TimeToThreshold)

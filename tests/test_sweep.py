@@ -614,7 +614,8 @@ def test_paper_report_answers_the_regime_the_sign_knob_the_entropy_formula_and_f
     assert f"{len(outcomes)} claims: {resolved} resolved ({outcomes.count(SUPPORTED)} supported, " in text
     assert "paired intervals" in text and "each at 95% on its own with no correction" in text
     assert "## Entropy formula with both terms" in text and "## FADE's arms (H* sensitivity)" in text
-    for name in (f"{adam}-entropy-formula.png", f"{sgd}-entropy-formula.png", f"{adam}-delta.png"):
+    for name in (f"{adam}-entropy-formula.png", f"{sgd}-entropy-formula.png", f"{adam}-delta.png",
+                 f"{adam}-schedule.png"):
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name
         assert f"]({name})" in text, name
     assert not (out / f"{sgd}-delta.png").exists()  # no FADE arm with plain SGD

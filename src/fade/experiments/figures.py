@@ -12,6 +12,8 @@
 - :func:`draw_entropy_formula`: observed entropy change against the formula's drive and each of its
   two terms, over blocks of steps, coloured by the run's side of the sign axis.
 - :func:`draw_delta`: FADE's sign knob delta against step, one panel per FADE arm.
+- :func:`draw_schedule`: alpha, delta and p_hat against step, one row per scheduled arm, beside a
+  schedule written in advance (``fade_fixed``'s path).
 - :func:`draw_bucket_gains`: pass@1 gain per difficulty bucket for each Power(alpha).
 - :func:`draw_controls`: FADE against the entropy controls, every arm in one figure: the final
   pass@k against k and the training entropy against step.
@@ -49,6 +51,7 @@ __all__ = [
     "draw_bucket_gains",
     "draw_controls",
     "draw_delta",
+    "draw_schedule",
     "draw_entropy_check",
     "draw_entropy_formula",
     "draw_entropy_rank1",
@@ -344,6 +347,44 @@ def draw_delta(arms: Sequence[tuple[str, list[SweepRun]]], palette: dict, path: 
             ax.set_ylabel("delta", fontsize=7)
             below = f"delta < 1 on {np.mean(share):.0%} of steps" if share else "delta not logged"
             finish_axes(ax, f"{spec}: {below}")
+    return Path(path)
+
+
+#: The knobs :func:`draw_schedule` draws, with their axis ranges.
+SCHEDULE_PANELS: tuple[tuple[str, tuple[float, float]], ...] = (("alpha", (0.9, 3.1)), ("delta", (0.85, 1.01)),
+                                                                 ("p_hat", (0.0, 1.0)))
+
+
+def draw_schedule(arms: Sequence[tuple[str, list[SweepRun]]], palette: dict, path: str | Path, *, title: str,
+                  reference: tuple[str, np.ndarray, np.ndarray, np.ndarray] | None = None) -> Path:
+    """alpha, delta and p_hat against step for each scheduled arm, one row per arm: each seed thin,
+    the median over seeds thick; ``reference`` (a name, steps, alpha, delta), a schedule written in
+    advance, dashed in every row's alpha and delta panels, so that each arm's path reads against it."""
+    with _panel_figure(len(arms) * len(SCHEDULE_PANELS), len(SCHEDULE_PANELS), (3.6, 2.3), path,
+                       f"{title}: the schedule's knobs vs step (thin: seeds, thick: median"
+                       + (f", dashed: {reference[0]}" if reference else "") + ")") as axes:
+        for row, (spec, runs) in enumerate(arms):
+            colour = palette.get(spec, "0.3")
+            for col, (key, limits) in enumerate(SCHEDULE_PANELS):
+                ax = axes[row * len(SCHEDULE_PANELS) + col]
+                for run in runs:
+                    ax.plot(run.steps, run.curves[key], color=colour, lw=0.6, alpha=0.4)
+                steps = _stack([r.steps for r in runs])[0]
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # a step no seed logged
+                    median = np.nanmedian(_stack([r.curves[key] for r in runs]), axis=0)
+                ax.plot(steps, median, color=colour, lw=1.8)
+                every = np.concatenate([np.asarray(r.curves[key], dtype=float) for r in runs])
+                if reference is not None and key in ("alpha", "delta"):
+                    ref = reference[2] if key == "alpha" else reference[3]
+                    ax.plot(reference[1], ref, color="black", lw=1.0, ls="--")
+                if key == "delta":
+                    ax.axhline(1.0, color="0.5", lw=0.7, ls=":")
+                low = min(limits[0], float(np.nanmin(every)) - 0.02) if np.isfinite(every).any() else limits[0]
+                ax.set_ylim(low, limits[1])
+                ax.set_xlabel("step", fontsize=7)
+                ax.set_ylabel(key, fontsize=7)
+                finish_axes(ax, f"{spec}: {key}" if col == 0 else key)
     return Path(path)
 
 

@@ -132,6 +132,12 @@ def verdict_count(verdict_rows, paired: bool, sections: Sequence[ClaimSection] =
                  f"correction for their number: were no difference real, about {0.05 * distinct:.0f} of them would "
                  "exclude 0 by chance, so a claim resting on one comparison is weaker evidence than one whose "
                  "comparisons agree.")
+        for section in sections:
+            rows = getattr(section.result, "rows", None)
+            if rows and all(hasattr(row, "survives_holm") for row in rows):
+                text += (f" The {len(rows)} comparisons fixed before the runs ({section.task}) are also read as one "
+                         f"family under Holm's correction: {sum(row.survives_holm for row in rows)} of them survive it "
+                         "(see that section).")
     return text
 
 

@@ -7,7 +7,8 @@ by the exact command that regenerates it and then the design checks (is the regi
 FADE's sign knob act: :func:`~fade.experiments.sections.design_checks`); ``atlas.png`` (the
 gradient-mass atlas of every estimator trained); per task ``<task>-pass1.png``,
 ``<task>-passk.png``, ``<task>-entropy-rank1.png``, ``<task>-plane.png``,
-``<task>-entropy-check.png``, ``<task>-entropy-formula.png``, ``<task>-delta.png``,
+``<task>-entropy-check.png``, ``<task>-entropy-formula.png``, ``<task>-delta.png``, ``<task>-schedule.png``
+(alpha, delta and p_hat of every scheduled arm),
 ``<task>-buckets.png``, ``<task>-fade-family-seed<k>.png`` (the testbed's
 :func:`~fade.testbed.report.compare_runs` on FADE and its ablations) and ``<task>-controls.png``
 (FADE against the entropy controls: every arm's pass@k curve and entropy) where the runs exist;
@@ -32,6 +33,7 @@ import numpy as np
 
 from fade.atomic import write_json_atomic
 from fade.geometry import PAPER_RANK1_SHARE
+from fade.specs import parse_spec
 from fade.testbed.evaluation import EVAL_KS, ks_text
 from fade.testbed.report import compare_runs
 
@@ -198,6 +200,13 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
     if delta_arms:
         draw(f"{task}-delta.png", "FADE's sign knob: delta against step for each FADE arm",
              lambda p: figures.draw_delta(delta_arms, palette, p, title=task))
+    scheduled = [(spec, runs_by_spec[spec]) for spec in present if arms[spec].estimator.startswith("fade")
+                 and any(np.isfinite(r.curves["alpha"]).any() for r in runs_by_spec[spec])]
+    if scheduled:
+        reference = _written_path([spec for spec, _ in scheduled])
+        draw(f"{task}-schedule.png", "FADE's knobs alpha, delta and p_hat against step for every scheduled arm"
+             + (f", beside the path `{reference[0]}` written in advance" if reference else ""),
+             lambda p: figures.draw_schedule(scheduled, palette, p, title=task, reference=reference))
     levels = [(f"alpha={a} ({spec})", runs_by_spec.get(spec, [])) for a, spec in design.POWER_LEVELS]
     levels = [(label, runs) for label, runs in levels if runs]
     if len(levels) > 1 and any(r.buckets() for _, runs in levels for r in runs):
@@ -213,6 +222,20 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
             lambda p: compare_runs(dirs, p),
         )
     return drawn
+
+
+def _written_path(specs: Sequence[str]) -> tuple[str, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The path a ``fade_fixed`` arm among ``specs`` follows, as (its spec, steps, alpha, delta) at
+    every step of its knots' span; None without such an arm."""
+    from fade.adaptive import FIXED_PATHS, fixed_knobs
+
+    for text in specs:
+        name, params = parse_spec(text.split("+")[0])
+        if name == "fade_fixed" and params.get("path") in FIXED_PATHS:
+            steps = np.arange(1, FIXED_PATHS[params["path"]][-1][0] + 1)
+            knobs = np.array([fixed_knobs(params["path"], int(s)) for s in steps])
+            return text, steps, knobs[:, 0], knobs[:, 1]
+    return None
 
 
 def _timing_table(runs: Sequence[RunSpec], summaries: Sequence[SweepRun]) -> Table:

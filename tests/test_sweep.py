@@ -551,8 +551,12 @@ def test_paper_report_answers_the_regime_the_sign_knob_the_entropy_formula_and_f
 
     checks = design_checks(summaries)
     assert [(s.key, s.task) for s in checks] == [("regime", adam), ("regime", sgd), ("sign_knob", adam),
-                                                  ("collapse", adam), ("collapse", sgd)]
-    assert all(s.check.outcome == REQUIREMENT_MET and not s.tables for s in checks[3:])
+                                                  ("schedule", adam), ("collapse", adam), ("collapse", sgd)]
+    assert all(s.check.outcome == REQUIREMENT_MET and not s.tables for s in checks[4:])  # no run collapsed
+    schedule = checks[3]
+    assert schedule.check.outcome == REQUIREMENT_MET
+    rows = {row[0]: row for row in schedule.tables[0].rows}
+    assert set(rows) == {"fade", "fade:h_star_ratio=1.0", "fade_alpha", "fade_delta:h_star_ratio=1.0", "fade_decay"}
     assert all(s.check.outcome == REGIME_CALIBRATED for s in checks[:2])
     assert "seed 0: 50 (50%)" in checks[0].tables[0].rows[0][1]
     assert "grpo (5 seeds) peaks at 50 (50%) with 90% of its gain by " in checks[0].notes[0]
@@ -621,7 +625,7 @@ def test_paper_report_answers_the_regime_the_sign_knob_the_entropy_formula_and_f
     assert not (out / f"{sgd}-delta.png").exists()  # no FADE arm with plain SGD
     results = json.loads((out / "results.json").read_text())
     assert [c["outcome"] for c in results["design_checks"]] == [
-        REGIME_CALIBRATED, REGIME_CALIBRATED, *[REQUIREMENT_MET] * 3]
+        REGIME_CALIBRATED, REGIME_CALIBRATED, *[REQUIREMENT_MET] * 4]
     assert "some runs collapsed" not in text and "the regime check failed" not in text
     assert results["claims"][0]["key"] == "sign"
 
@@ -1030,3 +1034,34 @@ def test_a_run_fills_the_run_length_its_estimator_declares_not_a_name_it_knows(m
     assert runs["fade_decay"]["total_steps"] == 30
     with pytest.raises(ValueError, match="run_length 'steps' is not one of its parameters"):
         registry.register("bad_probe", run_length="steps", horizon=None)(formula)
+
+
+# -- where FADE's schedule acts ------------------------------------------------------------------------
+
+
+def _knobs(alpha, delta, seed=0):
+    from types import SimpleNamespace
+
+    alpha, delta = np.asarray(alpha, dtype=float), np.asarray(delta, dtype=float)
+    return SimpleNamespace(seed=seed, steps=np.arange(1, alpha.size + 1), curves={"alpha": alpha, "delta": delta})
+
+
+def test_the_schedule_check_reads_bounds_static_steps_and_the_static_tail_by_hand():
+    from fade.experiments.claims.schedule import run_schedule, static_name
+
+    # 1.5 climbing to the cap at step 4, held there to the end: power:alpha=3 from step 4 (70% of 10 steps)
+    r = run_schedule(_knobs([1.5, 2.0, 2.5, 3, 3, 3, 3, 3, 3, 3], [1] * 10), alpha_max=3.0)
+    assert (r.steps, r.at_cap, r.at_one, r.between, r.delta_below1) == (10, 0.7, 0.0, 0.3, 0.0)
+    assert r.static == 0.7 and r.leaves_cap is None and (r.tail, r.tail_from) == ("power:alpha=3", 4)
+    # capped at once, leaves at step 3, reaches 1 at step 6; delta below 1 from step 8: the tail is not static
+    r = run_schedule(_knobs([3, 3, 2.5, 2, 1.5, 1, 1, 1, 1, 1], [1] * 7 + [0.99, 0.97, 0.95]), alpha_max=3.0)
+    assert r.leaves_cap == 3 and r.at_cap == 0.2 and r.at_one == 0.5 and r.delta_below1 == pytest.approx(0.3)
+    assert r.static == pytest.approx(0.4) and r.tail is None and r.tail_from is None
+    # static at 1 with delta 1 to the end: dr_grpo; a missing knob leaves the step out of every share
+    r = run_schedule(_knobs([2, float("nan"), 1, 1], [1, 1, 1, 1]), alpha_max=2.0)
+    assert r.steps == 3 and r.at_cap == pytest.approx(1 / 3) and (r.tail, r.tail_from) == ("dr_grpo", 3)
+    assert r.leaves_cap == 3  # the first logged step after the cap that is not at it
+    # static everywhere, one alpha: the tail is the whole run
+    r = run_schedule(_knobs([3] * 4, [1] * 4), alpha_max=3.0)
+    assert (r.tail, r.tail_from, r.static) == ("power:alpha=3", 1, 1.0)
+    assert static_name(1.0) == "dr_grpo" and static_name(2.5) == "power:alpha=2.5"

@@ -2,7 +2,7 @@
 :class:`~.base.Claim` (which runs it applies to, what it measures as a typed result, its verdicts).
 
 :data:`CHECKS` are what must hold before the claims can be read (the regime is calibrated, FADE's
-sign knob acts, no run collapsed); :data:`CLAIMS` are the claims, in the report's order. Each is
+sign knob acts, where FADE's schedule acts, no run collapsed); :data:`CLAIMS` are the claims, in the report's order. Each is
 measured on every task it applies to, claim by claim (:func:`measure`); the results are numbers
 and verdicts only, and :mod:`fade.experiments.sections` words them. Adding a claim: a module here
 with its result and ``CLAIM = Claim(key, measure)``, one line below, and its wording in
@@ -29,6 +29,7 @@ from . import (
     fade_arms,
     fade_vs_baselines,
     regime,
+    schedule,
     sign_axis,
     sign_knob,
     time_to_threshold,
@@ -38,7 +39,7 @@ from .base import Claim, Context, Finding, Judgement, fade_spec
 __all__ = ["CHECKS", "CLAIMS", "Claim", "Context", "Finding", "Judgement", "fade_spec", "measure", "measure_checks"]
 
 #: The design checks, in the report's order.
-CHECKS: tuple[Claim, ...] = (regime.CLAIM, sign_knob.CLAIM, collapse.CLAIM)
+CHECKS: tuple[Claim, ...] = (regime.CLAIM, sign_knob.CLAIM, schedule.CLAIM, collapse.CLAIM)
 
 #: The claims, in the report's order.
 CLAIMS: tuple[Claim, ...] = (

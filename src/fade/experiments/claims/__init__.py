@@ -2,8 +2,8 @@
 :class:`~.base.Claim` (which runs it applies to, what it measures as a typed result, its verdicts).
 
 :data:`CHECKS` are what must hold before the claims can be read (the regime is calibrated, FADE's
-sign knob acts, where FADE's schedule acts, no run collapsed); :data:`CLAIMS` are the claims, in the report's order. Each is
-measured on every task it applies to, claim by claim (:func:`measure`); the results are numbers
+sign knob acts, FADE's schedule acts, no run collapsed); :data:`CLAIMS` are the claims, in the
+report's order. Each is measured on every task it applies to, claim by claim (:func:`measure`); the results are numbers
 and verdicts only, and :mod:`fade.experiments.sections` words them. Adding a claim: a module here
 with its result and ``CLAIM = Claim(key, measure)``, one line below, and its wording in
 :mod:`fade.experiments.sections` (docs/architecture.md, "How to add a claim").

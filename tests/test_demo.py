@@ -20,7 +20,7 @@ PAPER_RUNS = ROOT / "docs" / "results" / "paper" / "runs" / "countdown_multi"
 
 def test_the_demo_is_seed_0_of_two_paper_preset_runs_unchanged():
     runs = demo.demo_preset().runs()
-    assert [r.estimator for r in runs] == [demo.DEMO_BASELINE, demo.DEMO_FADE] == ["dr_grpo", "fade:h_star_ratio=0.7"]
+    assert [r.estimator for r in runs] == [demo.DEMO_BASELINE, demo.DEMO_FADE] == ["dr_grpo", "fade"]
     for run in runs:
         assert (run.task, run.seed, run.steps, run.group_size, run.prompts_per_step) == (
             "countdown_multi",
@@ -68,7 +68,7 @@ def test_fade_demo_trains_both_runs_then_draws_one_figure_and_prints_the_table(t
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--workers", "1", "--no-progress"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    for label in ("dr_grpo", "fade:h_star_ratio=0.7", "pass@4", "train entropy, final", "How to read it"):
+    for label in ("dr_grpo", "fade", "pass@4", "train entropy, final", "How to read it"):
         assert label in text, label
     figure = out / demo.FIGURE
     assert matplotlib.image.imread(figure).shape[:2] == (950, 1100)

@@ -20,7 +20,7 @@ DEMO_READING = (
     "The entropy panel shows how fast each run sharpens (dotted: FADE's target H*; its sign knob delta drops "
     "below 1 once the entropy average is under it). On the plane, a run left of the baseline puts its weight on "
     "harder prompts (FADE's alpha > 1), one below 0.5 on failures (delta < 1). One seed is one draw: "
-    "docs/results/paper holds the five-seed comparison."
+    "docs/results/confirm holds the comparison over ten seeds."
 )
 
 

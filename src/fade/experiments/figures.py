@@ -63,8 +63,9 @@ __all__ = [
 Groups = Sequence[tuple[str, Sequence[str]]]
 RunsBySpec = dict[str, list[SweepRun]]
 
-#: FADE's schedule runs between these two ends (docs/method.md, section 3: early hard focus with balanced
-#: sign, late medium focus with failure-biased sign); the atlas draws the family there.
+#: FADE's schedule runs between these two ends (docs/method.md, section 3): hard focus with a balanced sign
+#: while the solve rate is low and the entropy above its target, medium focus with a failure-biased sign
+#: once the solve rate has risen and the entropy fallen; the atlas draws the family there.
 FADE_ENDS = (
     ("fade early: alpha=3, delta=1", {"alpha": 3.0, "delta": 1.0}),
     ("fade late: alpha=1, delta=0.3", {"alpha": 1.0, "delta": 0.3}),

@@ -258,3 +258,85 @@ def test_outputs_are_strict_json_and_the_figures_are_drawn(tmp_path):
         assert row["run"]["sign_balance"] is None  # no mass: no sign balance, written as null
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["num_steps"] == 2 and not math.isnan(report["mean_reward"])
+
+
+# -- TRL: which columns are rewards, option values, evaluation files ---------------------------------
+
+
+def trl_dump(root: Path, steps: tuple[int, ...] = (1, 2), *, extras: tuple[str, ...] = (),
+             rewards: dict[str, float] | None = None, record: bool = True, eval_steps: tuple[int, ...] = (),
+             repeat: dict[int, int] | None = None) -> Path:
+    """A TRL output folder as GRPOTrainer.log writes it: completions/completions_NNNNN.parquet with
+    step, prompt, completion, a column per reward function, the log_extra columns (``extras``:
+    the text ``math_reason``, the integer ``num_tokens``, the float ``length_ratio``) and
+    advantage; with ``record``, trainer_state.json, whose log_history names the reward functions
+    (``rewards/NAME/mean``) and each evaluation (``eval_*`` at its step). ``rewards`` weights the
+    columns: {"acc": 1.0} is one reward function; ``repeat`` writes step s's rows again at step t."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rewards = rewards or {"acc": 1.0}
+    (root / "completions").mkdir(parents=True, exist_ok=True)
+    base = np.array(sum(REWARDS, []))
+    rows = {}
+    logged = {"math_reason": ["ok"] * base.size, "num_tokens": list(range(base.size)),
+              "length_ratio": np.linspace(0.1, 0.9, base.size).tolist()}
+    for s in steps:
+        r = np.roll(base, s)  # another batch each step
+        rows[s] = {"step": [s] * r.size, "prompt": [f"p{i // 4}" for i in range(r.size)],
+                   "completion": ["x" * (i % 3) for i in range(r.size)],
+                   **{name: (r * w).tolist() for name, w in rewards.items()},
+                   **{name: logged[name] for name in extras},
+                   "advantage": (r - r.reshape(-1, 4).mean(1).repeat(4)).tolist()}
+    for t, s in (repeat or {}).items():
+        rows[t] = {**rows[s], "step": [t] * len(rows[s]["step"])}
+    for s, table in rows.items():
+        pq.write_table(pa.table(table), root / "completions" / f"completions_{s:05d}.parquet")
+    if record:
+        history = []
+        for s in sorted(rows):
+            history.append({"step": s, "loss": 0.0, "frac_reward_zero_std": 0.5,
+                            **{f"rewards/{name}/mean": 0.5 for name in rewards}})
+            if s in eval_steps:
+                history.append({"step": s, "eval_loss": 0.0, **{f"eval_rewards/{name}/mean": 0.5 for name in rewards}})
+        (root / "trainer_state.json").write_text(json.dumps({"global_step": max(rows), "log_history": history}))
+    return root
+
+
+def analyze_cli(capsys, path: Path, out: Path, *flags: str) -> tuple[int, list[dict], dict, str]:
+    """``fade analyze`` through the command line: its exit status, steps.jsonl, report.json and stderr."""
+    code = main(["analyze", str(path), "--out", str(out), "--quiet", "--no-figures", *flags])
+    err = capsys.readouterr().err
+    if code != 0:
+        return code, [], {}, err
+    steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+    return code, steps, json.loads((out / "report.json").read_text()), err
+
+
+@pytest.mark.parametrize("flags, needles", [
+    (("--reward-weights", "1,nan"), ("--reward-weights", "nan", "expected finite")),
+    (("--reward-weights", "inf"), ("--reward-weights", "inf", "expected finite")),
+    (("--reward-weights", "1,x"), ("--reward-weights", "'1,x'", "expected comma-separated numbers")),
+    (("--success-threshold", "nan"), ("--success-threshold", "nan", "expected a finite number")),
+    (("--success-threshold", "inf"), ("--success-threshold", "inf", "expected a finite number")),
+    (("--success-threshold=-inf",), ("--success-threshold", "-inf", "expected a finite number")),
+    (("--success-threshold", "2"),
+     ("--success-threshold 2", "no rollout", "all 0 or 1", "expected a threshold in (0, 1]")),
+    (("--success-threshold", "0"), ("--success-threshold 0", "every rollout", "expected a threshold in (0, 1]")),
+])
+def test_option_values_outside_their_meaning_are_refused_before_any_output(tmp_path, capsys, flags, needles):
+    out = tmp_path / "out"
+    code, _, _, err = analyze_cli(capsys, trl_dump(tmp_path / "run"), out, *flags)
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert line.startswith("fade: error: ") and all(n in line for n in needles), line
+    assert not out.exists()
+    with pytest.raises(ValueError):
+        read_run(tmp_path / "run", ReadOptions(reward_weights=[1.0, math.nan]))
+
+
+def test_a_threshold_on_rewards_that_are_not_0_or_1_is_kept(tmp_path, capsys):
+    code, steps, report, err = analyze_cli(capsys, trl_dump(tmp_path / "run", rewards={"acc": 0.5}), tmp_path / "o",
+                                           "--success-threshold", "0.5")
+    assert code == 0, err
+    assert report["success"] == "reward >= 0.5" and steps[0]["solve_rate"] == pytest.approx(0.5)

@@ -53,11 +53,22 @@ _TRL_FIXED = ("step", "prompt", "completion", "advantage")
 class ReadOptions:
     """What a reader needs beyond the files: ``group_size`` (TRL, NeMo-RL: rows per group when it
     cannot be inferred), ``reward_column`` and ``reward_weights`` (TRL), ``metrics`` (a side file of
-    per-step scalars), ``success_threshold`` (reward >= t is a success)."""
+    per-step scalars), ``success_threshold`` (reward >= t is a success).
+
+    Values that mean nothing are refused here, before any file is read: a weight or a threshold
+    that is NaN or infinite (a NaN weight would drop its column from TRL's NaN-skipping sum)."""
 
     def __init__(self, *, group_size: int | None = None, reward_column: str | None = None,
                  reward_weights: list[float] | None = None, metrics: str | Path | None = None,
                  success_threshold: float | None = None, prime_split: str = "effective") -> None:
+        if reward_weights is not None:
+            bad = next((i for i, w in enumerate(reward_weights) if not math.isfinite(w)), None)
+            if bad is not None:
+                raise ValueError(f"--reward-weights {','.join(f'{w:g}' for w in reward_weights)}: weight {bad + 1} "
+                                 f"is {reward_weights[bad]:g}: expected finite numbers, one per reward column")
+        if success_threshold is not None and not math.isfinite(success_threshold):
+            raise ValueError(f"--success-threshold {success_threshold:g}: expected a finite number "
+                             "(a rollout with reward >= T is a success)")
         self.group_size = group_size
         self.reward_column = reward_column
         self.reward_weights = reward_weights
@@ -190,12 +201,22 @@ def _files(numbered: list[tuple[int, Path]], read: Callable[[int, Path, bool], S
 
 
 def _set_success(run: RunRecords, options: ReadOptions) -> None:
+    binary = all(np.isin(b.rewards, (0.0, 1.0)).all() for b in run.steps)
     if options.success_threshold is not None:
-        run.success = (">=", float(options.success_threshold))
+        t = float(options.success_threshold)
+        if binary and not 0.0 < t <= 1.0:
+            raise ValueError(f"--success-threshold {t:g}: the rewards of {run.path} are all 0 or 1, so it makes "
+                             f"{'no' if t > 1.0 else 'every'} rollout a success: expected a threshold in (0, 1]")
+        highest = max(float(b.rewards.max()) for b in run.steps)
+        lowest = min(float(b.rewards.min()) for b in run.steps)
+        if t > highest or t <= lowest:
+            run.notes.append(f"--success-threshold {t:g} makes {'no' if t > highest else 'every'} rollout a success "
+                             f"(rewards from {lowest:g} to {highest:g})")
+        run.success = (">=", t)
         return
     if run.success is not None:
         return
-    if all(np.isin(b.rewards, (0.0, 1.0)).all() for b in run.steps):
+    if binary:
         run.success = (">=", 1.0)
     else:
         run.notes.append("rewards are not all 0 or 1 and no --success-threshold was given: no solve rates or pass@k")

@@ -313,6 +313,78 @@ def analyze_cli(capsys, path: Path, out: Path, *flags: str) -> tuple[int, list[d
     return code, steps, json.loads((out / "report.json").read_text()), err
 
 
+@pytest.mark.parametrize("extras", [("math_reason",), ("num_tokens",), ("length_ratio",),
+                                    ("math_reason", "num_tokens", "length_ratio")])
+def test_trl_reward_columns_are_the_reward_functions_the_run_names_not_its_log_extra_columns(tmp_path, capsys,
+                                                                                             extras):
+    code, plain, _, _ = analyze_cli(capsys, trl_dump(tmp_path / "plain"), tmp_path / "a")
+    assert code == 0
+    code, steps, report, err = analyze_cli(capsys, trl_dump(tmp_path / "extra", extras=extras), tmp_path / "b")
+    assert code == 0, err
+    assert steps == plain
+    (note,) = [n for n in report["notes"] if "reward column" in n]
+    assert "acc" in note and "trainer_state.json" in note
+    assert all(e in note for e in extras)  # the columns left out are named
+
+
+def test_without_the_runs_record_only_float_columns_are_rewards_and_the_note_names_them(tmp_path, capsys):
+    code, plain, _, _ = analyze_cli(capsys, trl_dump(tmp_path / "plain", record=False), tmp_path / "a")
+    dump = trl_dump(tmp_path / "extra", extras=("math_reason", "num_tokens"), record=False)
+    code, steps, report, err = analyze_cli(capsys, dump, tmp_path / "b")
+    assert code == 0, err
+    assert steps == plain  # TRL writes rewards as floats: text and integer columns are log_extra columns
+    (note,) = [n for n in report["notes"] if "reward column" in n]
+    assert "acc" in note and "math_reason" in note and "num_tokens" in note
+    # a float log_extra column cannot be told from a reward function without the run's record:
+    # it is taken, and the note names it and the option that leaves it out
+    dump = trl_dump(tmp_path / "float", extras=("length_ratio",), record=False)
+    code, steps, report, err = analyze_cli(capsys, dump, tmp_path / "c")
+    assert code == 0, err
+    (note,) = [n for n in report["notes"] if "reward column" in n]
+    assert "acc, length_ratio" in note and "--reward-column" in note
+    code, steps, report, err = analyze_cli(capsys, dump, tmp_path / "d", "--reward-column", "acc")
+    assert code == 0, err
+    assert steps == plain
+
+
+def test_reward_columns_can_be_named_and_weighted(tmp_path, capsys):
+    dump = trl_dump(tmp_path / "two", rewards={"acc": 1.0, "fmt": 0.5}, extras=("length_ratio",))
+    code, steps, report, err = analyze_cli(capsys, dump, tmp_path / "a", "--reward-column", "acc,fmt",
+                                           "--reward-weights", "1,2")
+    assert code == 0, err
+    base = np.array(sum(REWARDS, []))
+    assert steps[0]["mean_reward"] == pytest.approx(float((np.roll(base, 1) * 2).mean()))
+    code, steps, _, err = analyze_cli(capsys, dump, tmp_path / "b")  # the record's two functions, weights 1
+    assert code == 0, err
+    assert steps[0]["mean_reward"] == pytest.approx(float((np.roll(base, 1) * 1.5).mean()))
+
+
+@pytest.mark.parametrize("flags, needles", [
+    (("--reward-column", "nope"), ("completions_00001.parquet", "'nope'", "expected one of acc")),
+    (("--reward-column", "math_reason"), ("completions_00001.parquet", "'math_reason'", "expected a numeric")),
+])
+def test_a_reward_column_that_is_not_there_or_not_a_number_is_refused(tmp_path, capsys, flags, needles):
+    out = tmp_path / "out"
+    code, _, _, err = analyze_cli(capsys, trl_dump(tmp_path / "run", extras=("math_reason",)), out, *flags)
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert line.startswith("fade: error: ") and all(n in line for n in needles), line
+    assert not out.exists()
+
+
+def test_a_reward_function_the_record_names_but_the_files_lack_is_refused(tmp_path, capsys):
+    dump = trl_dump(tmp_path / "run")
+    state = json.loads((dump / "trainer_state.json").read_text())
+    state["log_history"][0]["rewards/fmt/mean"] = 1.0
+    (dump / "trainer_state.json").write_text(json.dumps(state))
+    out = tmp_path / "out"
+    code, _, _, err = analyze_cli(capsys, dump, out)
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert "completions_00001.parquet" in line and "'fmt'" in line and "trainer_state.json" in line, line
+    assert "expected" in line and not out.exists()
+
+
 @pytest.mark.parametrize("flags, needles", [
     (("--reward-weights", "1,nan"), ("--reward-weights", "nan", "expected finite")),
     (("--reward-weights", "inf"), ("--reward-weights", "inf", "expected finite")),

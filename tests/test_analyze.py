@@ -412,3 +412,22 @@ def test_a_threshold_on_rewards_that_are_not_0_or_1_is_kept(tmp_path, capsys):
                                            "--success-threshold", "0.5")
     assert code == 0, err
     assert report["success"] == "reward >= 0.5" and steps[0]["solve_rate"] == pytest.approx(0.5)
+
+
+def test_trl_files_an_evaluation_wrote_at_their_step_are_left_out(tmp_path, capsys):
+    code, kept, _, _ = analyze_cli(capsys, trl_dump(tmp_path / "plain", steps=(1, 4)), tmp_path / "a")
+    # an evaluation at step 2 wrote completions_00002.parquet, and step 3 (no new generation) wrote
+    # the same rows again: both hold the evaluation's rows, not a training batch
+    dump = trl_dump(tmp_path / "eval", steps=(1, 2, 4), eval_steps=(2,), repeat={3: 2})
+    code, steps, report, err = analyze_cli(capsys, dump, tmp_path / "b")
+    assert code == 0, err
+    assert [s["step"] for s in steps] == [1, 4]
+    assert steps == kept
+    (note,) = [n for n in report["notes"] if "evaluation" in n]
+    assert "completions_00002.parquet" in note and "completions_00003.parquet" in note
+
+
+def test_without_the_runs_record_a_note_says_evaluation_files_cannot_be_told_apart(tmp_path, capsys):
+    code, _, report, err = analyze_cli(capsys, trl_dump(tmp_path / "run", record=False), tmp_path / "o")
+    assert code == 0, err
+    assert any("evaluat" in n and "trainer_state.json" in n for n in report["notes"])

@@ -3,7 +3,8 @@
 At every step, the zero-spread share fade reads from the parquet files equals TRL's own
 frac_reward_zero_std, the run's advantages' mass equals fade.decompose on the advantages the
 trainer held in memory, and grpo with TRL's constant reproduces the run's advantages. The columns
-reward functions log beside their rewards (log_extra) leave the statistics as they are.
+reward functions log beside their rewards (log_extra) leave the statistics as they are, and the
+files an evaluation writes under a training step's name are left out.
 """
 
 from __future__ import annotations
@@ -187,3 +188,40 @@ def test_log_extra_columns_leave_the_statistics_as_they_are(trl_extras_run, tmp_
     (note,) = [n for n in notes if "reward column" in n]
     assert "even_length_logging, math_reward" in note and all(e in note for e in extras)
     assert "note: " in capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def trl_eval_run(tiny_model, tmp_path_factory) -> Path:
+    """A run that evaluates every second step: TRL logs the evaluation's completions under the step's own name."""
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("trl_eval")
+    model, tokenizer = load_policy(tiny_model)
+    task = get_task("arithmetic")
+    trainer = GRPOTrainer(
+        model=model, reward_funcs=[even_length],
+        args=grpo_config(out, per_device_train_batch_size=2 * G, eval_strategy="steps", eval_steps=2,
+                         per_device_eval_batch_size=G),
+        train_dataset=prompt_dataset(task.problems("train", n=16, seed=0), tokenizer.bos_token),
+        eval_dataset=prompt_dataset(task.problems("test", n=1, seed=0), tokenizer.bos_token),
+        processing_class=tokenizer)
+    trainer.train()
+    trainer.save_state()
+    return out
+
+
+def test_files_an_evaluation_wrote_under_a_training_steps_name_are_left_out(trl_eval_run, tmp_path):
+    out = trl_eval_run
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
+    assert {h["step"] for h in history if "eval_loss" in h} == {2, 4}
+    assert sorted(p.name for p in (out / "completions").iterdir()) == [
+        f"completions_{s:05d}.parquet" for s in range(1, STEPS + 1)]
+    assert main(["analyze", str(out), "--out", str(tmp_path / "a"), "--quiet", "--no-figures"]) == 0
+    steps = [json.loads(line) for line in (tmp_path / "a" / "steps.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in steps] == [1, 3]
+    logged = {h["step"]: h for h in history if "frac_reward_zero_std" in h}
+    for row in steps:  # what is left is the training batches TRL logged
+        assert row["zero_spread_share"] == pytest.approx(logged[row["step"]]["frac_reward_zero_std"], abs=1e-6)
+        assert row["mean_reward"] == pytest.approx(logged[row["step"]]["reward"], rel=1e-5, abs=1e-6)
+    notes = json.loads((tmp_path / "a" / "report.json").read_text())["notes"]
+    (note,) = [n for n in notes if "evaluation" in n]
+    assert "completions_00002.parquet" in note and "completions_00004.parquet" in note

@@ -368,7 +368,8 @@ class TrlRecord:
     ``reward_functions``: the names in its ``log_history`` keys ``rewards/NAME/mean`` (and
     ``eval_rewards/...``), which TRL logs for every reward function under the name it gives the
     function's parquet column (TRL 1.16, trl/trainer/grpo_trainer.py:2821-2825 and 2835-2836, both
-    over ``self.reward_func_names``); ``last_step``: its ``global_step``.
+    over ``self.reward_func_names``); ``evaluated``: the steps with an evaluation's entry (its keys
+    start with ``eval_``); ``last_step``: its ``global_step``.
     """
 
     _REWARD_KEY = re.compile(r"^(?:eval_)?rewards/(.+)/(?:mean|std)$")
@@ -383,11 +384,14 @@ class TrlRecord:
             raise DumpError(f"{path}: no log_history list: expected TRL's trainer_state.json")
         self.path = path
         self.reward_functions: list[str] = []
+        self.evaluated: set[int] = set()
         for entry in history:
             for key in entry if isinstance(entry, dict) else ():
                 m = self._REWARD_KEY.match(key)
                 if m and m.group(1) not in self.reward_functions:
                     self.reward_functions.append(m.group(1))
+                if key.startswith("eval_") and isinstance(entry.get("step"), int):
+                    self.evaluated.add(entry["step"])
         step = state.get("global_step")
         self.last_step = step if isinstance(step, int) else None
 
@@ -453,8 +457,10 @@ def _trl_reward_columns(schema, options: ReadOptions, record: TrlRecord | None,
 def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
     numbered = [(-1, where)] if where.is_file() else _numbered(where, _TRL_FILE)
     notes: list[str] = []
-    state: dict[str, Any] = {"previous": None, "columns": None}
+    state: dict[str, Any] = {"previous": None, "evaluation": False, "columns": None}
     record = _trl_record(where, options)
+    evaluated = set() if record is None else record.evaluated
+    evaluation: list[str] = []
 
     def read(n: int, p: Path, newest: bool) -> StepBatch | None:
         schema = arrow().parquet.read_schema(p)
@@ -487,22 +493,44 @@ def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
         parts = np.stack([table.column(c).to_numpy(zero_copy_only=False).astype(np.float64) for c in columns], 1)
         rewards = np.nansum(parts * state["weights"], axis=1)  # a None-returning function is left out, as TRL does
         adv = table.column("advantage").to_numpy(zero_copy_only=False).astype(np.float64)
-        if not np.isfinite(adv).all():
-            row = int(np.flatnonzero(~np.isfinite(adv))[0])
-            raise DumpError(f"{p}: row {row + 1}: advantage {adv[row]!r}: expected a finite number")
         prompt = table.column("prompt")
         keys = prompt.to_pylist() if arrow().types.is_string(prompt.type) else [
             json.dumps(v, sort_keys=True) for v in prompt.to_pylist()]
         fingerprint = (step, rewards.tobytes(), adv.tobytes(), tuple(keys))
-        if state["previous"] is not None and fingerprint[1:] == state["previous"][1:]:
+        repeats = state["previous"] is not None and fingerprint[1:] == state["previous"][1:]
+        # TRL 1.16 logs an evaluation's completions with the training ones: one table (_logs, bounded
+        # by the generation batch; trl/trainer/grpo_trainer.py:1088-1095, extended in evaluation too,
+        # 2833-2837), written by log() in either mode (3302-3303) as completions_{global_step}
+        # (3341-3357). An evaluation at step s (logged after the training log, transformers'
+        # _maybe_log_save_evaluate) so replaces completions_s with its rows, or the tail of the
+        # training batch and its rows; a later step that generates nothing new writes them again.
+        # Nothing in the file says so (same columns, same row count); the run's log_history does.
+        if step in evaluated or (repeats and state["evaluation"]):
+            evaluation.append(p.name)
+            state["previous"], state["evaluation"] = fingerprint, True
+            return None
+        if not np.isfinite(adv).all():
+            row = int(np.flatnonzero(~np.isfinite(adv))[0])
+            raise DumpError(f"{p}: row {row + 1}: advantage {adv[row]!r}: expected a finite number")
+        if repeats:
             notes.append(f"{p.name} repeats the batch of step {state['previous'][0]}: counted once")
             return None
-        state["previous"] = fingerprint
+        state["previous"], state["evaluation"] = fingerprint, False
         groups, size = _blocks(keys, str(p), options.group_size)
         firsts = [keys[i] for i in range(0, len(keys), size)]
         return StepBatch(step, rewards, groups, advantages=adv, prompt_keys=firsts, source=str(p))
 
     steps = _files(numbered, read, progress)
+    if evaluation:
+        notes.append(f"{', '.join(evaluation)} left out: the rows of an evaluation, not a training batch (the "
+                     f"run's {record.path.name} logs an evaluation at their step, or they repeat such a file): TRL "
+                     "writes an evaluation's completions under the training step's file name")
+    if record is None:
+        notes.append("no trainer_state.json beside the dump: a file in which TRL wrote an evaluation's rows under a "
+                     "training step's name (where the run evaluated during training) cannot be told from a batch")
+    elif record.last_step is not None and numbered and max(n for n, _ in numbered) > record.last_step:
+        notes.append(f"{record.path} records steps up to {record.last_step}: a later file in which TRL wrote an "
+                     "evaluation's rows cannot be told from a batch")
     run = RunRecords("trl", str(where), steps, estimator="grpo:eps=0.0001", notes=notes)
     run.notes.append("the run's estimator is taken as TRL's default advantage (scale_rewards='group')")
     state_file = _trl_state(where)

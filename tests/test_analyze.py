@@ -362,8 +362,9 @@ def test_reward_columns_can_be_named_and_weighted(tmp_path, capsys):
 @pytest.mark.parametrize("flags, needles", [
     (("--reward-column", "nope"), ("completions_00001.parquet", "'nope'", "expected one of acc")),
     (("--reward-column", "math_reason"), ("completions_00001.parquet", "'math_reason'", "expected a numeric")),
+    (("--reward-column", "acc,acc"), ("--reward-column 'acc,acc'", "expected distinct column names")),
 ])
-def test_a_reward_column_that_is_not_there_or_not_a_number_is_refused(tmp_path, capsys, flags, needles):
+def test_a_reward_column_not_there_not_a_number_or_named_twice_is_refused(tmp_path, capsys, flags, needles):
     out = tmp_path / "out"
     code, _, _, err = analyze_cli(capsys, trl_dump(tmp_path / "run", extras=("math_reason",)), out, *flags)
     assert code == 2

@@ -57,8 +57,9 @@ KNOWN_EXTRA_COLUMNS = ("math_reason", "code_reason")
 
 class ReadOptions:
     """What a reader needs beyond the files: ``group_size`` (TRL, NeMo-RL: rows per group when it
-    cannot be inferred), ``reward_column`` and ``reward_weights`` (TRL), ``metrics`` (a side file of
-    per-step scalars), ``success_threshold`` (reward >= t is a success).
+    cannot be inferred), ``reward_column`` (TRL: the reward columns, comma-separated names) and
+    ``reward_weights`` (TRL), ``metrics`` (a side file of per-step scalars), ``success_threshold``
+    (reward >= t is a success).
 
     Values that mean nothing are refused here, before any file is read: a weight or a threshold
     that is NaN or infinite (a NaN weight would drop its column from TRL's NaN-skipping sum)."""
@@ -428,6 +429,9 @@ def _trl_reward_columns(schema, options: ReadOptions, record: TrlRecord | None,
                or pa.types.is_boolean(types[n])]
     if options.reward_column is not None:
         columns = _names(options.reward_column)
+        if not columns or len(set(columns)) != len(columns):
+            raise ValueError(f"--reward-column {options.reward_column!r}: expected distinct column names, "
+                             "comma-separated")
         for name in columns:
             if name not in types or name in _TRL_FIXED:
                 raise DumpError(f"{where}: no reward column {name!r}: expected one of {', '.join(candidates)}")

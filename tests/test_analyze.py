@@ -258,3 +258,177 @@ def test_outputs_are_strict_json_and_the_figures_are_drawn(tmp_path):
         assert row["run"]["sign_balance"] is None  # no mass: no sign balance, written as null
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["num_steps"] == 2 and not math.isnan(report["mean_reward"])
+
+
+# -- TRL: which columns are rewards, option values, evaluation files ---------------------------------
+
+
+def trl_dump(root: Path, steps: tuple[int, ...] = (1, 2), *, extras: tuple[str, ...] = (),
+             rewards: dict[str, float] | None = None, record: bool = True, eval_steps: tuple[int, ...] = (),
+             repeat: dict[int, int] | None = None) -> Path:
+    """A TRL output folder as GRPOTrainer.log writes it: completions/completions_NNNNN.parquet with
+    step, prompt, completion, a column per reward function, the log_extra columns (``extras``:
+    the text ``math_reason``, the integer ``num_tokens``, the float ``length_ratio``) and
+    advantage; with ``record``, trainer_state.json, whose log_history names the reward functions
+    (``rewards/NAME/mean``) and each evaluation (``eval_*`` at its step). ``rewards`` weights the
+    columns: {"acc": 1.0} is one reward function; ``repeat`` writes step s's rows again at step t."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rewards = rewards or {"acc": 1.0}
+    (root / "completions").mkdir(parents=True, exist_ok=True)
+    base = np.array(sum(REWARDS, []))
+    rows = {}
+    logged = {"math_reason": ["ok"] * base.size, "num_tokens": list(range(base.size)),
+              "length_ratio": np.linspace(0.1, 0.9, base.size).tolist()}
+    for s in steps:
+        r = np.roll(base, s)  # another batch each step
+        rows[s] = {"step": [s] * r.size, "prompt": [f"p{i // 4}" for i in range(r.size)],
+                   "completion": ["x" * (i % 3) for i in range(r.size)],
+                   **{name: (r * w).tolist() for name, w in rewards.items()},
+                   **{name: logged[name] for name in extras},
+                   "advantage": (r - r.reshape(-1, 4).mean(1).repeat(4)).tolist()}
+    for t, s in (repeat or {}).items():
+        rows[t] = {**rows[s], "step": [t] * len(rows[s]["step"])}
+    for s, table in rows.items():
+        pq.write_table(pa.table(table), root / "completions" / f"completions_{s:05d}.parquet")
+    if record:
+        history = []
+        for s in sorted(rows):
+            history.append({"step": s, "loss": 0.0, "frac_reward_zero_std": 0.5,
+                            **{f"rewards/{name}/mean": 0.5 for name in rewards}})
+            if s in eval_steps:
+                history.append({"step": s, "eval_loss": 0.0, **{f"eval_rewards/{name}/mean": 0.5 for name in rewards}})
+        (root / "trainer_state.json").write_text(json.dumps({"global_step": max(rows), "log_history": history}))
+    return root
+
+
+def analyze_cli(capsys, path: Path, out: Path, *flags: str) -> tuple[int, list[dict], dict, str]:
+    """``fade analyze`` through the command line: its exit status, steps.jsonl, report.json and stderr."""
+    code = main(["analyze", str(path), "--out", str(out), "--quiet", "--no-figures", *flags])
+    err = capsys.readouterr().err
+    if code != 0:
+        return code, [], {}, err
+    steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+    return code, steps, json.loads((out / "report.json").read_text()), err
+
+
+@pytest.mark.parametrize("extras", [("math_reason",), ("num_tokens",), ("length_ratio",),
+                                    ("math_reason", "num_tokens", "length_ratio")])
+def test_trl_reward_columns_are_the_reward_functions_the_run_names_not_its_log_extra_columns(tmp_path, capsys,
+                                                                                             extras):
+    code, plain, _, _ = analyze_cli(capsys, trl_dump(tmp_path / "plain"), tmp_path / "a")
+    assert code == 0
+    code, steps, report, err = analyze_cli(capsys, trl_dump(tmp_path / "extra", extras=extras), tmp_path / "b")
+    assert code == 0, err
+    assert steps == plain
+    (note,) = [n for n in report["notes"] if "reward column" in n]
+    assert "acc" in note and "trainer_state.json" in note
+    assert all(e in note for e in extras)  # the columns left out are named
+
+
+def test_without_the_runs_record_only_float_columns_are_rewards_and_the_note_names_them(tmp_path, capsys):
+    code, plain, _, _ = analyze_cli(capsys, trl_dump(tmp_path / "plain", record=False), tmp_path / "a")
+    dump = trl_dump(tmp_path / "extra", extras=("math_reason", "num_tokens"), record=False)
+    code, steps, report, err = analyze_cli(capsys, dump, tmp_path / "b")
+    assert code == 0, err
+    assert steps == plain  # TRL writes rewards as floats: text and integer columns are log_extra columns
+    (note,) = [n for n in report["notes"] if "reward column" in n]
+    assert "acc" in note and "math_reason" in note and "num_tokens" in note
+    # a float log_extra column cannot be told from a reward function without the run's record:
+    # it is taken, and the note names it and the option that leaves it out
+    dump = trl_dump(tmp_path / "float", extras=("length_ratio",), record=False)
+    code, steps, report, err = analyze_cli(capsys, dump, tmp_path / "c")
+    assert code == 0, err
+    (note,) = [n for n in report["notes"] if "reward column" in n]
+    assert "acc, length_ratio" in note and "--reward-column" in note
+    code, steps, report, err = analyze_cli(capsys, dump, tmp_path / "d", "--reward-column", "acc")
+    assert code == 0, err
+    assert steps == plain
+
+
+def test_reward_columns_can_be_named_and_weighted(tmp_path, capsys):
+    dump = trl_dump(tmp_path / "two", rewards={"acc": 1.0, "fmt": 0.5}, extras=("length_ratio",))
+    code, steps, report, err = analyze_cli(capsys, dump, tmp_path / "a", "--reward-column", "acc,fmt",
+                                           "--reward-weights", "1,2")
+    assert code == 0, err
+    base = np.array(sum(REWARDS, []))
+    assert steps[0]["mean_reward"] == pytest.approx(float((np.roll(base, 1) * 2).mean()))
+    code, steps, _, err = analyze_cli(capsys, dump, tmp_path / "b")  # the record's two functions, weights 1
+    assert code == 0, err
+    assert steps[0]["mean_reward"] == pytest.approx(float((np.roll(base, 1) * 1.5).mean()))
+
+
+@pytest.mark.parametrize("flags, needles", [
+    (("--reward-column", "nope"), ("completions_00001.parquet", "'nope'", "expected one of acc")),
+    (("--reward-column", "math_reason"), ("completions_00001.parquet", "'math_reason'", "expected a numeric")),
+    (("--reward-column", "acc,acc"), ("--reward-column 'acc,acc'", "expected distinct column names")),
+])
+def test_a_reward_column_not_there_not_a_number_or_named_twice_is_refused(tmp_path, capsys, flags, needles):
+    out = tmp_path / "out"
+    code, _, _, err = analyze_cli(capsys, trl_dump(tmp_path / "run", extras=("math_reason",)), out, *flags)
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert line.startswith("fade: error: ") and all(n in line for n in needles), line
+    assert not out.exists()
+
+
+def test_a_reward_function_the_record_names_but_the_files_lack_is_refused(tmp_path, capsys):
+    dump = trl_dump(tmp_path / "run")
+    state = json.loads((dump / "trainer_state.json").read_text())
+    state["log_history"][0]["rewards/fmt/mean"] = 1.0
+    (dump / "trainer_state.json").write_text(json.dumps(state))
+    out = tmp_path / "out"
+    code, _, _, err = analyze_cli(capsys, dump, out)
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert "completions_00001.parquet" in line and "'fmt'" in line and "trainer_state.json" in line, line
+    assert "expected" in line and not out.exists()
+
+
+@pytest.mark.parametrize("flags, needles", [
+    (("--reward-weights", "1,nan"), ("--reward-weights", "nan", "expected finite")),
+    (("--reward-weights", "inf"), ("--reward-weights", "inf", "expected finite")),
+    (("--reward-weights", "1,x"), ("--reward-weights", "'1,x'", "expected comma-separated numbers")),
+    (("--success-threshold", "nan"), ("--success-threshold", "nan", "expected a finite number")),
+    (("--success-threshold", "inf"), ("--success-threshold", "inf", "expected a finite number")),
+    (("--success-threshold=-inf",), ("--success-threshold", "-inf", "expected a finite number")),
+    (("--success-threshold", "2"),
+     ("--success-threshold 2", "no rollout", "all 0 or 1", "expected a threshold in (0, 1]")),
+    (("--success-threshold", "0"), ("--success-threshold 0", "every rollout", "expected a threshold in (0, 1]")),
+])
+def test_option_values_outside_their_meaning_are_refused_before_any_output(tmp_path, capsys, flags, needles):
+    out = tmp_path / "out"
+    code, _, _, err = analyze_cli(capsys, trl_dump(tmp_path / "run"), out, *flags)
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert line.startswith("fade: error: ") and all(n in line for n in needles), line
+    assert not out.exists()
+    with pytest.raises(ValueError):
+        read_run(tmp_path / "run", ReadOptions(reward_weights=[1.0, math.nan]))
+
+
+def test_a_threshold_on_rewards_that_are_not_0_or_1_is_kept(tmp_path, capsys):
+    code, steps, report, err = analyze_cli(capsys, trl_dump(tmp_path / "run", rewards={"acc": 0.5}), tmp_path / "o",
+                                           "--success-threshold", "0.5")
+    assert code == 0, err
+    assert report["success"] == "reward >= 0.5" and steps[0]["solve_rate"] == pytest.approx(0.5)
+
+
+def test_trl_files_an_evaluation_wrote_at_their_step_are_left_out(tmp_path, capsys):
+    code, kept, _, _ = analyze_cli(capsys, trl_dump(tmp_path / "plain", steps=(1, 4)), tmp_path / "a")
+    # an evaluation at step 2 wrote completions_00002.parquet, and step 3 (no new generation) wrote
+    # the same rows again: both hold the evaluation's rows, not a training batch
+    dump = trl_dump(tmp_path / "eval", steps=(1, 2, 4), eval_steps=(2,), repeat={3: 2})
+    code, steps, report, err = analyze_cli(capsys, dump, tmp_path / "b")
+    assert code == 0, err
+    assert [s["step"] for s in steps] == [1, 4]
+    assert steps == kept
+    (note,) = [n for n in report["notes"] if "evaluation" in n]
+    assert "completions_00002.parquet" in note and "completions_00003.parquet" in note
+
+
+def test_without_the_runs_record_a_note_says_evaluation_files_cannot_be_told_apart(tmp_path, capsys):
+    code, _, report, err = analyze_cli(capsys, trl_dump(tmp_path / "run", record=False), tmp_path / "o")
+    assert code == 0, err
+    assert any("evaluat" in n and "trainer_state.json" in n for n in report["notes"])

@@ -2,7 +2,9 @@
 
 At every step, the zero-spread share fade reads from the parquet files equals TRL's own
 frac_reward_zero_std, the run's advantages' mass equals fade.decompose on the advantages the
-trainer held in memory, and grpo with TRL's constant reproduces the run's advantages.
+trainer held in memory, and grpo with TRL's constant reproduces the run's advantages. The columns
+reward functions log beside their rewards (log_extra) leave the statistics as they are, and the
+files an evaluation writes under a training step's name are left out.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from fade.cli import main  # noqa: E402
 from fade.testbed.policy import load_policy  # noqa: E402
 from fade.testbed.tasks import get_task  # noqa: E402
 from fade.testbed.trl_task import prompt_dataset  # noqa: E402
+from fade.verifiers.rewards import math_reward  # noqa: E402
 
 G = 4
 STEPS = 4
@@ -49,6 +52,26 @@ class Recording(GRPOTrainer):
         return out
 
 
+def even_length_logging(completions, log_extra=None, **_):
+    """even_length, logging two columns of its own as a reward function may: a count (integers)
+    and a share (floats), which TRL writes into the completions parquet beside the rewards."""
+    if log_extra is not None:
+        log_extra("num_chars", [len(c) for c in completions])
+        log_extra("length_share", [len(c) / 6 for c in completions])
+    return even_length(completions)
+
+
+def grpo_config(out: Path, **changes) -> GRPOConfig:
+    """A few CPU steps of G rollouts per prompt, logging every step's completions."""
+    settings = dict(
+        output_dir=str(out), per_device_train_batch_size=4 * G, num_generations=G, gradient_accumulation_steps=1,
+        max_completion_length=6, max_steps=STEPS, logging_steps=1, learning_rate=1e-3, bf16=False, use_cpu=True,
+        report_to="none", save_strategy="no", gradient_checkpointing=False, temperature=1.0, beta=0.0, seed=0,
+        disable_tqdm=True, log_completions=True,
+    )
+    return GRPOConfig(**{**settings, **changes})
+
+
 @pytest.fixture(scope="module")
 def trl_run(tiny_model, tmp_path_factory) -> tuple[Path, Recording]:
     torch.manual_seed(0)
@@ -56,12 +79,7 @@ def trl_run(tiny_model, tmp_path_factory) -> tuple[Path, Recording]:
     task = get_task("arithmetic")
     model, tokenizer = load_policy(tiny_model)
     problems = task.problems("train", n=32, seed=0)
-    config = GRPOConfig(
-        output_dir=str(out), per_device_train_batch_size=4 * G, num_generations=G, gradient_accumulation_steps=1,
-        max_completion_length=6, max_steps=STEPS, logging_steps=1, learning_rate=1e-3, bf16=False, use_cpu=True,
-        report_to="none", save_strategy="no", gradient_checkpointing=False, temperature=1.0, beta=0.0, seed=0,
-        disable_tqdm=True, log_completions=True,
-    )
+    config = grpo_config(out)
     trainer = Recording(model=model, reward_funcs=[even_length], args=config,
                         train_dataset=prompt_dataset(problems, tokenizer.bos_token), processing_class=tokenizer)
     trainer.train()
@@ -124,3 +142,86 @@ def test_a_file_repeating_the_previous_batch_is_counted_once(trl_run, tmp_path):
     assert len(analysis.steps) == STEPS
     assert any("counted once" in n for n in analysis.run.notes)
     write_outputs(analysis, tmp_path / "o", figures=False)
+
+
+@pytest.fixture(scope="module")
+def trl_extras_run(tiny_model, tmp_path_factory) -> Path:
+    """A run whose reward functions log columns of their own: fade's math_reward (the text column
+    math_reason) and even_length_logging (an integer and a float column)."""
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("trl_extras")
+    model, tokenizer = load_policy(tiny_model)
+    problems = get_task("arithmetic").problems("train", n=16, seed=0)
+    dataset = prompt_dataset(problems, tokenizer.bos_token).add_column("answer", [p.answer for p in problems])
+    trainer = GRPOTrainer(model=model, reward_funcs=[even_length_logging, math_reward],
+                          args=grpo_config(out, per_device_train_batch_size=2 * G, max_steps=3),
+                          train_dataset=dataset, processing_class=tokenizer)
+    trainer.train()
+    trainer.save_state()
+    return out
+
+
+def test_log_extra_columns_leave_the_statistics_as_they_are(trl_extras_run, tmp_path, capsys):
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    out = trl_extras_run
+    extras = ["math_reason", "num_chars", "length_share"]
+    files = sorted((out / "completions").iterdir())
+    assert set(extras) <= set(pq.read_schema(files[0]).names)  # TRL wrote them beside the rewards
+    bare = tmp_path / "bare"
+    (bare / "completions").mkdir(parents=True)
+    for p in files:
+        pq.write_table(pq.read_table(p).drop_columns(extras), bare / "completions" / p.name)
+    shutil.copy(out / "trainer_state.json", bare / "trainer_state.json")
+    assert main(["analyze", str(out), "--out", str(tmp_path / "a"), "--quiet", "--no-figures"]) == 0
+    assert main(["analyze", str(bare), "--out", str(tmp_path / "b"), "--quiet", "--no-figures"]) == 0
+    steps = [json.loads(line) for line in (tmp_path / "a" / "steps.jsonl").read_text().splitlines()]
+    assert steps == [json.loads(line) for line in (tmp_path / "b" / "steps.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in steps] == [1, 2, 3]
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
+    logged = {h["step"]: h["reward"] for h in history if "reward" in h}
+    for row in steps:  # the total is the one TRL trained on: its two reward functions, weights 1
+        assert row["mean_reward"] == pytest.approx(logged[row["step"]], rel=1e-5, abs=1e-6)
+    notes = json.loads((tmp_path / "a" / "report.json").read_text())["notes"]
+    (note,) = [n for n in notes if "reward column" in n]
+    assert "even_length_logging, math_reward" in note and all(e in note for e in extras)
+    assert "note: " in capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def trl_eval_run(tiny_model, tmp_path_factory) -> Path:
+    """A run that evaluates every second step: TRL logs the evaluation's completions under the step's own name."""
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("trl_eval")
+    model, tokenizer = load_policy(tiny_model)
+    task = get_task("arithmetic")
+    trainer = GRPOTrainer(
+        model=model, reward_funcs=[even_length],
+        args=grpo_config(out, per_device_train_batch_size=2 * G, eval_strategy="steps", eval_steps=2,
+                         per_device_eval_batch_size=G),
+        train_dataset=prompt_dataset(task.problems("train", n=16, seed=0), tokenizer.bos_token),
+        eval_dataset=prompt_dataset(task.problems("test", n=1, seed=0), tokenizer.bos_token),
+        processing_class=tokenizer)
+    trainer.train()
+    trainer.save_state()
+    return out
+
+
+def test_files_an_evaluation_wrote_under_a_training_steps_name_are_left_out(trl_eval_run, tmp_path):
+    out = trl_eval_run
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
+    assert {h["step"] for h in history if "eval_loss" in h} == {2, 4}
+    assert sorted(p.name for p in (out / "completions").iterdir()) == [
+        f"completions_{s:05d}.parquet" for s in range(1, STEPS + 1)]
+    assert main(["analyze", str(out), "--out", str(tmp_path / "a"), "--quiet", "--no-figures"]) == 0
+    steps = [json.loads(line) for line in (tmp_path / "a" / "steps.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in steps] == [1, 3]
+    logged = {h["step"]: h for h in history if "frac_reward_zero_std" in h}
+    for row in steps:  # what is left is the training batches TRL logged
+        assert row["zero_spread_share"] == pytest.approx(logged[row["step"]]["frac_reward_zero_std"], abs=1e-6)
+        assert row["mean_reward"] == pytest.approx(logged[row["step"]]["reward"], rel=1e-5, abs=1e-6)
+    notes = json.loads((tmp_path / "a" / "report.json").read_text())["notes"]
+    (note,) = [n for n in notes if "evaluation" in n]
+    assert "completions_00002.parquet" in note and "completions_00004.parquet" in note

@@ -8,7 +8,9 @@ Each reader follows what its engine writes (docs/analyze.md, "Formats"):
   as verl's own GRPO takes it. The legacy trainer writes no uid and reorders rows (batch
   balancing): a group is the prompt text.
 - TRL (``log_completions=True``): ``completions/completions_NNNNN.parquet`` with ``step, prompt,
-  completion``, a column per reward function and ``advantage``. A group is a consecutive block of
+  completion``, a column per reward function, the reward functions' ``log_extra`` columns and
+  ``advantage``; the reward columns are those the run's trainer_state.json names, else the float
+  ones (:func:`_trl_reward_columns`). A group is a consecutive block of
   ``num_generations`` rows with one prompt; the total reward is the weighted sum of the reward
   columns with NaN (a function that returned None) left out, as TRL sums them. A file that repeats
   the previous one's batch is counted once.
@@ -49,15 +51,30 @@ _PRIME_DIR = re.compile(r"^step_(\d+)$")
 _VERL_KEYS = {"input", "output", "score", "step"}
 _TRL_FIXED = ("step", "prompt", "completion", "advantage")
 
+#: Columns fade's own TRL reward functions log with ``log_extra`` (fade.verifiers.rewards): never rewards.
+KNOWN_EXTRA_COLUMNS = ("math_reason", "code_reason")
+
 
 class ReadOptions:
     """What a reader needs beyond the files: ``group_size`` (TRL, NeMo-RL: rows per group when it
-    cannot be inferred), ``reward_column`` and ``reward_weights`` (TRL), ``metrics`` (a side file of
-    per-step scalars), ``success_threshold`` (reward >= t is a success)."""
+    cannot be inferred), ``reward_column`` (TRL: the reward columns, comma-separated names) and
+    ``reward_weights`` (TRL), ``metrics`` (a side file of per-step scalars), ``success_threshold``
+    (reward >= t is a success).
+
+    Values that mean nothing are refused here, before any file is read: a weight or a threshold
+    that is NaN or infinite (a NaN weight would drop its column from TRL's NaN-skipping sum)."""
 
     def __init__(self, *, group_size: int | None = None, reward_column: str | None = None,
                  reward_weights: list[float] | None = None, metrics: str | Path | None = None,
                  success_threshold: float | None = None, prime_split: str = "effective") -> None:
+        if reward_weights is not None:
+            bad = next((i for i, w in enumerate(reward_weights) if not math.isfinite(w)), None)
+            if bad is not None:
+                raise ValueError(f"--reward-weights {','.join(f'{w:g}' for w in reward_weights)}: weight {bad + 1} "
+                                 f"is {reward_weights[bad]:g}: expected finite numbers, one per reward column")
+        if success_threshold is not None and not math.isfinite(success_threshold):
+            raise ValueError(f"--success-threshold {success_threshold:g}: expected a finite number "
+                             "(a rollout with reward >= T is a success)")
         self.group_size = group_size
         self.reward_column = reward_column
         self.reward_weights = reward_weights
@@ -190,12 +207,22 @@ def _files(numbered: list[tuple[int, Path]], read: Callable[[int, Path, bool], S
 
 
 def _set_success(run: RunRecords, options: ReadOptions) -> None:
+    binary = all(np.isin(b.rewards, (0.0, 1.0)).all() for b in run.steps)
     if options.success_threshold is not None:
-        run.success = (">=", float(options.success_threshold))
+        t = float(options.success_threshold)
+        if binary and not 0.0 < t <= 1.0:
+            raise ValueError(f"--success-threshold {t:g}: the rewards of {run.path} are all 0 or 1, so it makes "
+                             f"{'no' if t > 1.0 else 'every'} rollout a success: expected a threshold in (0, 1]")
+        highest = max(float(b.rewards.max()) for b in run.steps)
+        lowest = min(float(b.rewards.min()) for b in run.steps)
+        if t > highest or t <= lowest:
+            run.notes.append(f"--success-threshold {t:g} makes {'no' if t > highest else 'every'} rollout a success "
+                             f"(rewards from {lowest:g} to {highest:g})")
+        run.success = (">=", t)
         return
     if run.success is not None:
         return
-    if all(np.isin(b.rewards, (0.0, 1.0)).all() for b in run.steps):
+    if binary:
         run.success = (">=", 1.0)
     else:
         run.notes.append("rewards are not all 0 or 1 and no --success-threshold was given: no solve rates or pass@k")
@@ -336,30 +363,115 @@ def _read_metrics(run: RunRecords, path: Path) -> None:
 # -- TRL -------------------------------------------------------------------------------------------
 
 
-def _trl_reward_columns(names: list[str], options: ReadOptions, where: Path) -> list[str]:
-    rewards = [n for n in names if n not in _TRL_FIXED]
+class TrlRecord:
+    """What a TRL run's own ``trainer_state.json`` says about its completions files.
+
+    ``reward_functions``: the names in its ``log_history`` keys ``rewards/NAME/mean`` (and
+    ``eval_rewards/...``), which TRL logs for every reward function under the name it gives the
+    function's parquet column (TRL 1.16, trl/trainer/grpo_trainer.py:2821-2825 and 2835-2836, both
+    over ``self.reward_func_names``); ``evaluated``: the steps with an evaluation's entry (its keys
+    start with ``eval_``); ``last_step``: its ``global_step``.
+    """
+
+    _REWARD_KEY = re.compile(r"^(?:eval_)?rewards/(.+)/(?:mean|std)$")
+
+    def __init__(self, path: Path) -> None:
+        try:
+            state = json.loads(path.read_text(encoding="utf-8"))
+            history = state.get("log_history")
+        except (ValueError, AttributeError):
+            history = None
+        if not isinstance(history, list):
+            raise DumpError(f"{path}: no log_history list: expected TRL's trainer_state.json")
+        self.path = path
+        self.reward_functions: list[str] = []
+        self.evaluated: set[int] = set()
+        for entry in history:
+            for key in entry if isinstance(entry, dict) else ():
+                m = self._REWARD_KEY.match(key)
+                if m and m.group(1) not in self.reward_functions:
+                    self.reward_functions.append(m.group(1))
+                if key.startswith("eval_") and isinstance(entry.get("step"), int):
+                    self.evaluated.add(entry["step"])
+        step = state.get("global_step")
+        self.last_step = step if isinstance(step, int) else None
+
+
+def _trl_record(where: Path, options: ReadOptions) -> TrlRecord | None:
+    """The run's trainer_state.json: --metrics where it names one, else the one beside the dump."""
+    path = options.metrics if options.metrics is not None and options.metrics.suffix == ".json" else _trl_state(where)
+    return None if path is None else TrlRecord(path)
+
+
+def _names(text: str) -> list[str]:
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def _trl_reward_columns(schema, options: ReadOptions, record: TrlRecord | None,
+                        where: Path) -> tuple[list[str], str]:
+    """The reward columns of one completions file, and how they were chosen (for the run's note).
+
+    TRL 1.16 writes ``step, prompt, completion``, a column per reward function (named as
+    ``self.reward_func_names``: the function's ``__name__`` or the reward model's name), then
+    every column a reward function logged with ``log_extra``, then ``advantage``
+    (trl/trainer/grpo_trainer.py:3341-3348); a reward column holds ``rewards_per_func[:, i].tolist()``
+    of a float32 tensor (1581, 2836), so it is always floats, NaN where the function returned None.
+    A ``log_extra`` column holds whatever the function logged: text, integers, or floats. So the
+    reward columns are, in this order of precedence: ``--reward-column``; the reward functions the
+    run's trainer_state.json names; else the float columns (not TRL's own, not a ``log_extra``
+    column of fade's own rewards), with a note naming them, since a float ``log_extra`` column
+    cannot be told from a reward there.
+    """
+    pa = arrow()
+    types = {f.name: f.type for f in schema}
+    candidates = [n for n in types if n not in _TRL_FIXED]
+    numeric = [n for n in candidates if pa.types.is_floating(types[n]) or pa.types.is_integer(types[n])
+               or pa.types.is_boolean(types[n])]
     if options.reward_column is not None:
-        if options.reward_column not in rewards:
-            raise DumpError(
-                f"{where}: no reward column {options.reward_column!r}: expected one of {', '.join(rewards)}"
-            )
-        return [options.reward_column]
-    if not rewards:
-        raise DumpError(f"{where}: no reward column: expected one column per reward function beside {_TRL_FIXED}")
-    return rewards
+        columns = _names(options.reward_column)
+        if not columns or len(set(columns)) != len(columns):
+            raise ValueError(f"--reward-column {options.reward_column!r}: expected distinct column names, "
+                             "comma-separated")
+        for name in columns:
+            if name not in types or name in _TRL_FIXED:
+                raise DumpError(f"{where}: no reward column {name!r}: expected one of {', '.join(candidates)}")
+            if name not in numeric:
+                raise DumpError(f"{where}: column {name!r} is {types[name]}, given as --reward-column: expected "
+                                f"a numeric reward column ({', '.join(numeric) or 'none here'})")
+        how = "--reward-column"
+    elif record is not None and record.reward_functions:
+        missing = [n for n in record.reward_functions if n not in types]
+        if missing:
+            raise DumpError(f"{where}: no column {missing[0]!r} for the reward function {record.path} names: "
+                            f"expected a column per reward function ({', '.join(record.reward_functions)}; "
+                            "give --reward-column NAME,... to choose)")
+        columns = [n for n in candidates if n in record.reward_functions]  # the file's order is TRL's weights' order
+        how = f"the reward functions the run's {record.path.name} names"
+    else:
+        columns = [n for n in candidates if n not in KNOWN_EXTRA_COLUMNS and pa.types.is_floating(types[n])]
+        if not columns:
+            raise DumpError(f"{where}: no reward column: expected a float column per reward function beside "
+                            f"{', '.join(_TRL_FIXED)} (found {', '.join(candidates) or 'none'})")
+        how = ("the float columns, as no trainer_state.json names the run's reward functions: TRL writes rewards "
+               "as floats, so a text or integer column is a log_extra column, but a float log_extra column cannot "
+               "be told from a reward: if one of these is one, name the reward columns with --reward-column NAME,...")
+    return columns, how
 
 
 def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
     numbered = [(-1, where)] if where.is_file() else _numbered(where, _TRL_FILE)
     notes: list[str] = []
-    state: dict[str, Any] = {"previous": None, "columns": None}
+    state: dict[str, Any] = {"previous": None, "evaluation": False, "columns": None}
+    record = _trl_record(where, options)
+    evaluated = set() if record is None else record.evaluated
+    evaluation: list[str] = []
 
     def read(n: int, p: Path, newest: bool) -> StepBatch | None:
-        names = arrow().parquet.read_schema(p).names
-        missing = [c for c in ("step", "prompt", "advantage") if c not in names]
+        schema = arrow().parquet.read_schema(p)
+        missing = [c for c in ("step", "prompt", "advantage") if c not in schema.names]
         if missing:
             raise DumpError(f"{p}: no column {missing[0]!r}: expected TRL's completions parquet")
-        columns = _trl_reward_columns(names, options, p)
+        columns, how = _trl_reward_columns(schema, options, record, p)
         if state["columns"] is None:
             state["columns"] = columns
             weights = options.reward_weights or [1.0] * len(columns)
@@ -367,8 +479,13 @@ def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
                 raise DumpError(f"--reward-weights has {len(weights)} weights for {len(columns)} reward columns "
                                 f"({', '.join(columns)}): expected one per column")
             state["weights"] = np.asarray(weights, dtype=np.float64)
-            if len(columns) > 1 and options.reward_weights is None:
-                notes.append(f"total reward = sum of {', '.join(columns)} (TRL's default reward_weights)")
+            note = f"reward columns: {', '.join(columns)} ({how})"
+            if options.reward_weights:
+                note += f"; total reward = {' + '.join(f'{w:g} x {c}' for w, c in zip(weights, columns))}"
+            elif len(columns) > 1:
+                note += "; total reward = their sum (TRL's default reward_weights)"
+            left = [n for n in schema.names if n not in columns and n not in _TRL_FIXED]
+            notes.append(note + (f"; left out: {', '.join(left)}" if left else ""))
         elif columns != state["columns"]:
             raise DumpError(f"{p}: reward columns {columns}, not {state['columns']} as in the earlier files: "
                             "expected one run's files")
@@ -380,22 +497,44 @@ def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
         parts = np.stack([table.column(c).to_numpy(zero_copy_only=False).astype(np.float64) for c in columns], 1)
         rewards = np.nansum(parts * state["weights"], axis=1)  # a None-returning function is left out, as TRL does
         adv = table.column("advantage").to_numpy(zero_copy_only=False).astype(np.float64)
-        if not np.isfinite(adv).all():
-            row = int(np.flatnonzero(~np.isfinite(adv))[0])
-            raise DumpError(f"{p}: row {row + 1}: advantage {adv[row]!r}: expected a finite number")
         prompt = table.column("prompt")
         keys = prompt.to_pylist() if arrow().types.is_string(prompt.type) else [
             json.dumps(v, sort_keys=True) for v in prompt.to_pylist()]
         fingerprint = (step, rewards.tobytes(), adv.tobytes(), tuple(keys))
-        if state["previous"] is not None and fingerprint[1:] == state["previous"][1:]:
+        repeats = state["previous"] is not None and fingerprint[1:] == state["previous"][1:]
+        # TRL 1.16 logs an evaluation's completions with the training ones: one table (_logs, bounded
+        # by the generation batch; trl/trainer/grpo_trainer.py:1088-1095, extended in evaluation too,
+        # 2833-2837), written by log() in either mode (3302-3303) as completions_{global_step}
+        # (3341-3357). An evaluation at step s (logged after the training log, transformers'
+        # _maybe_log_save_evaluate) so replaces completions_s with its rows, or the tail of the
+        # training batch and its rows; a later step that generates nothing new writes them again.
+        # Nothing in the file says so (same columns, same row count); the run's log_history does.
+        if step in evaluated or (repeats and state["evaluation"]):
+            evaluation.append(p.name)
+            state["previous"], state["evaluation"] = fingerprint, True
+            return None
+        if not np.isfinite(adv).all():
+            row = int(np.flatnonzero(~np.isfinite(adv))[0])
+            raise DumpError(f"{p}: row {row + 1}: advantage {adv[row]!r}: expected a finite number")
+        if repeats:
             notes.append(f"{p.name} repeats the batch of step {state['previous'][0]}: counted once")
             return None
-        state["previous"] = fingerprint
+        state["previous"], state["evaluation"] = fingerprint, False
         groups, size = _blocks(keys, str(p), options.group_size)
         firsts = [keys[i] for i in range(0, len(keys), size)]
         return StepBatch(step, rewards, groups, advantages=adv, prompt_keys=firsts, source=str(p))
 
     steps = _files(numbered, read, progress)
+    if evaluation:
+        notes.append(f"{', '.join(evaluation)} left out: the rows of an evaluation, not a training batch (the "
+                     f"run's {record.path.name} logs an evaluation at their step, or they repeat such a file): TRL "
+                     "writes an evaluation's completions under the training step's file name")
+    if record is None:
+        notes.append("no trainer_state.json beside the dump: a file in which TRL wrote an evaluation's rows under a "
+                     "training step's name (where the run evaluated during training) cannot be told from a batch")
+    elif record.last_step is not None and numbered and max(n for n, _ in numbered) > record.last_step:
+        notes.append(f"{record.path} records steps up to {record.last_step}: a later file in which TRL wrote an "
+                     "evaluation's rows cannot be told from a batch")
     run = RunRecords("trl", str(where), steps, estimator="grpo:eps=0.0001", notes=notes)
     run.notes.append("the run's estimator is taken as TRL's default advantage (scale_rewards='group')")
     state_file = _trl_state(where)

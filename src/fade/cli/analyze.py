@@ -39,10 +39,12 @@ def add(sub: argparse._SubParsersAction) -> None:
                    help="a rollout with reward >= T is a success (default: rewards must be 0 or 1)")
     p.add_argument("--group-size", type=int, default=None, metavar="N",
                    help="rows per group of TRL and NeMo-RL dumps (default: inferred from runs of one prompt)")
-    p.add_argument("--reward-column", default=None, metavar="NAME",
-                   help="TRL: the reward function column to read (default: the weighted sum of all of them)")
+    p.add_argument("--reward-column", default=None, metavar="NAME,...",
+                   help="TRL: the reward function columns to read (default: the reward functions the run's "
+                        "trainer_state.json names, else the float columns: the report's notes say which)")
     p.add_argument("--reward-weights", default=None, metavar="W,...",
-                   help="TRL: the run's reward_weights, one per reward column (default: all 1, TRL's default)")
+                   help="TRL: the run's reward_weights, one finite number per reward column (default: all 1, "
+                        "TRL's default)")
     p.add_argument("--no-figures", action="store_true", help="write the numbers only")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run, needs=lambda args: ("analyze",))

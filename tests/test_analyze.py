@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import warnings
 from pathlib import Path
 
@@ -432,3 +433,45 @@ def test_without_the_runs_record_a_note_says_evaluation_files_cannot_be_told_apa
     code, _, report, err = analyze_cli(capsys, trl_dump(tmp_path / "run", record=False), tmp_path / "o")
     assert code == 0, err
     assert any("evaluat" in n and "trainer_state.json" in n for n in report["notes"])
+
+
+# -- the output folder: whose it is, links, the previous analysis's files, bad paths ---------------
+
+
+OUTPUT_NAMES = ("steps.jsonl", "report.json", "summary.md", "plane.png", "zero_spread.png", "solve_rate.png",
+                "pass_at_k.png")
+
+
+def generic_dump(path: Path, *, scale: float = 1.0) -> Path:
+    """Two steps of the generic layout; ``scale`` != 1 makes the rewards other than 0 or 1 (no solve-rate
+    or pass@k figure)."""
+    return write_jsonl(path, [{"step": s, "prompt_id": g, "reward": r * scale}
+                              for s in (1, 2) for g, group in enumerate(REWARDS) for r in group])
+
+
+def snapshot(folder: Path) -> dict[str, object]:
+    """Every entry under ``folder`` as it is on disk: a file's bytes, a link's target, a folder."""
+    return {str(p.relative_to(folder)): ("link", os.readlink(p)) if p.is_symlink() else
+            "folder" if p.is_dir() else p.read_bytes() for p in sorted(folder.rglob("*"))}
+
+
+def run_analyze(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["analyze", *map(str, argv), "--quiet"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_links_at_the_output_names_are_replaced_and_what_they_point_to_is_left_alone(tmp_path, capsys):
+    folder, kept = tmp_path / "out", tmp_path / "kept"
+    folder.mkdir()
+    kept.mkdir()
+    for name in OUTPUT_NAMES:
+        (kept / name).write_text(f"not fade's {name}\n")
+        (folder / name).symlink_to(kept / name)
+    code, out, err = run_analyze(capsys, generic_dump(tmp_path / "r.jsonl"), "--out", folder)
+    assert code == 0, err
+    for name in OUTPUT_NAMES:
+        assert (folder / name).is_file() and not (folder / name).is_symlink(), name
+        assert (kept / name).read_text() == f"not fade's {name}\n", name
+    assert json.loads((folder / "report.json").read_text())["num_steps"] == 2
+    assert (folder / "plane.png").read_bytes().startswith(b"\x89PNG")

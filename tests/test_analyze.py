@@ -461,6 +461,54 @@ def run_analyze(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def test_a_fade_eval_folder_is_refused_and_left_as_it_was(tmp_path, capsys):
+    samples = Path(__file__).resolve().parents[1] / "examples" / "samples" / "math_aime.jsonl"
+    folder = tmp_path / "eval"
+    assert main(["eval", str(samples), "--verifier", "math", "--k", "1,2", "--out", str(folder), "--no-progress",
+                 "--workers", "1"]) == 0
+    capsys.readouterr()
+    before = snapshot(folder)
+    assert {"scores.jsonl", "run.json", "report.json"} <= set(before)
+    code, _, err = run_analyze(capsys, generic_dump(tmp_path / "r.jsonl"), "--out", folder)
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"fade: error: --out {folder} holds ") and "choose another --out" in line, line
+    assert "scores.jsonl (fade eval)" in line and "report.json (not fade analyze's)" in line, line
+    assert snapshot(folder) == before
+
+
+@pytest.mark.parametrize("name, writer", [
+    ("metrics.jsonl.gz", "fade train"), ("checkpoint.pt", "fade train"), ("run.json", "fade eval or fade train"),
+    ("design.json", "fade sweep or fade demo"), ("runs", "fade sweep or fade demo"),
+    ("calibration.json", "fade calibrate"), ("pretrain.jsonl", "fade pretrain"),
+    ("report.json", "not fade analyze's"), ("plane.png", "not a file"),
+])
+def test_a_folder_holding_another_commands_outputs_is_refused_before_the_dump_is_read(tmp_path, capsys, name,
+                                                                                         writer):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    if name in ("runs", "plane.png"):
+        (folder / name).mkdir()
+    else:
+        (folder / name).write_text('{"global_step": 3}\n')
+    before = snapshot(folder)
+    # the dump does not exist: the folder is refused first
+    code, _, err = run_analyze(capsys, tmp_path / "missing", "--out", folder)
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert f"--out {folder} holds " in line and f"{name} ({writer})" in line, line
+    assert snapshot(folder) == before
+
+
+def test_a_new_folder_an_empty_one_and_a_previous_analysis_are_written(tmp_path, capsys):
+    dump = generic_dump(tmp_path / "r.jsonl")
+    (tmp_path / "empty").mkdir()
+    for folder in (tmp_path / "new" / "nested", tmp_path / "empty", tmp_path / "empty"):
+        code, out, err = run_analyze(capsys, dump, "--out", folder, "--no-figures")
+        assert code == 0, err
+        assert sorted(p.name for p in folder.iterdir()) == ["report.json", "steps.jsonl", "summary.md"]
+
+
 def test_links_at_the_output_names_are_replaced_and_what_they_point_to_is_left_alone(tmp_path, capsys):
     folder, kept = tmp_path / "out", tmp_path / "kept"
     folder.mkdir()
@@ -475,3 +523,37 @@ def test_links_at_the_output_names_are_replaced_and_what_they_point_to_is_left_a
         assert (kept / name).read_text() == f"not fade's {name}\n", name
     assert json.loads((folder / "report.json").read_text())["num_steps"] == 2
     assert (folder / "plane.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_an_empty_out_is_refused_and_nothing_is_written_in_the_current_folder(tmp_path, capsys, monkeypatch):
+    dump = generic_dump(tmp_path / "dump" / "r.jsonl")
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_analyze(capsys, dump, "--out", "")
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert line == "fade: error: --out '' is empty: expected the folder to write the analysis into"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dump"]
+
+
+def test_the_other_commands_files_are_the_names_those_commands_write():
+    from fade.analyze.report import OTHER_COMMANDS_FILES
+
+    store = pytest.importorskip("fade.verifiers.evaluate.store")
+    runlog = pytest.importorskip("fade.testbed.runlog")
+    session = pytest.importorskip("fade.testbed.session")
+    pretrain = pytest.importorskip("fade.testbed.pretrain")
+    sweep = pytest.importorskip("fade.experiments.sweep")
+    presets = pytest.importorskip("fade.experiments.presets")
+    report = pytest.importorskip("fade.testbed.report")
+    named = {
+        "fade eval": {store.SCORES, store.PROBLEMS, store.LOCK, store.RUN},
+        "fade train": {runlog.CONFIG_FILE, runlog.METRICS_FILE, runlog.METRICS_FILE + runlog.COMPRESSED,
+                       runlog.EVAL_FILE, runlog.EVAL_FILE + runlog.COMPRESSED, session.RESUMES_FILE,
+                       session.CHECKPOINT, report.TRAINING_PNG},
+        "fade sweep": {sweep.DESIGN_FILE, sweep.TUNING_FILE, sweep.LOCK_FILE,
+                       presets.get_preset("paper").runs()[0].directory("out").parts[1]},  # out/runs/TASK/...
+        "fade pretrain": {pretrain.LOG, pretrain.CHECKPOINT},
+    }
+    for command, names in named.items():
+        for name in names:
+            assert command in OTHER_COMMANDS_FILES.get(name, ""), (command, name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from fade.analyze import FORMATS, ReadOptions, analyze_run, write_outputs
+from fade.analyze import FORMATS, ReadOptions, analyze_run, check_output_folder, write_outputs
 
 from .output import console, fmt
 from .parsing import SPEC_HELP
@@ -80,6 +80,7 @@ def _weights(text: str | None) -> list[float] | None:
 def run(args: argparse.Namespace) -> int:
     if args.group_size is not None and args.group_size < 1:
         raise ValueError(f"--group-size must be at least 1, got {args.group_size}")
+    check_output_folder(args.out)  # before the dump is read, and again before anything is written
     options = ReadOptions(group_size=args.group_size, reward_column=args.reward_column,
                           reward_weights=_weights(args.reward_weights), metrics=args.metrics,
                           success_threshold=args.success_threshold)

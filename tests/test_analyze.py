@@ -525,6 +525,29 @@ def test_links_at_the_output_names_are_replaced_and_what_they_point_to_is_left_a
     assert (folder / "plane.png").read_bytes().startswith(b"\x89PNG")
 
 
+def test_a_new_analysis_removes_the_previous_analysiss_files_it_does_not_write_again(tmp_path, capsys):
+    folder = tmp_path / "out"
+    code, _, err = run_analyze(capsys, generic_dump(tmp_path / "r.jsonl"), "--out", folder)
+    assert code == 0, err
+    assert sorted(p.name for p in folder.iterdir()) == sorted(OUTPUT_NAMES)
+    # what is not fade analyze's stays: a file of the user's, a folder, a link, a PNG of another name
+    (folder / "notes.txt").write_text("mine\n")
+    (folder / "extra").mkdir()
+    (folder / "other.png").write_bytes(b"\x89PNG mine")
+    (folder / "link.png").symlink_to(folder / "notes.txt")
+    (folder / ".plane.png.abc123.tmp").write_bytes(b"half a figure")  # a killed analysis's leftover
+    mine = {"notes.txt", "extra", "other.png", "link.png"}
+    # rewards other than 0 or 1: no solve-rate or pass@k figure, so the previous ones go
+    code, _, err = run_analyze(capsys, generic_dump(tmp_path / "s.jsonl", scale=1.5), "--out", folder)
+    assert code == 0, err
+    assert {p.name for p in folder.iterdir()} == {"steps.jsonl", "report.json", "summary.md", "plane.png",
+                                                   "zero_spread.png"} | mine
+    code, out, err = run_analyze(capsys, generic_dump(tmp_path / "r.jsonl"), "--out", folder, "--no-figures")
+    assert code == 0, err
+    assert {p.name for p in folder.iterdir()} == {"steps.jsonl", "report.json", "summary.md"} | mine
+    assert (folder / "notes.txt").read_text() == "mine\n" and (folder / "other.png").read_bytes() == b"\x89PNG mine"
+
+
 def test_an_empty_out_is_refused_and_nothing_is_written_in_the_current_folder(tmp_path, capsys, monkeypatch):
     dump = generic_dump(tmp_path / "dump" / "r.jsonl")
     monkeypatch.chdir(tmp_path)

@@ -4,7 +4,9 @@
 Each file is written atomically, so a folder never holds half a file, and a symbolic link at one
 of their names is replaced, never written through. The folder is one fade analyze owns: a new
 one, an empty one or one it wrote before; a folder holding another fade command's outputs is
-refused before anything is written (:func:`check_output_folder`).
+refused before anything is written (:func:`check_output_folder`). A new analysis removes the
+files of the previous one that it does not write again (:data:`OUTPUTS` only, so its figures do
+not sit beside numbers they were not drawn from), and leaves every other file alone.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from fade.atomic import atomic_write, write_json_atomic
+from fade.atomic import atomic_write, remove_orphaned_temp_files, write_json_atomic
 from fade.mass import DIAGNOSTICS
 
 from .analysis import Analysis
@@ -26,7 +28,7 @@ __all__ = ["OTHER_COMMANDS_FILES", "OUTPUTS", "REPORT", "STEPS", "SUMMARY", "che
            "summary_markdown", "write_outputs"]
 
 STEPS, REPORT, SUMMARY = "steps.jsonl", "report.json", "summary.md"
-#: Every file fade analyze writes into its folder, and the only ones it ever replaces.
+#: Every file fade analyze writes into its folder, and the only ones it ever replaces or removes.
 OUTPUTS = (STEPS, REPORT, SUMMARY, *FIGURES)
 
 #: The files by which another fade command's output folder is known, and who writes them. Named
@@ -98,9 +100,20 @@ def check_output_folder(out: str | Path) -> Path:
     return out
 
 
+def _remove_previous(out: Path, written: list[Path]) -> None:
+    """Delete the regular files of :data:`OUTPUTS` in ``out`` that this analysis did not write (a
+    previous analysis's; never a link or a folder), and the atomic writer's leftovers of a killed one."""
+    remove_orphaned_temp_files(out, OUTPUTS)
+    kept = {p.name for p in written}
+    for name in OUTPUTS:
+        path = out / name
+        if name not in kept and path.is_file() and not path.is_symlink():
+            path.unlink()
+
+
 def write_outputs(analysis: Analysis, out: str | Path, *, figures: bool = True) -> list[Path]:
-    """Write the analysis into ``out`` (refused as :func:`check_output_folder` says); returns the
-    paths written."""
+    """Write the analysis into ``out`` (refused as :func:`check_output_folder` says), then remove
+    the files a previous analysis wrote there that this one does not; returns the paths written."""
     out = check_output_folder(out)
     out.mkdir(parents=True, exist_ok=True)
     lines = "".join(json.dumps(_clean(s), allow_nan=False) + "\n" for s in analysis.steps).encode("utf-8")
@@ -113,6 +126,7 @@ def write_outputs(analysis: Analysis, out: str | Path, *, figures: bool = True) 
         from .figures import draw_all
 
         written += draw_all(analysis, out)
+    _remove_previous(out, written)
     return written
 
 

@@ -548,6 +548,31 @@ def test_a_new_analysis_removes_the_previous_analysiss_files_it_does_not_write_a
     assert (folder / "notes.txt").read_text() == "mine\n" and (folder / "other.png").read_bytes() == b"\x89PNG mine"
 
 
+def test_a_metrics_path_that_is_not_a_regular_file_is_refused_before_it_is_read(tmp_path, capsys):
+    import signal
+
+    fifo, folder = tmp_path / "metrics.jsonl", tmp_path / "out"
+    os.mkfifo(fifo)
+    (tmp_path / "metrics_dir").mkdir()
+
+    def hung(signum, frame):
+        raise AssertionError("fade analyze waited on the FIFO")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        for metrics, kind in ((fifo, "a FIFO"), (tmp_path / "metrics_dir", "a folder")):
+            code, _, err = run_analyze(capsys, generic_dump(tmp_path / "r.jsonl"), "--out", folder,
+                                       "--metrics", metrics)
+            assert code == 2
+            (line,) = err.strip().splitlines()
+            assert line == f"fade: error: --metrics {metrics} is {kind}: expected a regular file of per-step metrics"
+            assert not folder.exists()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def test_an_empty_out_is_refused_and_nothing_is_written_in_the_current_folder(tmp_path, capsys, monkeypatch):
     dump = generic_dump(tmp_path / "dump" / "r.jsonl")
     monkeypatch.chdir(tmp_path)

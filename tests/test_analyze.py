@@ -583,6 +583,18 @@ def test_an_empty_out_is_refused_and_nothing_is_written_in_the_current_folder(tm
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dump"]
 
 
+def test_the_torn_line_warning_is_one_line_on_the_command_line(tmp_path, capsys):
+    write_jsonl(tmp_path / "run" / "1.jsonl", verl_rows(1, REWARDS))
+    write_jsonl(tmp_path / "run" / "2.jsonl", verl_rows(2, REWARDS), tail='{"input": "prompt 9", "sco')
+    for _ in range(2):  # shown on every run, not once per process
+        code, out, err = run_analyze(capsys, tmp_path / "run", "--out", tmp_path / "out", "--no-figures")
+        assert code == 0, err
+        assert err.splitlines() == [f"fade: warning: {tmp_path / 'run' / '2.jsonl'}:17: skipped the unfinished "
+                                    "last line of a file still being written"]
+    with pytest.warns(RuntimeWarning, match="2.jsonl:17: skipped the unfinished last line"):
+        read_run(tmp_path / "run")  # a library caller still gets a warning
+
+
 def test_the_other_commands_files_are_the_names_those_commands_write():
     from fade.analyze.report import OTHER_COMMANDS_FILES
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import warnings
 from pathlib import Path
 
@@ -432,3 +433,187 @@ def test_without_the_runs_record_a_note_says_evaluation_files_cannot_be_told_apa
     code, _, report, err = analyze_cli(capsys, trl_dump(tmp_path / "run", record=False), tmp_path / "o")
     assert code == 0, err
     assert any("evaluat" in n and "trainer_state.json" in n for n in report["notes"])
+
+
+# -- the output folder: whose it is, links, the previous analysis's files, bad paths ---------------
+
+
+OUTPUT_NAMES = ("steps.jsonl", "report.json", "summary.md", "plane.png", "zero_spread.png", "solve_rate.png",
+                "pass_at_k.png")
+
+
+def generic_dump(path: Path, *, scale: float = 1.0) -> Path:
+    """Two steps of the generic layout; ``scale`` != 1 makes the rewards other than 0 or 1 (no solve-rate
+    or pass@k figure)."""
+    return write_jsonl(path, [{"step": s, "prompt_id": g, "reward": r * scale}
+                              for s in (1, 2) for g, group in enumerate(REWARDS) for r in group])
+
+
+def snapshot(folder: Path) -> dict[str, object]:
+    """Every entry under ``folder`` as it is on disk: a file's bytes, a link's target, a folder."""
+    return {str(p.relative_to(folder)): ("link", os.readlink(p)) if p.is_symlink() else
+            "folder" if p.is_dir() else p.read_bytes() for p in sorted(folder.rglob("*"))}
+
+
+def run_analyze(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["analyze", *map(str, argv), "--quiet"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_fade_eval_folder_is_refused_and_left_as_it_was(tmp_path, capsys):
+    samples = Path(__file__).resolve().parents[1] / "examples" / "samples" / "math_aime.jsonl"
+    folder = tmp_path / "eval"
+    assert main(["eval", str(samples), "--verifier", "math", "--k", "1,2", "--out", str(folder), "--no-progress",
+                 "--workers", "1"]) == 0
+    capsys.readouterr()
+    before = snapshot(folder)
+    assert {"scores.jsonl", "run.json", "report.json"} <= set(before)
+    code, _, err = run_analyze(capsys, generic_dump(tmp_path / "r.jsonl"), "--out", folder)
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"fade: error: --out {folder} holds ") and "choose another --out" in line, line
+    assert "scores.jsonl (fade eval)" in line and "report.json (not fade analyze's)" in line, line
+    assert snapshot(folder) == before
+
+
+@pytest.mark.parametrize("name, writer", [
+    ("metrics.jsonl.gz", "fade train"), ("checkpoint.pt", "fade train"), ("run.json", "fade eval or fade train"),
+    ("design.json", "fade sweep or fade demo"), ("runs", "fade sweep or fade demo"),
+    ("calibration.json", "fade calibrate"), ("pretrain.jsonl", "fade pretrain"),
+    ("report.json", "not fade analyze's"), ("plane.png", "not a file"),
+])
+def test_a_folder_holding_another_commands_outputs_is_refused_before_the_dump_is_read(tmp_path, capsys, name,
+                                                                                         writer):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    if name in ("runs", "plane.png"):
+        (folder / name).mkdir()
+    else:
+        (folder / name).write_text('{"global_step": 3}\n')
+    before = snapshot(folder)
+    # the dump does not exist: the folder is refused first
+    code, _, err = run_analyze(capsys, tmp_path / "missing", "--out", folder)
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert f"--out {folder} holds " in line and f"{name} ({writer})" in line, line
+    assert snapshot(folder) == before
+
+
+def test_a_new_folder_an_empty_one_and_a_previous_analysis_are_written(tmp_path, capsys):
+    dump = generic_dump(tmp_path / "r.jsonl")
+    (tmp_path / "empty").mkdir()
+    for folder in (tmp_path / "new" / "nested", tmp_path / "empty", tmp_path / "empty"):
+        code, out, err = run_analyze(capsys, dump, "--out", folder, "--no-figures")
+        assert code == 0, err
+        assert sorted(p.name for p in folder.iterdir()) == ["report.json", "steps.jsonl", "summary.md"]
+
+
+def test_links_at_the_output_names_are_replaced_and_what_they_point_to_is_left_alone(tmp_path, capsys):
+    folder, kept = tmp_path / "out", tmp_path / "kept"
+    folder.mkdir()
+    kept.mkdir()
+    for name in OUTPUT_NAMES:
+        (kept / name).write_text(f"not fade's {name}\n")
+        (folder / name).symlink_to(kept / name)
+    code, out, err = run_analyze(capsys, generic_dump(tmp_path / "r.jsonl"), "--out", folder)
+    assert code == 0, err
+    for name in OUTPUT_NAMES:
+        assert (folder / name).is_file() and not (folder / name).is_symlink(), name
+        assert (kept / name).read_text() == f"not fade's {name}\n", name
+    assert json.loads((folder / "report.json").read_text())["num_steps"] == 2
+    assert (folder / "plane.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_new_analysis_removes_the_previous_analysiss_files_it_does_not_write_again(tmp_path, capsys):
+    folder = tmp_path / "out"
+    code, _, err = run_analyze(capsys, generic_dump(tmp_path / "r.jsonl"), "--out", folder)
+    assert code == 0, err
+    assert sorted(p.name for p in folder.iterdir()) == sorted(OUTPUT_NAMES)
+    # what is not fade analyze's stays: a file of the user's, a folder, a link, a PNG of another name
+    (folder / "notes.txt").write_text("mine\n")
+    (folder / "extra").mkdir()
+    (folder / "other.png").write_bytes(b"\x89PNG mine")
+    (folder / "link.png").symlink_to(folder / "notes.txt")
+    (folder / ".plane.png.abc123.tmp").write_bytes(b"half a figure")  # a killed analysis's leftover
+    mine = {"notes.txt", "extra", "other.png", "link.png"}
+    # rewards other than 0 or 1: no solve-rate or pass@k figure, so the previous ones go
+    code, _, err = run_analyze(capsys, generic_dump(tmp_path / "s.jsonl", scale=1.5), "--out", folder)
+    assert code == 0, err
+    assert {p.name for p in folder.iterdir()} == {"steps.jsonl", "report.json", "summary.md", "plane.png",
+                                                   "zero_spread.png"} | mine
+    code, out, err = run_analyze(capsys, generic_dump(tmp_path / "r.jsonl"), "--out", folder, "--no-figures")
+    assert code == 0, err
+    assert {p.name for p in folder.iterdir()} == {"steps.jsonl", "report.json", "summary.md"} | mine
+    assert (folder / "notes.txt").read_text() == "mine\n" and (folder / "other.png").read_bytes() == b"\x89PNG mine"
+
+
+def test_a_metrics_path_that_is_not_a_regular_file_is_refused_before_it_is_read(tmp_path, capsys):
+    import signal
+
+    fifo, folder = tmp_path / "metrics.jsonl", tmp_path / "out"
+    os.mkfifo(fifo)
+    (tmp_path / "metrics_dir").mkdir()
+
+    def hung(signum, frame):
+        raise AssertionError("fade analyze waited on the FIFO")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        for metrics, kind in ((fifo, "a FIFO"), (tmp_path / "metrics_dir", "a folder")):
+            code, _, err = run_analyze(capsys, generic_dump(tmp_path / "r.jsonl"), "--out", folder,
+                                       "--metrics", metrics)
+            assert code == 2
+            (line,) = err.strip().splitlines()
+            assert line == f"fade: error: --metrics {metrics} is {kind}: expected a regular file of per-step metrics"
+            assert not folder.exists()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_an_empty_out_is_refused_and_nothing_is_written_in_the_current_folder(tmp_path, capsys, monkeypatch):
+    dump = generic_dump(tmp_path / "dump" / "r.jsonl")
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_analyze(capsys, dump, "--out", "")
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert line == "fade: error: --out '' is empty: expected the folder to write the analysis into"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dump"]
+
+
+def test_the_torn_line_warning_is_one_line_on_the_command_line(tmp_path, capsys):
+    write_jsonl(tmp_path / "run" / "1.jsonl", verl_rows(1, REWARDS))
+    write_jsonl(tmp_path / "run" / "2.jsonl", verl_rows(2, REWARDS), tail='{"input": "prompt 9", "sco')
+    for _ in range(2):  # shown on every run, not once per process
+        code, out, err = run_analyze(capsys, tmp_path / "run", "--out", tmp_path / "out", "--no-figures")
+        assert code == 0, err
+        assert err.splitlines() == [f"fade: warning: {tmp_path / 'run' / '2.jsonl'}:17: skipped the unfinished "
+                                    "last line of a file still being written"]
+    with pytest.warns(RuntimeWarning, match="2.jsonl:17: skipped the unfinished last line"):
+        read_run(tmp_path / "run")  # a library caller still gets a warning
+
+
+def test_the_other_commands_files_are_the_names_those_commands_write():
+    from fade.analyze.report import OTHER_COMMANDS_FILES
+
+    store = pytest.importorskip("fade.verifiers.evaluate.store")
+    runlog = pytest.importorskip("fade.testbed.runlog")
+    session = pytest.importorskip("fade.testbed.session")
+    pretrain = pytest.importorskip("fade.testbed.pretrain")
+    sweep = pytest.importorskip("fade.experiments.sweep")
+    presets = pytest.importorskip("fade.experiments.presets")
+    report = pytest.importorskip("fade.testbed.report")
+    named = {
+        "fade eval": {store.SCORES, store.PROBLEMS, store.LOCK, store.RUN},
+        "fade train": {runlog.CONFIG_FILE, runlog.METRICS_FILE, runlog.METRICS_FILE + runlog.COMPRESSED,
+                       runlog.EVAL_FILE, runlog.EVAL_FILE + runlog.COMPRESSED, session.RESUMES_FILE,
+                       session.CHECKPOINT, report.TRAINING_PNG},
+        "fade sweep": {sweep.DESIGN_FILE, sweep.TUNING_FILE, sweep.LOCK_FILE,
+                       presets.get_preset("paper").runs()[0].directory("out").parts[1]},  # out/runs/TASK/...
+        "fade pretrain": {pretrain.LOG, pretrain.CHECKPOINT},
+    }
+    for command, names in named.items():
+        for name in names:
+            assert command in OTHER_COMMANDS_FILES.get(name, ""), (command, name)

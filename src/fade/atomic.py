@@ -1,10 +1,12 @@
 """Atomic file writes: a kill at any moment leaves the previous file or the new one, never a
 torn one. The new content goes to a temporary file in the same folder, is flushed to disk and
 renamed over the target (a rename within one file system is atomic on POSIX and Windows).
-Checkpoints, estimator states saved beside an engine's checkpoints, and resumable logs all
-write through here. A kill between creating the temporary file and the rename leaves it
-behind (``.NAME.XXXXXXXX.tmp``); :func:`remove_orphaned_temp_files` clears those of named
-targets when the owner of the folder starts again.
+Checkpoints, estimator states saved beside an engine's checkpoints, resumable logs and
+figures (:func:`write_figure_atomic`) all write through here. A symbolic link at the target is
+replaced by the new file, never written through: the file it points to is left as it was. A
+kill between creating the temporary file and the rename leaves it behind
+(``.NAME.XXXXXXXX.tmp``); :func:`remove_orphaned_temp_files` clears those of named targets when
+the owner of the folder starts again.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_write", "remove_orphaned_temp_files", "write_json_atomic"]
+__all__ = ["atomic_write", "remove_orphaned_temp_files", "write_figure_atomic", "write_json_atomic"]
 
 _TEMP_SUFFIX = ".tmp"
 
@@ -72,3 +74,13 @@ def write_json_atomic(path: str | Path, payload: Any) -> None:
     """Write ``payload`` as indented JSON to ``path`` atomically."""
     data = (json.dumps(payload, indent=2, allow_nan=False) + "\n").encode("utf-8")
     atomic_write(path, lambda f: f.write(data))
+
+
+def write_figure_atomic(path: str | Path, figure: Any, **savefig: Any) -> None:
+    """Save the matplotlib ``figure`` to ``path`` atomically, in the format its suffix names
+    (``.png``); ``savefig`` are ``Figure.savefig``'s keyword arguments (``dpi``). The temporary
+    file's own name ends in ``.tmp``, so the format is passed rather than guessed from it."""
+    fmt = Path(path).suffix.lstrip(".").lower()
+    if not fmt:
+        raise ValueError(f"{path}: a figure needs a file name with a format suffix (.png, .svg, .pdf)")
+    atomic_write(path, lambda f: figure.savefig(f, format=fmt, **savefig))

@@ -10,9 +10,9 @@ Layers: :mod:`~fade.analyze.columns` reads the fields a format needs (pyarrow);
 from .analysis import Analysis, analyze_records, analyze_run
 from .readers import FORMATS, ReadOptions, detect, read_run
 from .records import DumpError, RunRecords, StepBatch
-from .report import write_outputs
+from .report import check_output_folder, write_outputs
 
 __all__ = [
     "FORMATS", "Analysis", "DumpError", "ReadOptions", "RunRecords", "StepBatch", "analyze_records", "analyze_run",
-    "detect", "read_run", "write_outputs",
+    "check_output_folder", "detect", "read_run", "write_outputs",
 ]

@@ -121,7 +121,7 @@ def read_jsonl(path: str | Path, fields: Mapping[str, Field], *, required: tuple
                 raise DumpError(f"{path}:{lineno}: the last line is cut short: expected a complete JSON object "
                                 "(only the newest file of a run still being written may end so)") from None
             warnings.warn(f"{path}:{lineno}: skipped the unfinished last line of a file still being written",
-                          stacklevel=2)
+                          RuntimeWarning, stacklevel=2)
             data = data[:cut]
 
     def load() -> bytes:

@@ -5,6 +5,8 @@
 - ``zero_spread.png``: the zero-spread share and the mean reward against step;
 - ``solve_rate.png``: the share of groups in each solve-rate bucket at every step (a heat map);
 - ``pass_at_k.png``: unbiased pass@k against step, one line per k.
+
+Each is written atomically (:func:`fade.atomic.write_figure_atomic`), never through a link.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fade.atomic import write_figure_atomic
 from fade.plots import plane_guides
 
 from .analysis import Analysis
@@ -36,7 +39,7 @@ def _plt():
 def _save(fig, path: Path) -> Path:
     plt = _plt()
     try:
-        fig.savefig(path, dpi=DPI)
+        write_figure_atomic(path, fig, dpi=DPI)
     finally:
         plt.close(fig)
     return path

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -156,6 +157,8 @@ def detect(path: str | Path) -> tuple[str, Path]:
         if suffix in (".jsonl", ".json"):
             return _jsonl_format(path), path
         raise DumpError(f"{path}: an unknown file type {suffix or '(none)'}: expected .jsonl, .csv or .parquet")
+    if not path.is_dir():
+        raise DumpError(f"{path}: neither a regular file nor a folder: expected a run's rollout dump")
     kinds = _folder_kinds(path)
     if not kinds:
         raise DumpError(
@@ -175,6 +178,8 @@ def read_run(path: str | Path, options: ReadOptions | None = None, *, fmt: str |
     ``progress(done, total)`` is called after each file is read.
     """
     options = options or ReadOptions()
+    if options.metrics is not None:
+        _check_metrics_file(options.metrics)
     kind, where = detect(path)
     if fmt is not None:
         if fmt not in FORMATS:
@@ -193,6 +198,18 @@ def read_run(path: str | Path, options: ReadOptions | None = None, *, fmt: str |
 
 
 # -- shared helpers --------------------------------------------------------------------------------
+
+
+def _check_metrics_file(path: Path) -> None:
+    """Refuse a --metrics that is not a regular file before it is opened: reading a FIFO would wait
+    for a writer forever, and a folder or a device is no file of metrics."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise DumpError(f"--metrics {path}: no such file: expected a file of per-step metrics") from None
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
+        raise DumpError(f"--metrics {path} is {kind}: expected a regular file of per-step metrics")
 
 
 def _files(numbered: list[tuple[int, Path]], read: Callable[[int, Path, bool], StepBatch | None],

@@ -1,21 +1,52 @@
 """The files of an analysis: ``steps.jsonl``, ``report.json`` and ``summary.md`` (the figures are
-:mod:`fade.analyze.figures`). Each is written atomically, so a folder never holds half a file."""
+:mod:`fade.analyze.figures`), and the rules of the folder they go into.
+
+Each file is written atomically, so a folder never holds half a file, and a symbolic link at one
+of their names is replaced, never written through. The folder is one fade analyze owns: a new
+one, an empty one or one it wrote before; a folder holding another fade command's outputs is
+refused before anything is written (:func:`check_output_folder`). A new analysis removes the
+files of the previous one that it does not write again (:data:`OUTPUTS` only, so its figures do
+not sit beside numbers they were not drawn from), and leaves every other file alone.
+"""
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
-from fade.atomic import atomic_write, write_json_atomic
+from fade.atomic import atomic_write, remove_orphaned_temp_files, write_json_atomic
 from fade.mass import DIAGNOSTICS
 
 from .analysis import Analysis
+from .figures import FIGURES
 
-__all__ = ["REPORT", "STEPS", "SUMMARY", "summary_markdown", "write_outputs"]
+__all__ = ["OTHER_COMMANDS_FILES", "OUTPUTS", "REPORT", "STEPS", "SUMMARY", "check_output_folder",
+           "summary_markdown", "write_outputs"]
 
 STEPS, REPORT, SUMMARY = "steps.jsonl", "report.json", "summary.md"
+#: Every file fade analyze writes into its folder, and the only ones it ever replaces or removes.
+OUTPUTS = (STEPS, REPORT, SUMMARY, *FIGURES)
+
+#: The files by which another fade command's output folder is known, and who writes them. Named
+#: here rather than imported, so fade analyze needs none of those commands' extras;
+#: tests/test_analyze.py checks them against the names the commands define.
+OTHER_COMMANDS_FILES = {
+    "scores.jsonl": "fade eval", "problems.jsonl": "fade eval", ".lock": "fade eval",
+    "run.json": "fade eval or fade train",
+    "metrics.jsonl": "fade train", "metrics.jsonl.gz": "fade train", "eval.jsonl": "fade train",
+    "eval.jsonl.gz": "fade train", "resumes.jsonl": "fade train", "checkpoint.pt": "fade train",
+    "training.png": "fade train",
+    "design.json": "fade sweep or fade demo", "tuning.json": "fade sweep", ".sweep.lock": "fade sweep or fade demo",
+    "runs": "fade sweep or fade demo",
+    "calibration.json": "fade calibrate",
+    "pretrain.jsonl": "fade pretrain", "pretrain-checkpoint.pt": "fade pretrain", "base_eval.json": "fade pretrain",
+}
+#: Keys every report.json of fade analyze holds: a report.json without them is another command's.
+_REPORT_KEYS = ("format", "num_steps", "mean_zero_spread_share")
 
 
 def _clean(value: Any) -> Any:
@@ -29,9 +60,61 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def write_outputs(analysis: Analysis, out: str | Path, *, figures: bool = True) -> list[Path]:
-    """Write the analysis into ``out``; returns the paths written."""
+def _analyze_report(path: Path) -> bool:
+    """Whether the regular file ``path`` is a report.json fade analyze wrote."""
+    try:
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(doc, dict) and all(key in doc for key in _REPORT_KEYS)
+
+
+def check_output_folder(out: str | Path) -> Path:
+    """``out`` as the folder to write an analysis into; ValueError in one line where it is not one:
+    an empty name (it would be the current folder), something other than a folder, a folder holding
+    another fade command's outputs (:data:`OTHER_COMMANDS_FILES`, or a ``report.json`` that is not
+    fade analyze's), or one where an output's name is taken by a folder or another non-file."""
+    if not str(out):
+        raise ValueError(f"--out {str(out)!r} is empty: expected the folder to write the analysis into")
     out = Path(out)
+    if not os.path.lexists(out):
+        return out
+    if not out.is_dir():
+        raise ValueError(f"--out {out} is not a folder: expected a new folder, an empty one or one fade analyze "
+                         "wrote before")
+    held = [f"{name} ({who})" for name, who in OTHER_COMMANDS_FILES.items() if os.path.lexists(out / name)]
+    for name in OUTPUTS:
+        try:
+            mode = os.lstat(out / name).st_mode
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(mode):
+            continue  # replaced by the new file; the file it points to is left alone
+        if not stat.S_ISREG(mode):
+            held.append(f"{name} (not a file)")
+        elif name == REPORT and not _analyze_report(out / name):
+            held.append(f"{name} (not fade analyze's)")
+    if held:
+        raise ValueError(f"--out {out} holds what fade analyze did not write: {', '.join(held)}; it writes only into "
+                         "a new folder, an empty one or one it wrote before: choose another --out")
+    return out
+
+
+def _remove_previous(out: Path, written: list[Path]) -> None:
+    """Delete the regular files of :data:`OUTPUTS` in ``out`` that this analysis did not write (a
+    previous analysis's; never a link or a folder), and the atomic writer's leftovers of a killed one."""
+    remove_orphaned_temp_files(out, OUTPUTS)
+    kept = {p.name for p in written}
+    for name in OUTPUTS:
+        path = out / name
+        if name not in kept and path.is_file() and not path.is_symlink():
+            path.unlink()
+
+
+def write_outputs(analysis: Analysis, out: str | Path, *, figures: bool = True) -> list[Path]:
+    """Write the analysis into ``out`` (refused as :func:`check_output_folder` says), then remove
+    the files a previous analysis wrote there that this one does not; returns the paths written."""
+    out = check_output_folder(out)
     out.mkdir(parents=True, exist_ok=True)
     lines = "".join(json.dumps(_clean(s), allow_nan=False) + "\n" for s in analysis.steps).encode("utf-8")
     atomic_write(out / STEPS, lambda f: f.write(lines))
@@ -43,6 +126,7 @@ def write_outputs(analysis: Analysis, out: str | Path, *, figures: bool = True) 
         from .figures import draw_all
 
         written += draw_all(analysis, out)
+    _remove_previous(out, written)
     return written
 
 

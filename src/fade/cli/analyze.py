@@ -1,10 +1,16 @@
-"""``fade analyze``: the gradient-mass decomposition of a run's rollouts, from the dump its engine wrote."""
+"""``fade analyze``: the gradient-mass decomposition of a run's rollouts, from the dump its engine wrote.
+
+What the reading warns about (the unfinished last line of a live run's newest file) is shown as
+one line ``fade: warning: ...`` on stderr, not as Python's two-line warning with its source line.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+import warnings
 
-from fade.analyze import FORMATS, ReadOptions, analyze_run, write_outputs
+from fade.analyze import FORMATS, ReadOptions, analyze_run, check_output_folder, write_outputs
 
 from .output import console, fmt
 from .parsing import SPEC_HELP
@@ -77,9 +83,14 @@ def _weights(text: str | None) -> list[float] | None:
         raise ValueError(f"--reward-weights {text!r}: expected comma-separated numbers") from None
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"fade: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.group_size is not None and args.group_size < 1:
         raise ValueError(f"--group-size must be at least 1, got {args.group_size}")
+    check_output_folder(args.out)  # before the dump is read, and again before anything is written
     options = ReadOptions(group_size=args.group_size, reward_column=args.reward_column,
                           reward_weights=_weights(args.reward_weights), metrics=args.metrics,
                           success_threshold=args.success_threshold)
@@ -87,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     shown = console()
     from fade.progress import make_progress
 
-    with make_progress(unit="files", console=shown, disable=args.quiet) as bar:
+    with warnings.catch_warnings(), make_progress(unit="files", console=shown, disable=args.quiet) as bar:
+        warnings.showwarning = _show_warning
         tasks: dict[str, int] = {}
 
         def progress(stage: str, done: int, total: int) -> None:

@@ -357,6 +357,22 @@ def test_atomic_write_names_the_file_on_a_full_disk(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]
 
 
+def test_atomic_write_gives_the_permissions_a_plain_write_would(tmp_path):
+    """0666 less the umask, as open() gives, not the temporary file's owner-only 0600."""
+    import os
+    import stat
+
+    old = os.umask(0o027)
+    try:
+        atomic.write_json_atomic(tmp_path / "a.json", {"a": 1})
+        with open(tmp_path / "plain.json", "w") as f:
+            f.write("{}")
+    finally:
+        os.umask(old)
+    mode = stat.S_IMODE((tmp_path / "a.json").stat().st_mode)
+    assert mode == stat.S_IMODE((tmp_path / "plain.json").stat().st_mode) == 0o640
+
+
 # -- orphaned temporary files ---------------------------------------------------------------------
 
 

@@ -33,6 +33,8 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
 
     An OSError (a full disk, say) leaves ``path`` as it was, removes the temporary file and
     propagates with ``path`` as its filename, so the message says which file could not be written.
+    The file gets the permissions a plain ``open(path, "w")`` would give it (0666 less the umask),
+    not the temporary file's owner-only ones.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -42,6 +44,7 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
             write(f)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException as exc:
         if os.path.exists(tmp):
@@ -49,6 +52,13 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
         if isinstance(exc, OSError) and exc.filename is None:
             exc.filename = str(path)
         raise
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it and putting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def remove_orphaned_temp_files(folder: str | Path, names: Iterable[str]) -> list[Path]:

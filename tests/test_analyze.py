@@ -432,3 +432,42 @@ def test_without_the_runs_record_a_note_says_evaluation_files_cannot_be_told_apa
     code, _, report, err = analyze_cli(capsys, trl_dump(tmp_path / "run", record=False), tmp_path / "o")
     assert code == 0, err
     assert any("evaluat" in n and "trainer_state.json" in n for n in report["notes"])
+
+
+# -- bad input through the command line: one line naming the file, and nothing written ---------------
+
+
+def refused(capsys, target: Path, out: Path, *needles: str, flags: tuple[str, ...] = ()) -> str:
+    """``fade analyze target`` stops with exit status 2 and one error line holding ``needles``,
+    and leaves ``out`` unwritten."""
+    code = main(["analyze", str(target), "--out", str(out), "--quiet", "--no-figures", *flags])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("fade: error: ") and all(n in line for n in needles), line
+    assert not out.exists()
+    return line
+
+
+def generic_rows(step: int, keys: list, rewards: list[float]) -> list[dict]:
+    return [{"step": step, "group_id": k, "reward": r} for k, r in zip(keys, rewards)]
+
+
+def test_an_integer_key_and_a_text_key_spelled_alike_are_two_groups(tmp_path, capsys):
+    # fade's old encoding wrote the integer 1 as the text "\x00int:1": that text merged with it
+    rows = generic_rows(1, [1, "\x00int:1", "1", 1, "\x00int:1", "1"], [1.0, 0.0, 1.0, 1.0, 0.0, 0.0])
+    code, steps, _, err = analyze_cli(capsys, write_jsonl(tmp_path / "r.jsonl", rows), tmp_path / "a")
+    assert code == 0, err
+    (row,) = steps
+    assert row["num_groups"] == 3 and row["group_sizes"] == [2]
+    assert row["zero_spread_share"] == pytest.approx(4 / 6)  # 1: [1, 1] and "\x00int:1": [0, 0] agree
+    run = read_run(write_jsonl(tmp_path / "k.jsonl", generic_rows(1, [7, "7", 7], [1.0, 0.0, 1.0])))
+    assert run.steps[0].prompt_keys == [7, "7"]  # each group's key as the dump wrote it
+
+
+def test_a_group_key_column_neither_text_nor_integers_is_refused(tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"step": [1, 1], "group_id": [1.0, 1.5], "reward": [1.0, 0.0]}), tmp_path / "r.parquet")
+    refused(capsys, tmp_path / "r.parquet", tmp_path / "out", "r.parquet", "'group_id'", "expected text or integers")

@@ -682,10 +682,14 @@ def _read_generic(where: Path, options: ReadOptions, progress) -> RunRecords:
             raise DumpError(f"{where}: row {bad[0] + 1}: reward {cols['reward'][bad[0]]!r}: expected a finite number")
         cols["advantage"] = (table.column("advantage").to_numpy(zero_copy_only=False).astype(np.float64)
                              if "advantage" in names else np.full(len(cols["step"]), np.nan))
-        keys = [
-            None if v is None else (v if isinstance(v, str) else f"\x00int:{v}") for v in table.column(key).to_pylist()
-        ]
-        if any(k is None for k in keys):
+        column = table.column(key)
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+                or pa.types.is_integer(column.type)):
+            raise DumpError(f"{where}: column {key!r} is {column.type}: expected text or integers")
+        keys = column.to_pylist()
+        if column.null_count:
             raise DumpError(f"{where}: row {keys.index(None) + 1}: no {key!r}: expected every row to have it")
     steps, adv = cols["step"], cols["advantage"]
     has_adv = ~np.isnan(adv)
@@ -700,8 +704,7 @@ def _read_generic(where: Path, options: ReadOptions, progress) -> RunRecords:
     for idx in np.split(order, bounds):
         groups, names = encode_keys([keys[i] for i in idx])
         out.append(StepBatch(int(steps[idx[0]]), cols["reward"][idx], groups,
-                             advantages=adv[idx] if has_adv.all() else None,
-                             prompt_keys=[n.removeprefix("\x00int:") for n in names], source=str(where)))
+                             advantages=adv[idx] if has_adv.all() else None, prompt_keys=names, source=str(where)))
     progress(1, 1)
     return RunRecords("generic", str(where), out)
 

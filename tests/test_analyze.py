@@ -471,3 +471,23 @@ def test_a_group_key_column_neither_text_nor_integers_is_refused(tmp_path, capsy
 
     pq.write_table(pa.table({"step": [1, 1], "group_id": [1.0, 1.5], "reward": [1.0, 0.0]}), tmp_path / "r.parquet")
     refused(capsys, tmp_path / "r.parquet", tmp_path / "out", "r.parquet", "'group_id'", "expected text or integers")
+
+
+def test_verl_v1_refuses_a_uid_over_two_prompt_texts_and_a_uid_written_twice(tmp_path, capsys):
+    rows = verl_rows(1, REWARDS)
+    rows[5] = {**rows[5], "input": "prompt 9"}  # uid uuid1x1_1_0 of prompt uuid1x1, whose row 5 is "prompt 1"
+    refused(capsys, write_jsonl(tmp_path / "a" / "1.jsonl", rows).parent, tmp_path / "out",
+            "1.jsonl: row 6", "'uuid1x1_1_0'", "row 5", "expected one prompt text per uid prompt")
+    # a uid written twice is refused whether or not a session elsewhere wrote several outputs (the
+    # rows beside it once decided whether it was counted twice or once)
+    for name, extra in (("b", []), ("c", [{**verl_rows(1, REWARDS)[8], "uid": "uuid1x2_0_1"}])):
+        rows = verl_rows(1, REWARDS)
+        rows += [{**rows[2], "score": 0.0}] + extra
+        refused(capsys, write_jsonl(tmp_path / name / "1.jsonl", rows).parent, tmp_path / "out",
+                "1.jsonl: rows 3 and 17", "'uuid1x0_2_0' twice", "expected each")
+    # a later output of a multi-output agent loop carries its own prompt: that is no second prompt
+    rows = verl_rows(1, REWARDS)
+    rows.insert(1, {**rows[1], "uid": "uuid1x0_1_1", "input": "prompt 0, turn 2", "score": 1.0})
+    code, steps, _, err = analyze_cli(capsys, write_jsonl(tmp_path / "d" / "1.jsonl", rows).parent, tmp_path / "d-out")
+    assert code == 0, err
+    assert steps[0]["num_rollouts"] == 16 and steps[0]["num_groups"] == 4

@@ -297,7 +297,15 @@ def _read_verl(where: Path, options: ReadOptions, progress) -> RunRecords:
 def _verl_v1_groups(p: Path, uids, rewards: np.ndarray, inputs):
     """verl v1: the uid's prompt part is the group; of a session's rows the highest index is its
     rollout (columnwise: the uid is split by pyarrow, and rows are dropped only where a session
-    wrote several)."""
+    wrote several).
+
+    verl writes each output once, under ``{uid}_{session_id}_{index}`` (verl 0.9,
+    trainer/ppo/v1/agent_loop_tq.py, _agent_loop_postprocess), so a uid written twice is refused:
+    kept or dropped, it would count by the rows beside it. The n sessions of a uid are spawned from
+    one prompt (_run_prompt), so their first outputs (index 0) carry one prompt text; a later
+    output carries its own ``prompt_ids`` (a multi-output agent loop's context), so only index 0
+    is held to it.
+    """
     pa = arrow()
     import pyarrow.compute as pc
 
@@ -307,9 +315,30 @@ def _verl_v1_groups(p: Path, uids, rewards: np.ndarray, inputs):
         raise DumpError(
             f"{p}: row {row + 1}: uid {uids[row].as_py()!r}: expected verl's {{prompt}}_{{session}}_{{index}}"
         )
-    prompt, _ = encode_keys(pc.struct_field(parts, "prompt"))
+    prompt, prompt_names = encode_keys(pc.struct_field(parts, "prompt"))
     session, _ = encode_keys(pc.struct_field(parts, "session"))
-    index = pc.cast(pc.struct_field(parts, "index"), pa.int64()).to_numpy(zero_copy_only=False)
+    try:
+        index = pc.cast(pc.struct_field(parts, "index"), pa.int64()).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:
+        big = next(i for i, u in enumerate(uids.to_pylist()) if int(u.rsplit("_", 1)[1]) >= 2**63)
+        raise DumpError(f"{p}: row {big + 1}: uid {uids[big].as_py()!r}: expected an index within int64") from None
+    order = np.lexsort((np.arange(len(prompt)), index, session, prompt))  # a uid's rows together, in file order
+    same = (np.diff(prompt[order]) == 0) & (np.diff(session[order]) == 0) & (np.diff(index[order]) == 0)
+    if same.any():
+        first, again = (int(i) for i in order[np.flatnonzero(same)[0]:][:2])
+        raise DumpError(f"{p}: rows {first + 1} and {again + 1}: uid {uids[again].as_py()!r} twice: expected each "
+                        "{prompt}_{session}_{index} once, as verl writes each output")
+    text, _ = encode_keys(inputs)
+    head = np.flatnonzero(index == 0)
+    _, at = np.unique(prompt[head], return_index=True)
+    owner = np.full(len(prompt_names), -1)
+    owner[prompt[head[at]]] = head[at]
+    other = head[text[head] != text[owner[prompt[head]]]]
+    if other.size:
+        row, first = int(other[0]), int(owner[prompt[other[0]]])
+        raise DumpError(f"{p}: row {row + 1}: uid {uids[row].as_py()!r} has another input than row {first + 1} of "
+                        f"prompt {prompt_names[prompt[row]]!r}: expected one prompt text per uid prompt (the "
+                        "sessions of one prompt)")
     rows = np.arange(len(rewards))
     if index.any():
         key = prompt * (int(session.max()) + 1) + session

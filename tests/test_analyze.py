@@ -465,6 +465,14 @@ def test_an_integer_key_and_a_text_key_spelled_alike_are_two_groups(tmp_path, ca
     assert run.steps[0].prompt_keys == [7, "7"]  # each group's key as the dump wrote it
 
 
+def test_a_csv_group_key_is_the_text_as_written(tmp_path, capsys):
+    # "01" and "1" are two groups, not the integer 1 twice
+    (tmp_path / "r.csv").write_text("step,group_id,reward\n1,01,1\n1,1,0\n1,01,1\n1,1,0\n")
+    code, steps, _, err = analyze_cli(capsys, tmp_path / "r.csv", tmp_path / "b")
+    assert code == 0, err
+    assert steps[0]["num_groups"] == 2 and steps[0]["zero_spread_share"] == 1.0
+
+
 def test_a_group_key_column_neither_text_nor_integers_is_refused(tmp_path, capsys):
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -491,3 +499,89 @@ def test_verl_v1_refuses_a_uid_over_two_prompt_texts_and_a_uid_written_twice(tmp
     code, steps, _, err = analyze_cli(capsys, write_jsonl(tmp_path / "d" / "1.jsonl", rows).parent, tmp_path / "d-out")
     assert code == 0, err
     assert steps[0]["num_rollouts"] == 16 and steps[0]["num_groups"] == 4
+
+
+def write_trl(path: Path, step: int, prompts: list[str], rewards: list[float], size: int, *,
+              advantages: list[float] | None = None) -> Path:
+    """One TRL completions parquet: advantages centred on each group of ``size`` consecutive rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    r = np.asarray(rewards, dtype=np.float64)
+    if advantages is None:
+        whole = r[: r.size // size * size].reshape(-1, size)
+        advantages = np.r_[(whole - whole.mean(1, keepdims=True)).ravel(), r[whole.size:] - 0.5].tolist()
+    pq.write_table(pa.table({"step": [step] * r.size, "prompt": prompts, "completion": ["x"] * r.size,
+                             "acc": r.tolist(), "advantage": advantages}), path)
+    return path
+
+
+def test_one_step_is_read_from_one_file(tmp_path, capsys):
+    out = tmp_path / "out"
+    verl = tmp_path / "verl"
+    write_jsonl(verl / "2.jsonl", verl_rows(2, REWARDS))
+    write_jsonl(verl / "02.jsonl", verl_rows(2, REWARDS))
+    refused(capsys, verl, out, "02.jsonl and 2.jsonl are both step 2", "expected one file per step")
+    prompts, rewards = [f"p{i // 4}" for i in range(16)], sum(REWARDS, [])
+    trl = tmp_path / "trl" / "completions"
+    write_trl(trl / "completions_00002.parquet", 2, prompts, rewards, 4)
+    write_trl(trl / "completions_2.parquet", 2, prompts, rewards, 4)
+    refused(capsys, trl.parent, out, "completions_00002.parquet and completions_2.parquet are both step 2")
+    named = tmp_path / "named" / "completions"
+    write_trl(named / "completions_00002.parquet", 3, prompts, rewards, 4)
+    refused(capsys, named.parent, out, "completions_00002.parquet", "holds step 3", "expected step 2")
+    nemo = [{"content": [f"q{i // 4}", "a"], "rewards": r} for i, r in enumerate(rewards)]
+    write_jsonl(tmp_path / "nemo" / "train_data_step2.jsonl", nemo)
+    write_jsonl(tmp_path / "nemo" / "train_data_step02.jsonl", nemo)
+    refused(capsys, tmp_path / "nemo", out, "train_data_step02.jsonl and train_data_step2.jsonl are both step 2")
+    for step in ("step_2", "step_02"):
+        eps = [{"group": {"id": f"g{i // 4}"}, "task": {"key": "t"}, "traces": [{"rewards": {"acc": {"score": r}}}]}
+               for i, r in enumerate(rewards)]
+        write_jsonl(tmp_path / "prime" / "rollouts" / step / "train" / "effective" / "traces.jsonl", eps)
+    refused(capsys, tmp_path / "prime", out, "step_02/train/effective/traces.jsonl and step_2/", "both step 2")
+
+
+def test_generic_steps_out_of_order_are_sorted_and_a_step_in_two_blocks_is_one_step(tmp_path, capsys):
+    rows = (generic_rows(3, ["a", "a"], [1.0, 0.0]) + generic_rows(1, ["a", "a"], [1.0, 1.0])
+            + generic_rows(2, ["b", "b"], [0.0, 0.0]) + generic_rows(3, ["b", "b"], [1.0, 1.0]))
+    code, steps, report, err = analyze_cli(capsys, write_jsonl(tmp_path / "r.jsonl", rows), tmp_path / "o")
+    assert code == 0, err
+    assert [s["step"] for s in steps] == [1, 2, 3] and report["first_step"] == 1 and report["last_step"] == 3
+    assert steps[2]["num_groups"] == 2 and steps[2]["zero_spread_share"] == 0.5
+
+
+@pytest.mark.parametrize("case, needles", [
+    ("json_fraction", ("r.jsonl:3", "'step' is 2.5", "expected an integer")),
+    ("json_int64", ("r.jsonl:2", "'step' is 9223372036854775808", "expected an integer within int64")),
+    ("csv_fraction", ("r.csv: row 3", "step '2.5'", "expected an integer")),
+    ("csv_int64", ("r.csv: row 2", "step '100000000000000000000'", "expected an integer within int64")),
+    ("parquet_fraction", ("r.parquet: row 3", "step 2.5", "expected an integer")),
+    ("parquet_uint64", ("r.parquet: row 2", "step 18446744073709551615", "expected an integer within int64")),
+    ("trl_fraction", ("completions_00002.parquet: row 1", "step 2.5", "expected an integer")),
+])
+def test_a_step_that_is_no_int64_integer_is_refused_not_cut(tmp_path, capsys, case, needles):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    steps: list = [1, 1, 2.5, 2.5] if "fraction" in case else [1, 2**63, 1, 1]
+    if case == "csv_int64":
+        steps = [1, 10**20, 1, 1]
+    rows = [{"step": s, "group_id": "a", "reward": float(i % 2)} for i, s in enumerate(steps)]
+    kind = case.split("_")[0]
+    if kind == "json":
+        target = write_jsonl(tmp_path / "r.jsonl", rows)
+    elif kind == "csv":
+        target = tmp_path / "r.csv"
+        target.write_text("step,group_id,reward\n" + "".join(f"{r['step']},a,{r['reward']}\n" for r in rows))
+    elif kind == "parquet":
+        target = tmp_path / "r.parquet"
+        step = (pa.array(steps, pa.float64()) if "fraction" in case
+                else pa.array([1, 2**64 - 1, 1, 1], pa.uint64()))
+        pq.write_table(pa.table({"step": step, "group_id": ["a"] * 4, "reward": [0.0, 1.0, 0.0, 1.0]}), target)
+    else:
+        target = tmp_path / "trl"
+        path = write_trl(target / "completions" / "completions_00002.parquet", 2, ["p"] * 4, [1.0, 0.0, 1.0, 0.0], 4)
+        table = pq.read_table(path)
+        pq.write_table(table.set_column(0, "step", pa.array([2.5] * 4)), path)
+    refused(capsys, target, tmp_path / "out", *needles)

@@ -21,8 +21,10 @@ from .records import DumpError, dense_ids
 
 __all__ = ["Field", "arrow", "encode_keys", "read_jsonl", "read_parquet"]
 
-#: A field's kind: "float" (a finite number), "int", "str" (text) or "key" (text or an integer).
+#: A field's kind: "float" (a finite number), "int" (within int64), "str" (text) or "key" (text or an integer).
 Field = str
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def arrow():
@@ -59,6 +61,8 @@ def _kind_problem(value: Any, kind: Field) -> str | None:
     elif kind == "int":
         if isinstance(value, bool) or not isinstance(value, int):
             return "an integer"
+        if not INT64_MIN <= value <= INT64_MAX:
+            return "an integer within int64 (-2**63 to 2**63 - 1)"
     elif kind == "str":
         if not isinstance(value, str):
             return "text"

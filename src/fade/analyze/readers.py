@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .columns import arrow, encode_keys, read_jsonl, read_parquet
+from .columns import INT64_MAX, INT64_MIN, arrow, encode_keys, read_jsonl, read_parquet
 from .records import DumpError, RunRecords, StepBatch, dense_ids
 
 __all__ = ["FORMATS", "GENERIC_GROUP_KEYS", "ReadOptions", "detect", "read_run"]
@@ -88,7 +88,17 @@ class ReadOptions:
 
 def _numbered(folder: Path, pattern: re.Pattern) -> list[tuple[int, Path]]:
     found = [(int(m.group(1)), p) for p in folder.iterdir() if p.is_file() and (m := pattern.match(p.name))]
-    return sorted(found)
+    return _one_per_step(sorted(found), folder)
+
+
+def _one_per_step(numbered: list[tuple[int, Path]], where: Path) -> list[tuple[int, Path]]:
+    """``numbered`` (sorted by step), refused where two files name one step (``2.jsonl`` and
+    ``02.jsonl``): each would be read as the step, and the step counted twice."""
+    for (a, first), (b, second) in zip(numbered, numbered[1:]):
+        if a == b:
+            raise DumpError(f"{where}: {first.relative_to(where)} and {second.relative_to(where)} are both step {a}: "
+                            "expected one file per step")
+    return numbered
 
 
 def _first_object(path: Path) -> dict:
@@ -186,6 +196,10 @@ def read_run(path: str | Path, options: ReadOptions | None = None, *, fmt: str |
     run = reader(where, options, progress or (lambda done, total: None))
     if not run.steps:
         raise DumpError(f"{path}: no steps read: expected at least one step of rollouts")
+    run.steps.sort(key=lambda b: b.step)  # a stateful estimator is replayed in this order
+    for a, b in zip(run.steps, run.steps[1:]):
+        if a.step == b.step:
+            raise DumpError(f"{b.source}: step {b.step} again (also in {a.source}): expected each step once")
     _set_success(run, options)
     if options.metrics is not None and kind != "verl":
         _read_metrics(run, options.metrics)
@@ -519,12 +533,20 @@ def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
             raise DumpError(f"{p}: reward columns {columns}, not {state['columns']} as in the earlier files: "
                             "expected one run's files")
         table = read_parquet(p, ["step", "prompt", "advantage", *columns])
-        steps = np.unique(table.column("step").to_numpy())
+        steps = np.unique(_int_column(table, "step", p))
         if steps.size != 1:
             raise DumpError(f"{p}: holds steps {', '.join(map(str, steps[:5]))}: expected one step per file")
         step = int(steps[0])
+        if n >= 0 and step != n:  # TRL writes the step column and the name from one global_step
+            raise DumpError(f"{p}: holds step {step}: expected step {n}, as TRL names the file "
+                            "(completions_{global_step:05d}.parquet)")
         parts = np.stack([table.column(c).to_numpy(zero_copy_only=False).astype(np.float64) for c in columns], 1)
-        rewards = np.nansum(parts * state["weights"], axis=1)  # a None-returning function is left out, as TRL does
+        with np.errstate(over="ignore", invalid="ignore"):
+            rewards = np.nansum(parts * state["weights"], axis=1)  # a None-returning function is left out, as TRL does
+        if not np.isfinite(rewards).all():
+            row = int(np.flatnonzero(~np.isfinite(rewards))[0])
+            raise DumpError(f"{p}: row {row + 1}: total reward {rewards[row]!r} (from {parts[row].tolist()}): "
+                            "expected a finite number")
         adv = table.column("advantage").to_numpy(zero_copy_only=False).astype(np.float64)
         prompt = table.column("prompt")
         keys = prompt.to_pylist() if arrow().types.is_string(prompt.type) else [
@@ -620,11 +642,11 @@ def _token_advantages(p: Path, advantages: list, masks: list) -> np.ndarray | No
 
 def _read_prime(where: Path, options: ReadOptions, progress) -> RunRecords:
     split = options.prime_split
-    numbered = sorted(
+    numbered = _one_per_step(sorted(
         (int(m.group(1)), d / "train" / split / "traces.jsonl")
         for d in where.iterdir() if d.is_dir() and (m := _PRIME_DIR.match(d.name))
         and (d / "train" / split / "traces.jsonl").is_file()
-    )
+    ), where)
 
     def read(n: int, p: Path, newest: bool) -> StepBatch:
         cols = read_jsonl(p, {}, newest=newest, raw_keys=("group", "task", "traces", "run"))
@@ -634,7 +656,7 @@ def _read_prime(where: Path, options: ReadOptions, progress) -> RunRecords:
             if not isinstance(group, dict) or "id" not in group:
                 raise DumpError(f"{where_row}: no group.id: expected prime-rl's episode record")
             step = ((run or {}).get("work") or {}).get("step")
-            if step is not None and step != n:
+            if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step != n):
                 raise DumpError(f"{where_row}: run.work.step {step}: expected {n}, as the folder step_{n} names it")
             if not traces:
                 raise DumpError(f"{where_row}: no traces: expected at least one trace with rewards")
@@ -687,8 +709,11 @@ def _read_generic(where: Path, options: ReadOptions, progress) -> RunRecords:
         if suffix == ".csv":
             import pyarrow.csv as pcsv
 
+            # text has no type in a CSV file: the step is parsed here (to name a row that is not an
+            # integer) and a group key stays as written ("01" and "1" are two keys)
+            text = {k: pa.string() for k in ("step", *GENERIC_GROUP_KEYS)}
             try:
-                table = pcsv.read_csv(where)
+                table = pcsv.read_csv(where, convert_options=pcsv.ConvertOptions(column_types=text))
             except pa.ArrowInvalid as exc:
                 raise DumpError(f"{where}: not a readable CSV file ({exc})") from None
         else:
@@ -739,7 +764,40 @@ def _read_generic(where: Path, options: ReadOptions, progress) -> RunRecords:
 
 
 def _int_column(table, name: str, where: Path) -> np.ndarray:
-    values = table.column(name).to_numpy(zero_copy_only=False)
-    if values.dtype.kind not in "iu":
-        raise DumpError(f"{where}: column {name!r} is {values.dtype}: expected integers")
-    return values.astype(np.int64)
+    """A column of integers within int64 (as CSV text, or an integer or float parquet column), or
+    an error naming the first row that is not one: a step of 2.5 is no step, and is not cut to 2."""
+    pa = arrow()
+    import pyarrow.compute as pc
+
+    column = table.column(name)
+    if column.null_count:
+        row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+        raise DumpError(f"{where}: row {row + 1}: no {name!r}: expected every row to have it")
+    kind = column.type
+    if pa.types.is_integer(kind):
+        if pa.types.is_unsigned_integer(kind) and column.length() and pc.max(column).as_py() > INT64_MAX:
+            row = int(np.flatnonzero(column.to_numpy(zero_copy_only=False) > INT64_MAX)[0])
+            raise DumpError(f"{where}: row {row + 1}: {name} {column[row].as_py()}: expected an integer within int64")
+        return column.to_numpy(zero_copy_only=False).astype(np.int64)
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_floating(kind):
+        for row, value in enumerate(column.to_pylist()):
+            problem = _not_int64(value)
+            if problem:
+                raise DumpError(f"{where}: row {row + 1}: {name} {value!r}: expected {problem}")
+        if pa.types.is_floating(kind):
+            raise DumpError(f"{where}: column {name!r} is {kind}: expected integers")
+        return np.array([int(v) for v in column.to_pylist()], dtype=np.int64)
+    raise DumpError(f"{where}: column {name!r} is {kind}: expected integers")
+
+
+def _not_int64(value: Any) -> str | None:
+    """What a step written as ``value`` (text or a float) fails to be, or None for an int64."""
+    if isinstance(value, float):
+        if not value.is_integer():
+            return "an integer"
+        return None
+    if not re.fullmatch(r"[+-]?[0-9]+", value.strip()):
+        return "an integer"
+    if not INT64_MIN <= int(value) <= INT64_MAX:
+        return "an integer within int64"
+    return None

@@ -585,3 +585,32 @@ def test_a_step_that_is_no_int64_integer_is_refused_not_cut(tmp_path, capsys, ca
         table = pq.read_table(path)
         pq.write_table(table.set_column(0, "step", pa.array([2.5] * 4)), path)
     refused(capsys, target, tmp_path / "out", *needles)
+
+
+def test_trl_groups_are_whole_groups_of_the_runs_one_size(tmp_path, capsys):
+    # TRL wrote 5 groups of 4 (zero-spread share 0.4) and a partial group of 2: the runs of one
+    # prompt (4, 4, 4, 4, 4, 2) split into groups of 2 read as a share of 0.8; the advantages TRL
+    # centred on each group of 4 say that 2 is no group size, and a run of 2 is no group of 4
+    rewards = [1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 0, 1, 0, 1, 0]
+    prompts = [f"p{i // 4}" for i in range(22)]
+    dump = tmp_path / "partial"
+    write_trl(dump / "completions" / "completions_00001.parquet", 1, prompts, rewards, 4)
+    refused(capsys, dump, tmp_path / "out", "completions_00001.parquet: rows 9-10", "advantages sum to",
+            "expected groups of 2 rows", "completions_00001.parquet rows 21-22", "give --group-size")
+    refused(capsys, dump, tmp_path / "out", "completions_00001.parquet: rows 21-22 are 2 rows of one prompt",
+            "ragged or missing groups", flags=("--group-size", "4"))
+    # the same prompt in two consecutive groups is a run of 8: two groups of 4, as TRL grouped them;
+    # a file where every prompt came twice (runs of 8) is read in the run's groups of 4
+    ok = tmp_path / "ok" / "completions"
+    write_trl(ok / "completions_00001.parquet", 1, [f"p{i // 4}" for i in range(20)], rewards[:20], 4)
+    twice = ["p0"] * 8 + ["p1"] * 8 + ["p2"] * 4
+    write_trl(ok / "completions_00002.parquet", 2, twice, rewards[:20], 4)
+    write_trl(ok / "completions_00003.parquet", 3, [f"q{i // 8}" for i in range(16)], rewards[:16], 4)
+    code, steps, report, err = analyze_cli(capsys, ok.parent, tmp_path / "ok-out")
+    assert code == 0, err
+    assert [(s["num_groups"], s["group_sizes"]) for s in steps] == [(5, [4]), (5, [4]), (4, [4])]
+    assert [s["zero_spread_share"] for s in steps] == [0.4, 0.4, 0.5]
+    assert any("group size 4" in n and "completions_00001.parquet rows 1-4" in n for n in report["notes"])
+    # a --group-size that splits TRL's groups is refused the same way
+    refused(capsys, ok.parent, tmp_path / "out", "completions_00001.parquet: rows 9-10", "advantages sum to",
+            "(--group-size)", "the group size is not 2)", flags=("--group-size", "2"))

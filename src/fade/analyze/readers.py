@@ -242,32 +242,32 @@ def _set_success(run: RunRecords, options: ReadOptions) -> None:
         run.notes.append("rewards are not all 0 or 1 and no --success-threshold was given: no solve rates or pass@k")
 
 
+def _runs(keys: list) -> tuple[np.ndarray, np.ndarray]:
+    """The runs of equal consecutive keys: their first rows and lengths."""
+    ids, _ = encode_keys(keys)
+    starts = np.r_[0, np.flatnonzero(np.diff(ids)) + 1].astype(np.int64)
+    return starts, np.diff(np.r_[starts, len(keys)])
+
+
+def _split_runs(starts: np.ndarray, lengths: np.ndarray, size: int, where: str, how: str) -> np.ndarray:
+    """Group ids of runs of one prompt cut into groups of ``size`` rows; a run that is not a whole
+    number of groups is refused (``how`` says where ``size`` came from)."""
+    bad = np.flatnonzero(lengths % size)
+    if bad.size:
+        a, n = int(starts[bad[0]]), int(lengths[bad[0]])
+        hint = "" if how == "--group-size" else "; give --group-size if it was inferred wrongly"
+        raise DumpError(f"{where}: rows {a + 1}-{a + n} are {n} rows of one prompt, not a multiple of the group size "
+                        f"{size} ({how}): expected groups of one size (ragged or missing groups{hint})")
+    return np.repeat(np.arange(int(lengths.sum()) // size, dtype=np.int64), size)
+
+
 def _blocks(keys: list[str], where: str, group_size: int | None) -> tuple[np.ndarray, int]:
     """Groups as consecutive blocks of one prompt: the block length is ``group_size`` or, left out,
     the shortest run of equal prompts (every run must then be a whole number of blocks)."""
-    n = len(keys)
-    if group_size is None:
-        runs, start = [], 0
-        for i in range(1, n + 1):
-            if i == n or keys[i] != keys[start]:
-                runs.append((start, i - start))
-                start = i
-        group_size = min(length for _, length in runs)
-        for start, length in runs:
-            if length % group_size:
-                raise DumpError(f"{where}: rows {start + 1}-{start + length} are {length} rows of one prompt, not a "
-                                f"multiple of the group size {group_size} (the shortest run): expected groups of one "
-                                "size (ragged or missing groups; give --group-size if it was inferred wrongly)")
-    if n % group_size:
-        raise DumpError(f"{where}: {n} rows do not split into groups of {group_size}: expected a whole number "
-                        "of groups (ragged or missing groups)")
-    for g in range(0, n, group_size):
-        block = keys[g:g + group_size]
-        if any(k != block[0] for k in block):
-            bad = next(i for i, k in enumerate(block) if k != block[0])
-            raise DumpError(f"{where}: row {g + bad + 1} has another prompt than row {g + 1}: expected groups of "
-                            f"{group_size} consecutive rows of one prompt (ragged or missing groups)")
-    return np.repeat(np.arange(n // group_size, dtype=np.int64), group_size), group_size
+    starts, lengths = _runs(keys)
+    size = group_size or int(lengths.min())
+    how = "--group-size" if group_size else "the shortest run of one prompt"
+    return _split_runs(starts, lengths, size, where, how), size
 
 
 # -- verl ------------------------------------------------------------------------------------------
@@ -571,11 +571,16 @@ def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
             notes.append(f"{p.name} repeats the batch of step {state['previous'][0]}: counted once")
             return None
         state["previous"], state["evaluation"] = fingerprint, False
-        groups, size = _blocks(keys, str(p), options.group_size)
-        firsts = [keys[i] for i in range(0, len(keys), size)]
-        return StepBatch(step, rewards, groups, advantages=adv, prompt_keys=firsts, source=str(p))
+        starts, lengths = _runs(keys)
+        batch = StepBatch(step, rewards, np.empty(0, dtype=np.int64), advantages=adv, source=str(p))
+        runs.append((batch, [keys[i] for i in starts], starts, lengths))
+        return batch
 
+    runs: list[tuple[StepBatch, list, np.ndarray, np.ndarray]] = []
     steps = _files(numbered, read, progress)
+    how = _trl_groups(runs, options.group_size)
+    if how is not None:
+        notes.append(how)
     if evaluation:
         notes.append(f"{', '.join(evaluation)} left out: the rows of an evaluation, not a training batch (the "
                      f"run's {record.path.name} logs an evaluation at their step, or they repeat such a file): TRL "
@@ -592,6 +597,51 @@ def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
     if state_file is not None and options.metrics is None:
         _read_metrics(run, state_file)
     return run
+
+
+def _trl_groups(runs: list[tuple[StepBatch, list, np.ndarray, np.ndarray]], group_size: int | None) -> str | None:
+    """Cut each TRL batch's runs of one prompt into groups; returns a note on how the size was found.
+
+    TRL (1.16) writes a group as ``num_generations`` consecutive rows of one prompt: its sampler
+    repeats each prompt ``mini_repeat_count=num_generations`` times in a row
+    (trl/trainer/grpo_trainer.py:1309-1316) and the rewards are grouped by position,
+    ``rewards.view(-1, num_generations)`` (2765), one ``num_generations`` for every training step
+    (2754). A prompt may fill two consecutive groups (a dataset that holds it twice), so a run of
+    one prompt is a whole number of groups, not one. Neither the files nor trainer_state.json
+    state ``num_generations`` (training_args.bin is a pickle, and is not read), so without
+    ``--group-size`` the group size is the shortest run of one prompt over all the run's training
+    files, every run a whole number of it. TRL centres each group's advantages on the group's mean
+    (2785; ``normalize_then_sum`` centres each reward function per group, 2794, then the batch),
+    an unscorable row's advantage set to 0 (2810), so the advantages of every group, given or
+    inferred, sum to 0: a partial group, or a size that splits the real groups, is refused rather
+    than read as smaller groups.
+    """
+    if not runs:
+        return None
+    if group_size is None:
+        batch, _, starts, lengths = min(runs, key=lambda r: int(r[3].min()))
+        at = int(np.argmin(lengths))
+        size = int(lengths[at])
+        shortest = f"{Path(batch.source).name} rows {starts[at] + 1}-{starts[at] + size}"
+        how = f"the shortest run of one prompt in the run's files, {shortest}"
+    else:
+        size, how = group_size, "--group-size"
+    for batch, keys, starts, lengths in runs:
+        batch.groups = _split_runs(starts, lengths, size, batch.source, how)
+        batch.prompt_keys = [k for k, n in zip(keys, (lengths // size).tolist()) for _ in range(n)]
+        adv = batch.advantages.reshape(-1, size)
+        total = adv.sum(axis=1)
+        off = np.flatnonzero(np.abs(total) > 1e-3 * np.abs(adv).sum(axis=1) + 1e-6)
+        if off.size:
+            g = int(off[0])
+            hint = "" if group_size else ": give --group-size"
+            raise DumpError(f"{batch.source}: rows {g * size + 1}-{(g + 1) * size}: advantages sum to "
+                            f"{total[g]:.3g}, not 0: expected groups of {size} rows ({how}), each centred on its "
+                            f"mean as TRL centres a group (a partial group, or the group size is not {size}{hint})")
+    if group_size is not None:
+        return None
+    return (f"group size {size}: {how}; every group's advantages sum to 0, as TRL centres them "
+            "(--group-size states it)")
 
 
 def _trl_state(where: Path) -> Path | None:

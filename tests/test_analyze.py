@@ -614,3 +614,14 @@ def test_trl_groups_are_whole_groups_of_the_runs_one_size(tmp_path, capsys):
     # a --group-size that splits TRL's groups is refused the same way
     refused(capsys, ok.parent, tmp_path / "out", "completions_00001.parquet: rows 9-10", "advantages sum to",
             "(--group-size)", "the group size is not 2)", flags=("--group-size", "2"))
+
+
+def test_the_mean_of_rewards_near_the_largest_float_is_that_number(tmp_path, capsys):
+    big = 1.5e308
+    rows = generic_rows(1, ["a", "a", "b", "b"], [big, big, big, 0.5 * big])
+    rows += generic_rows(2, ["a", "a"], [big, big])
+    code, steps, report, err = analyze_cli(capsys, write_jsonl(tmp_path / "r.jsonl", rows), tmp_path / "o")
+    assert code == 0, err
+    assert steps[0]["mean_reward"] == pytest.approx(0.875 * big, rel=1e-15)
+    assert steps[1]["mean_reward"] == big
+    assert report["mean_reward"] == pytest.approx(0.9375 * big, rel=1e-15)

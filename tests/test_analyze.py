@@ -617,3 +617,196 @@ def test_the_other_commands_files_are_the_names_those_commands_write():
     for command, names in named.items():
         for name in names:
             assert command in OTHER_COMMANDS_FILES.get(name, ""), (command, name)
+
+
+# -- bad input through the command line: one line naming the file, and nothing written ---------------
+
+
+def refused(capsys, target: Path, out: Path, *needles: str, flags: tuple[str, ...] = ()) -> str:
+    """``fade analyze target`` stops with exit status 2 and one error line holding ``needles``,
+    and leaves ``out`` unwritten."""
+    code = main(["analyze", str(target), "--out", str(out), "--quiet", "--no-figures", *flags])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("fade: error: ") and all(n in line for n in needles), line
+    assert not out.exists()
+    return line
+
+
+def generic_rows(step: int, keys: list, rewards: list[float]) -> list[dict]:
+    return [{"step": step, "group_id": k, "reward": r} for k, r in zip(keys, rewards)]
+
+
+def test_an_integer_key_and_a_text_key_spelled_alike_are_two_groups(tmp_path, capsys):
+    # fade's old encoding wrote the integer 1 as the text "\x00int:1": that text merged with it
+    rows = generic_rows(1, [1, "\x00int:1", "1", 1, "\x00int:1", "1"], [1.0, 0.0, 1.0, 1.0, 0.0, 0.0])
+    code, steps, _, err = analyze_cli(capsys, write_jsonl(tmp_path / "r.jsonl", rows), tmp_path / "a")
+    assert code == 0, err
+    (row,) = steps
+    assert row["num_groups"] == 3 and row["group_sizes"] == [2]
+    assert row["zero_spread_share"] == pytest.approx(4 / 6)  # 1: [1, 1] and "\x00int:1": [0, 0] agree
+    run = read_run(write_jsonl(tmp_path / "k.jsonl", generic_rows(1, [7, "7", 7], [1.0, 0.0, 1.0])))
+    assert run.steps[0].prompt_keys == [7, "7"]  # each group's key as the dump wrote it
+
+
+def test_a_csv_group_key_is_the_text_as_written(tmp_path, capsys):
+    # "01" and "1" are two groups, not the integer 1 twice
+    (tmp_path / "r.csv").write_text("step,group_id,reward\n1,01,1\n1,1,0\n1,01,1\n1,1,0\n")
+    code, steps, _, err = analyze_cli(capsys, tmp_path / "r.csv", tmp_path / "b")
+    assert code == 0, err
+    assert steps[0]["num_groups"] == 2 and steps[0]["zero_spread_share"] == 1.0
+
+
+def test_a_group_key_column_neither_text_nor_integers_is_refused(tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"step": [1, 1], "group_id": [1.0, 1.5], "reward": [1.0, 0.0]}), tmp_path / "r.parquet")
+    refused(capsys, tmp_path / "r.parquet", tmp_path / "out", "r.parquet", "'group_id'", "expected text or integers")
+
+
+def test_verl_v1_refuses_a_uid_over_two_prompt_texts_and_a_uid_written_twice(tmp_path, capsys):
+    rows = verl_rows(1, REWARDS)
+    rows[5] = {**rows[5], "input": "prompt 9"}  # uid uuid1x1_1_0 of prompt uuid1x1, whose row 5 is "prompt 1"
+    refused(capsys, write_jsonl(tmp_path / "a" / "1.jsonl", rows).parent, tmp_path / "out",
+            "1.jsonl: row 6", "'uuid1x1_1_0'", "row 5", "expected one prompt text per uid prompt")
+    # a uid written twice is refused whether or not a session elsewhere wrote several outputs (the
+    # rows beside it once decided whether it was counted twice or once)
+    for name, extra in (("b", []), ("c", [{**verl_rows(1, REWARDS)[8], "uid": "uuid1x2_0_1"}])):
+        rows = verl_rows(1, REWARDS)
+        rows += [{**rows[2], "score": 0.0}] + extra
+        refused(capsys, write_jsonl(tmp_path / name / "1.jsonl", rows).parent, tmp_path / "out",
+                "1.jsonl: rows 3 and 17", "'uuid1x0_2_0' twice", "expected each")
+    # a later output of a multi-output agent loop carries its own prompt: that is no second prompt
+    rows = verl_rows(1, REWARDS)
+    rows.insert(1, {**rows[1], "uid": "uuid1x0_1_1", "input": "prompt 0, turn 2", "score": 1.0})
+    code, steps, _, err = analyze_cli(capsys, write_jsonl(tmp_path / "d" / "1.jsonl", rows).parent, tmp_path / "d-out")
+    assert code == 0, err
+    assert steps[0]["num_rollouts"] == 16 and steps[0]["num_groups"] == 4
+
+
+def write_trl(path: Path, step: int, prompts: list[str], rewards: list[float], size: int, *,
+              advantages: list[float] | None = None) -> Path:
+    """One TRL completions parquet: advantages centred on each group of ``size`` consecutive rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    r = np.asarray(rewards, dtype=np.float64)
+    if advantages is None:
+        whole = r[: r.size // size * size].reshape(-1, size)
+        advantages = np.r_[(whole - whole.mean(1, keepdims=True)).ravel(), r[whole.size:] - 0.5].tolist()
+    pq.write_table(pa.table({"step": [step] * r.size, "prompt": prompts, "completion": ["x"] * r.size,
+                             "acc": r.tolist(), "advantage": advantages}), path)
+    return path
+
+
+def test_one_step_is_read_from_one_file(tmp_path, capsys):
+    out = tmp_path / "out"
+    verl = tmp_path / "verl"
+    write_jsonl(verl / "2.jsonl", verl_rows(2, REWARDS))
+    write_jsonl(verl / "02.jsonl", verl_rows(2, REWARDS))
+    refused(capsys, verl, out, "02.jsonl and 2.jsonl are both step 2", "expected one file per step")
+    prompts, rewards = [f"p{i // 4}" for i in range(16)], sum(REWARDS, [])
+    trl = tmp_path / "trl" / "completions"
+    write_trl(trl / "completions_00002.parquet", 2, prompts, rewards, 4)
+    write_trl(trl / "completions_2.parquet", 2, prompts, rewards, 4)
+    refused(capsys, trl.parent, out, "completions_00002.parquet and completions_2.parquet are both step 2")
+    named = tmp_path / "named" / "completions"
+    write_trl(named / "completions_00002.parquet", 3, prompts, rewards, 4)
+    refused(capsys, named.parent, out, "completions_00002.parquet", "holds step 3", "expected step 2")
+    nemo = [{"content": [f"q{i // 4}", "a"], "rewards": r} for i, r in enumerate(rewards)]
+    write_jsonl(tmp_path / "nemo" / "train_data_step2.jsonl", nemo)
+    write_jsonl(tmp_path / "nemo" / "train_data_step02.jsonl", nemo)
+    refused(capsys, tmp_path / "nemo", out, "train_data_step02.jsonl and train_data_step2.jsonl are both step 2")
+    for step in ("step_2", "step_02"):
+        eps = [{"group": {"id": f"g{i // 4}"}, "task": {"key": "t"}, "traces": [{"rewards": {"acc": {"score": r}}}]}
+               for i, r in enumerate(rewards)]
+        write_jsonl(tmp_path / "prime" / "rollouts" / step / "train" / "effective" / "traces.jsonl", eps)
+    refused(capsys, tmp_path / "prime", out, "step_02/train/effective/traces.jsonl and step_2/", "both step 2")
+
+
+def test_generic_steps_out_of_order_are_sorted_and_a_step_in_two_blocks_is_one_step(tmp_path, capsys):
+    rows = (generic_rows(3, ["a", "a"], [1.0, 0.0]) + generic_rows(1, ["a", "a"], [1.0, 1.0])
+            + generic_rows(2, ["b", "b"], [0.0, 0.0]) + generic_rows(3, ["b", "b"], [1.0, 1.0]))
+    code, steps, report, err = analyze_cli(capsys, write_jsonl(tmp_path / "r.jsonl", rows), tmp_path / "o")
+    assert code == 0, err
+    assert [s["step"] for s in steps] == [1, 2, 3] and report["first_step"] == 1 and report["last_step"] == 3
+    assert steps[2]["num_groups"] == 2 and steps[2]["zero_spread_share"] == 0.5
+
+
+@pytest.mark.parametrize("case, needles", [
+    ("json_fraction", ("r.jsonl:3", "'step' is 2.5", "expected an integer")),
+    ("json_int64", ("r.jsonl:2", "'step' is 9223372036854775808", "expected an integer within int64")),
+    ("csv_fraction", ("r.csv: row 3", "step '2.5'", "expected an integer")),
+    ("csv_int64", ("r.csv: row 2", "step '100000000000000000000'", "expected an integer within int64")),
+    ("parquet_fraction", ("r.parquet: row 3", "step 2.5", "expected an integer")),
+    ("parquet_uint64", ("r.parquet: row 2", "step 18446744073709551615", "expected an integer within int64")),
+    ("trl_fraction", ("completions_00002.parquet: row 1", "step 2.5", "expected an integer")),
+])
+def test_a_step_that_is_no_int64_integer_is_refused_not_cut(tmp_path, capsys, case, needles):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    steps: list = [1, 1, 2.5, 2.5] if "fraction" in case else [1, 2**63, 1, 1]
+    if case == "csv_int64":
+        steps = [1, 10**20, 1, 1]
+    rows = [{"step": s, "group_id": "a", "reward": float(i % 2)} for i, s in enumerate(steps)]
+    kind = case.split("_")[0]
+    if kind == "json":
+        target = write_jsonl(tmp_path / "r.jsonl", rows)
+    elif kind == "csv":
+        target = tmp_path / "r.csv"
+        target.write_text("step,group_id,reward\n" + "".join(f"{r['step']},a,{r['reward']}\n" for r in rows))
+    elif kind == "parquet":
+        target = tmp_path / "r.parquet"
+        step = (pa.array(steps, pa.float64()) if "fraction" in case
+                else pa.array([1, 2**64 - 1, 1, 1], pa.uint64()))
+        pq.write_table(pa.table({"step": step, "group_id": ["a"] * 4, "reward": [0.0, 1.0, 0.0, 1.0]}), target)
+    else:
+        target = tmp_path / "trl"
+        path = write_trl(target / "completions" / "completions_00002.parquet", 2, ["p"] * 4, [1.0, 0.0, 1.0, 0.0], 4)
+        table = pq.read_table(path)
+        pq.write_table(table.set_column(0, "step", pa.array([2.5] * 4)), path)
+    refused(capsys, target, tmp_path / "out", *needles)
+
+
+def test_trl_groups_are_whole_groups_of_the_runs_one_size(tmp_path, capsys):
+    # TRL wrote 5 groups of 4 (zero-spread share 0.4) and a partial group of 2: the runs of one
+    # prompt (4, 4, 4, 4, 4, 2) split into groups of 2 read as a share of 0.8; the advantages TRL
+    # centred on each group of 4 say that 2 is no group size, and a run of 2 is no group of 4
+    rewards = [1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 0, 1, 0, 1, 0]
+    prompts = [f"p{i // 4}" for i in range(22)]
+    dump = tmp_path / "partial"
+    write_trl(dump / "completions" / "completions_00001.parquet", 1, prompts, rewards, 4)
+    refused(capsys, dump, tmp_path / "out", "completions_00001.parquet: rows 9-10", "advantages sum to",
+            "expected groups of 2 rows", "completions_00001.parquet rows 21-22", "give --group-size")
+    refused(capsys, dump, tmp_path / "out", "completions_00001.parquet: rows 21-22 are 2 rows of one prompt",
+            "ragged or missing groups", flags=("--group-size", "4"))
+    # the same prompt in two consecutive groups is a run of 8: two groups of 4, as TRL grouped them;
+    # a file where every prompt came twice (runs of 8) is read in the run's groups of 4
+    ok = tmp_path / "ok" / "completions"
+    write_trl(ok / "completions_00001.parquet", 1, [f"p{i // 4}" for i in range(20)], rewards[:20], 4)
+    twice = ["p0"] * 8 + ["p1"] * 8 + ["p2"] * 4
+    write_trl(ok / "completions_00002.parquet", 2, twice, rewards[:20], 4)
+    write_trl(ok / "completions_00003.parquet", 3, [f"q{i // 8}" for i in range(16)], rewards[:16], 4)
+    code, steps, report, err = analyze_cli(capsys, ok.parent, tmp_path / "ok-out")
+    assert code == 0, err
+    assert [(s["num_groups"], s["group_sizes"]) for s in steps] == [(5, [4]), (5, [4]), (4, [4])]
+    assert [s["zero_spread_share"] for s in steps] == [0.4, 0.4, 0.5]
+    assert any("group size 4" in n and "completions_00001.parquet rows 1-4" in n for n in report["notes"])
+    # a --group-size that splits TRL's groups is refused the same way
+    refused(capsys, ok.parent, tmp_path / "out", "completions_00001.parquet: rows 9-10", "advantages sum to",
+            "(--group-size)", "the group size is not 2)", flags=("--group-size", "2"))
+
+
+def test_the_mean_of_rewards_near_the_largest_float_is_that_number(tmp_path, capsys):
+    big = 1.5e308
+    rows = generic_rows(1, ["a", "a", "b", "b"], [big, big, big, 0.5 * big])
+    rows += generic_rows(2, ["a", "a"], [big, big])
+    code, steps, report, err = analyze_cli(capsys, write_jsonl(tmp_path / "r.jsonl", rows), tmp_path / "o")
+    assert code == 0, err
+    assert steps[0]["mean_reward"] == pytest.approx(0.875 * big, rel=1e-15)
+    assert steps[1]["mean_reward"] == big
+    assert report["mean_reward"] == pytest.approx(0.9375 * big, rel=1e-15)

@@ -21,8 +21,10 @@ from .records import DumpError, dense_ids
 
 __all__ = ["Field", "arrow", "encode_keys", "read_jsonl", "read_parquet"]
 
-#: A field's kind: "float" (a finite number), "int", "str" (text) or "key" (text or an integer).
+#: A field's kind: "float" (a finite number), "int" (within int64), "str" (text) or "key" (text or an integer).
 Field = str
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def arrow():
@@ -59,6 +61,8 @@ def _kind_problem(value: Any, kind: Field) -> str | None:
     elif kind == "int":
         if isinstance(value, bool) or not isinstance(value, int):
             return "an integer"
+        if not INT64_MIN <= value <= INT64_MAX:
+            return "an integer within int64 (-2**63 to 2**63 - 1)"
     elif kind == "str":
         if not isinstance(value, str):
             return "text"
@@ -74,17 +78,38 @@ def _has_arrow() -> bool:
     return find_spec("pyarrow") is not None
 
 
+def _key_texts(values: list) -> list[str]:
+    """Each key as text, one to one: an all-text column as it is, an all-integer one in decimal;
+    a column of both tags every key with its kind, so no text ever spells an integer's key."""
+    kinds = {type(v) for v in values}
+    if kinds <= {str}:
+        return values
+    if kinds <= {int}:
+        return [str(v) for v in values]
+    return [f"i{v}" if isinstance(v, int) else f"s{v}" for v in values]
+
+
 def encode_keys(values) -> tuple[np.ndarray, list]:
-    """Dense ids 0..G-1 in first-appearance order for a text column (pyarrow array or list), and
-    the distinct values in that order."""
-    if not _has_arrow():
-        return dense_ids(list(values))
+    """Dense ids 0..G-1 in first-appearance order for a key column, and the distinct keys in that
+    order. ``values`` is a pyarrow text array or a list of text and integers (None-free); the
+    integer 1 and the text "1" are different keys, whatever else the column holds."""
+    if not _has_arrow():  # then every column is a list (the per-line reader's)
+        values = list(values)
+        return _distinct(dense_ids(_key_texts(values))[0], values)
     pa = arrow()
-    arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values, type=pa.string())
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    enc = arr.dictionary_encode()
-    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        enc = arr.dictionary_encode()
+        return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
+    values = list(values)
+    enc = pa.array(_key_texts(values), type=pa.string()).dictionary_encode()
+    return _distinct(enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), values)
+
+
+def _distinct(ids: np.ndarray, values: list) -> tuple[np.ndarray, list]:
+    """``ids`` (dense, in first-appearance order) and the value each first appears as."""
+    _, first = np.unique(ids, return_index=True)
+    return ids, [values[i] for i in first]
 
 
 def _line_numbers(data: bytes) -> np.ndarray:
@@ -208,10 +233,7 @@ def _read_slow(path: Path, data: bytes, fields: Mapping[str, Field], required: t
             out[name] = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
         elif kind == "int":
             out[name] = np.array(values, dtype=np.int64)
-        elif kind == "key":
-            # an int and its digits name different prompts
-            out[name] = [None if v is None else (f"{v}" if isinstance(v, str) else f"\x00int:{v}") for v in values]
-        else:
+        else:  # "str", and "key" kept as text and integers: encode_keys tells 1 from "1"
             out[name] = values
     for name in raw_keys:
         out[name] = cols[name]

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .columns import arrow, encode_keys, read_jsonl, read_parquet
+from .columns import INT64_MAX, INT64_MIN, arrow, encode_keys, read_jsonl, read_parquet
 from .records import DumpError, RunRecords, StepBatch, dense_ids
 
 __all__ = ["FORMATS", "GENERIC_GROUP_KEYS", "ReadOptions", "detect", "read_run"]
@@ -89,7 +89,17 @@ class ReadOptions:
 
 def _numbered(folder: Path, pattern: re.Pattern) -> list[tuple[int, Path]]:
     found = [(int(m.group(1)), p) for p in folder.iterdir() if p.is_file() and (m := pattern.match(p.name))]
-    return sorted(found)
+    return _one_per_step(sorted(found), folder)
+
+
+def _one_per_step(numbered: list[tuple[int, Path]], where: Path) -> list[tuple[int, Path]]:
+    """``numbered`` (sorted by step), refused where two files name one step (``2.jsonl`` and
+    ``02.jsonl``): each would be read as the step, and the step counted twice."""
+    for (a, first), (b, second) in zip(numbered, numbered[1:]):
+        if a == b:
+            raise DumpError(f"{where}: {first.relative_to(where)} and {second.relative_to(where)} are both step {a}: "
+                            "expected one file per step")
+    return numbered
 
 
 def _first_object(path: Path) -> dict:
@@ -191,6 +201,10 @@ def read_run(path: str | Path, options: ReadOptions | None = None, *, fmt: str |
     run = reader(where, options, progress or (lambda done, total: None))
     if not run.steps:
         raise DumpError(f"{path}: no steps read: expected at least one step of rollouts")
+    run.steps.sort(key=lambda b: b.step)  # a stateful estimator is replayed in this order
+    for a, b in zip(run.steps, run.steps[1:]):
+        if a.step == b.step:
+            raise DumpError(f"{b.source}: step {b.step} again (also in {a.source}): expected each step once")
     _set_success(run, options)
     if options.metrics is not None and kind != "verl":
         _read_metrics(run, options.metrics)
@@ -245,32 +259,32 @@ def _set_success(run: RunRecords, options: ReadOptions) -> None:
         run.notes.append("rewards are not all 0 or 1 and no --success-threshold was given: no solve rates or pass@k")
 
 
+def _runs(keys: list) -> tuple[np.ndarray, np.ndarray]:
+    """The runs of equal consecutive keys: their first rows and lengths."""
+    ids, _ = encode_keys(keys)
+    starts = np.r_[0, np.flatnonzero(np.diff(ids)) + 1].astype(np.int64)
+    return starts, np.diff(np.r_[starts, len(keys)])
+
+
+def _split_runs(starts: np.ndarray, lengths: np.ndarray, size: int, where: str, how: str) -> np.ndarray:
+    """Group ids of runs of one prompt cut into groups of ``size`` rows; a run that is not a whole
+    number of groups is refused (``how`` says where ``size`` came from)."""
+    bad = np.flatnonzero(lengths % size)
+    if bad.size:
+        a, n = int(starts[bad[0]]), int(lengths[bad[0]])
+        hint = "" if how == "--group-size" else "; give --group-size if it was inferred wrongly"
+        raise DumpError(f"{where}: rows {a + 1}-{a + n} are {n} rows of one prompt, not a multiple of the group size "
+                        f"{size} ({how}): expected groups of one size (ragged or missing groups{hint})")
+    return np.repeat(np.arange(int(lengths.sum()) // size, dtype=np.int64), size)
+
+
 def _blocks(keys: list[str], where: str, group_size: int | None) -> tuple[np.ndarray, int]:
     """Groups as consecutive blocks of one prompt: the block length is ``group_size`` or, left out,
     the shortest run of equal prompts (every run must then be a whole number of blocks)."""
-    n = len(keys)
-    if group_size is None:
-        runs, start = [], 0
-        for i in range(1, n + 1):
-            if i == n or keys[i] != keys[start]:
-                runs.append((start, i - start))
-                start = i
-        group_size = min(length for _, length in runs)
-        for start, length in runs:
-            if length % group_size:
-                raise DumpError(f"{where}: rows {start + 1}-{start + length} are {length} rows of one prompt, not a "
-                                f"multiple of the group size {group_size} (the shortest run): expected groups of one "
-                                "size (ragged or missing groups; give --group-size if it was inferred wrongly)")
-    if n % group_size:
-        raise DumpError(f"{where}: {n} rows do not split into groups of {group_size}: expected a whole number "
-                        "of groups (ragged or missing groups)")
-    for g in range(0, n, group_size):
-        block = keys[g:g + group_size]
-        if any(k != block[0] for k in block):
-            bad = next(i for i, k in enumerate(block) if k != block[0])
-            raise DumpError(f"{where}: row {g + bad + 1} has another prompt than row {g + 1}: expected groups of "
-                            f"{group_size} consecutive rows of one prompt (ragged or missing groups)")
-    return np.repeat(np.arange(n // group_size, dtype=np.int64), group_size), group_size
+    starts, lengths = _runs(keys)
+    size = group_size or int(lengths.min())
+    how = "--group-size" if group_size else "the shortest run of one prompt"
+    return _split_runs(starts, lengths, size, where, how), size
 
 
 # -- verl ------------------------------------------------------------------------------------------
@@ -314,7 +328,15 @@ def _read_verl(where: Path, options: ReadOptions, progress) -> RunRecords:
 def _verl_v1_groups(p: Path, uids, rewards: np.ndarray, inputs):
     """verl v1: the uid's prompt part is the group; of a session's rows the highest index is its
     rollout (columnwise: the uid is split by pyarrow, and rows are dropped only where a session
-    wrote several)."""
+    wrote several).
+
+    verl writes each output once, under ``{uid}_{session_id}_{index}`` (verl 0.9,
+    trainer/ppo/v1/agent_loop_tq.py, _agent_loop_postprocess), so a uid written twice is refused:
+    kept or dropped, it would count by the rows beside it. The n sessions of a uid are spawned from
+    one prompt (_run_prompt), so their first outputs (index 0) carry one prompt text; a later
+    output carries its own ``prompt_ids`` (a multi-output agent loop's context), so only index 0
+    is held to it.
+    """
     pa = arrow()
     import pyarrow.compute as pc
 
@@ -324,9 +346,30 @@ def _verl_v1_groups(p: Path, uids, rewards: np.ndarray, inputs):
         raise DumpError(
             f"{p}: row {row + 1}: uid {uids[row].as_py()!r}: expected verl's {{prompt}}_{{session}}_{{index}}"
         )
-    prompt, _ = encode_keys(pc.struct_field(parts, "prompt"))
+    prompt, prompt_names = encode_keys(pc.struct_field(parts, "prompt"))
     session, _ = encode_keys(pc.struct_field(parts, "session"))
-    index = pc.cast(pc.struct_field(parts, "index"), pa.int64()).to_numpy(zero_copy_only=False)
+    try:
+        index = pc.cast(pc.struct_field(parts, "index"), pa.int64()).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:
+        big = next(i for i, u in enumerate(uids.to_pylist()) if int(u.rsplit("_", 1)[1]) >= 2**63)
+        raise DumpError(f"{p}: row {big + 1}: uid {uids[big].as_py()!r}: expected an index within int64") from None
+    order = np.lexsort((np.arange(len(prompt)), index, session, prompt))  # a uid's rows together, in file order
+    same = (np.diff(prompt[order]) == 0) & (np.diff(session[order]) == 0) & (np.diff(index[order]) == 0)
+    if same.any():
+        first, again = (int(i) for i in order[np.flatnonzero(same)[0]:][:2])
+        raise DumpError(f"{p}: rows {first + 1} and {again + 1}: uid {uids[again].as_py()!r} twice: expected each "
+                        "{prompt}_{session}_{index} once, as verl writes each output")
+    text, _ = encode_keys(inputs)
+    head = np.flatnonzero(index == 0)
+    _, at = np.unique(prompt[head], return_index=True)
+    owner = np.full(len(prompt_names), -1)
+    owner[prompt[head[at]]] = head[at]
+    other = head[text[head] != text[owner[prompt[head]]]]
+    if other.size:
+        row, first = int(other[0]), int(owner[prompt[other[0]]])
+        raise DumpError(f"{p}: row {row + 1}: uid {uids[row].as_py()!r} has another input than row {first + 1} of "
+                        f"prompt {prompt_names[prompt[row]]!r}: expected one prompt text per uid prompt (the "
+                        "sessions of one prompt)")
     rows = np.arange(len(rewards))
     if index.any():
         key = prompt * (int(session.max()) + 1) + session
@@ -507,12 +550,20 @@ def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
             raise DumpError(f"{p}: reward columns {columns}, not {state['columns']} as in the earlier files: "
                             "expected one run's files")
         table = read_parquet(p, ["step", "prompt", "advantage", *columns])
-        steps = np.unique(table.column("step").to_numpy())
+        steps = np.unique(_int_column(table, "step", p))
         if steps.size != 1:
             raise DumpError(f"{p}: holds steps {', '.join(map(str, steps[:5]))}: expected one step per file")
         step = int(steps[0])
+        if n >= 0 and step != n:  # TRL writes the step column and the name from one global_step
+            raise DumpError(f"{p}: holds step {step}: expected step {n}, as TRL names the file "
+                            "(completions_{global_step:05d}.parquet)")
         parts = np.stack([table.column(c).to_numpy(zero_copy_only=False).astype(np.float64) for c in columns], 1)
-        rewards = np.nansum(parts * state["weights"], axis=1)  # a None-returning function is left out, as TRL does
+        with np.errstate(over="ignore", invalid="ignore"):
+            rewards = np.nansum(parts * state["weights"], axis=1)  # a None-returning function is left out, as TRL does
+        if not np.isfinite(rewards).all():
+            row = int(np.flatnonzero(~np.isfinite(rewards))[0])
+            raise DumpError(f"{p}: row {row + 1}: total reward {rewards[row]!r} (from {parts[row].tolist()}): "
+                            "expected a finite number")
         adv = table.column("advantage").to_numpy(zero_copy_only=False).astype(np.float64)
         prompt = table.column("prompt")
         keys = prompt.to_pylist() if arrow().types.is_string(prompt.type) else [
@@ -537,11 +588,16 @@ def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
             notes.append(f"{p.name} repeats the batch of step {state['previous'][0]}: counted once")
             return None
         state["previous"], state["evaluation"] = fingerprint, False
-        groups, size = _blocks(keys, str(p), options.group_size)
-        firsts = [keys[i] for i in range(0, len(keys), size)]
-        return StepBatch(step, rewards, groups, advantages=adv, prompt_keys=firsts, source=str(p))
+        starts, lengths = _runs(keys)
+        batch = StepBatch(step, rewards, np.empty(0, dtype=np.int64), advantages=adv, source=str(p))
+        runs.append((batch, [keys[i] for i in starts], starts, lengths))
+        return batch
 
+    runs: list[tuple[StepBatch, list, np.ndarray, np.ndarray]] = []
     steps = _files(numbered, read, progress)
+    how = _trl_groups(runs, options.group_size)
+    if how is not None:
+        notes.append(how)
     if evaluation:
         notes.append(f"{', '.join(evaluation)} left out: the rows of an evaluation, not a training batch (the "
                      f"run's {record.path.name} logs an evaluation at their step, or they repeat such a file): TRL "
@@ -558,6 +614,51 @@ def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
     if state_file is not None and options.metrics is None:
         _read_metrics(run, state_file)
     return run
+
+
+def _trl_groups(runs: list[tuple[StepBatch, list, np.ndarray, np.ndarray]], group_size: int | None) -> str | None:
+    """Cut each TRL batch's runs of one prompt into groups; returns a note on how the size was found.
+
+    TRL (1.16) writes a group as ``num_generations`` consecutive rows of one prompt: its sampler
+    repeats each prompt ``mini_repeat_count=num_generations`` times in a row
+    (trl/trainer/grpo_trainer.py:1309-1316) and the rewards are grouped by position,
+    ``rewards.view(-1, num_generations)`` (2765), one ``num_generations`` for every training step
+    (2754). A prompt may fill two consecutive groups (a dataset that holds it twice), so a run of
+    one prompt is a whole number of groups, not one. Neither the files nor trainer_state.json
+    state ``num_generations`` (training_args.bin is a pickle, and is not read), so without
+    ``--group-size`` the group size is the shortest run of one prompt over all the run's training
+    files, every run a whole number of it. TRL centres each group's advantages on the group's mean
+    (2785; ``normalize_then_sum`` centres each reward function per group, 2794, then the batch),
+    an unscorable row's advantage set to 0 (2810), so the advantages of every group, given or
+    inferred, sum to 0: a partial group, or a size that splits the real groups, is refused rather
+    than read as smaller groups.
+    """
+    if not runs:
+        return None
+    if group_size is None:
+        batch, _, starts, lengths = min(runs, key=lambda r: int(r[3].min()))
+        at = int(np.argmin(lengths))
+        size = int(lengths[at])
+        shortest = f"{Path(batch.source).name} rows {starts[at] + 1}-{starts[at] + size}"
+        how = f"the shortest run of one prompt in the run's files, {shortest}"
+    else:
+        size, how = group_size, "--group-size"
+    for batch, keys, starts, lengths in runs:
+        batch.groups = _split_runs(starts, lengths, size, batch.source, how)
+        batch.prompt_keys = [k for k, n in zip(keys, (lengths // size).tolist()) for _ in range(n)]
+        adv = batch.advantages.reshape(-1, size)
+        total = adv.sum(axis=1)
+        off = np.flatnonzero(np.abs(total) > 1e-3 * np.abs(adv).sum(axis=1) + 1e-6)
+        if off.size:
+            g = int(off[0])
+            hint = "" if group_size else ": give --group-size"
+            raise DumpError(f"{batch.source}: rows {g * size + 1}-{(g + 1) * size}: advantages sum to "
+                            f"{total[g]:.3g}, not 0: expected groups of {size} rows ({how}), each centred on its "
+                            f"mean as TRL centres a group (a partial group, or the group size is not {size}{hint})")
+    if group_size is not None:
+        return None
+    return (f"group size {size}: {how}; every group's advantages sum to 0, as TRL centres them "
+            "(--group-size states it)")
 
 
 def _trl_state(where: Path) -> Path | None:
@@ -608,11 +709,11 @@ def _token_advantages(p: Path, advantages: list, masks: list) -> np.ndarray | No
 
 def _read_prime(where: Path, options: ReadOptions, progress) -> RunRecords:
     split = options.prime_split
-    numbered = sorted(
+    numbered = _one_per_step(sorted(
         (int(m.group(1)), d / "train" / split / "traces.jsonl")
         for d in where.iterdir() if d.is_dir() and (m := _PRIME_DIR.match(d.name))
         and (d / "train" / split / "traces.jsonl").is_file()
-    )
+    ), where)
 
     def read(n: int, p: Path, newest: bool) -> StepBatch:
         cols = read_jsonl(p, {}, newest=newest, raw_keys=("group", "task", "traces", "run"))
@@ -622,7 +723,7 @@ def _read_prime(where: Path, options: ReadOptions, progress) -> RunRecords:
             if not isinstance(group, dict) or "id" not in group:
                 raise DumpError(f"{where_row}: no group.id: expected prime-rl's episode record")
             step = ((run or {}).get("work") or {}).get("step")
-            if step is not None and step != n:
+            if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step != n):
                 raise DumpError(f"{where_row}: run.work.step {step}: expected {n}, as the folder step_{n} names it")
             if not traces:
                 raise DumpError(f"{where_row}: no traces: expected at least one trace with rewards")
@@ -675,8 +776,11 @@ def _read_generic(where: Path, options: ReadOptions, progress) -> RunRecords:
         if suffix == ".csv":
             import pyarrow.csv as pcsv
 
+            # text has no type in a CSV file: the step is parsed here (to name a row that is not an
+            # integer) and a group key stays as written ("01" and "1" are two keys)
+            text = {k: pa.string() for k in ("step", *GENERIC_GROUP_KEYS)}
             try:
-                table = pcsv.read_csv(where)
+                table = pcsv.read_csv(where, convert_options=pcsv.ConvertOptions(column_types=text))
             except pa.ArrowInvalid as exc:
                 raise DumpError(f"{where}: not a readable CSV file ({exc})") from None
         else:
@@ -699,10 +803,14 @@ def _read_generic(where: Path, options: ReadOptions, progress) -> RunRecords:
             raise DumpError(f"{where}: row {bad[0] + 1}: reward {cols['reward'][bad[0]]!r}: expected a finite number")
         cols["advantage"] = (table.column("advantage").to_numpy(zero_copy_only=False).astype(np.float64)
                              if "advantage" in names else np.full(len(cols["step"]), np.nan))
-        keys = [
-            None if v is None else (v if isinstance(v, str) else f"\x00int:{v}") for v in table.column(key).to_pylist()
-        ]
-        if any(k is None for k in keys):
+        column = table.column(key)
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+                or pa.types.is_integer(column.type)):
+            raise DumpError(f"{where}: column {key!r} is {column.type}: expected text or integers")
+        keys = column.to_pylist()
+        if column.null_count:
             raise DumpError(f"{where}: row {keys.index(None) + 1}: no {key!r}: expected every row to have it")
     steps, adv = cols["step"], cols["advantage"]
     has_adv = ~np.isnan(adv)
@@ -717,14 +825,46 @@ def _read_generic(where: Path, options: ReadOptions, progress) -> RunRecords:
     for idx in np.split(order, bounds):
         groups, names = encode_keys([keys[i] for i in idx])
         out.append(StepBatch(int(steps[idx[0]]), cols["reward"][idx], groups,
-                             advantages=adv[idx] if has_adv.all() else None,
-                             prompt_keys=[n.removeprefix("\x00int:") for n in names], source=str(where)))
+                             advantages=adv[idx] if has_adv.all() else None, prompt_keys=names, source=str(where)))
     progress(1, 1)
     return RunRecords("generic", str(where), out)
 
 
 def _int_column(table, name: str, where: Path) -> np.ndarray:
-    values = table.column(name).to_numpy(zero_copy_only=False)
-    if values.dtype.kind not in "iu":
-        raise DumpError(f"{where}: column {name!r} is {values.dtype}: expected integers")
-    return values.astype(np.int64)
+    """A column of integers within int64 (as CSV text, or an integer or float parquet column), or
+    an error naming the first row that is not one: a step of 2.5 is no step, and is not cut to 2."""
+    pa = arrow()
+    import pyarrow.compute as pc
+
+    column = table.column(name)
+    if column.null_count:
+        row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+        raise DumpError(f"{where}: row {row + 1}: no {name!r}: expected every row to have it")
+    kind = column.type
+    if pa.types.is_integer(kind):
+        if pa.types.is_unsigned_integer(kind) and column.length() and pc.max(column).as_py() > INT64_MAX:
+            row = int(np.flatnonzero(column.to_numpy(zero_copy_only=False) > INT64_MAX)[0])
+            raise DumpError(f"{where}: row {row + 1}: {name} {column[row].as_py()}: expected an integer within int64")
+        return column.to_numpy(zero_copy_only=False).astype(np.int64)
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_floating(kind):
+        for row, value in enumerate(column.to_pylist()):
+            problem = _not_int64(value)
+            if problem:
+                raise DumpError(f"{where}: row {row + 1}: {name} {value!r}: expected {problem}")
+        if pa.types.is_floating(kind):
+            raise DumpError(f"{where}: column {name!r} is {kind}: expected integers")
+        return np.array([int(v) for v in column.to_pylist()], dtype=np.int64)
+    raise DumpError(f"{where}: column {name!r} is {kind}: expected integers")
+
+
+def _not_int64(value: Any) -> str | None:
+    """What a step written as ``value`` (text or a float) fails to be, or None for an int64."""
+    if isinstance(value, float):
+        if not value.is_integer():
+            return "an integer"
+        return None
+    if not re.fullmatch(r"[+-]?[0-9]+", value.strip()):
+        return "an integer"
+    if not INT64_MIN <= int(value) <= INT64_MAX:
+        return "an integer within int64"
+    return None

@@ -30,8 +30,8 @@ class StepBatch:
         rewards: float64, one per rollout.
         groups: int64 dense group ids, 0..num_groups-1 in first-appearance order.
         advantages: float64 sequence-level advantages the run applied, or None if not dumped.
-        prompt_keys: a key per group that names the prompt across steps (its text or a stable id),
-            or None where the dump has none.
+        prompt_keys: a key per group that names the prompt across steps (its text or a stable id,
+            text or an integer as the dump wrote it), or None where the dump has none.
         source: the file the step was read from.
     """
 
@@ -39,7 +39,7 @@ class StepBatch:
     rewards: np.ndarray
     groups: np.ndarray
     advantages: np.ndarray | None = None
-    prompt_keys: list[str] | None = None
+    prompt_keys: list[str | int] | None = None
     source: str = ""
 
     @property

@@ -73,7 +73,7 @@ def step_stats(batch: StepBatch, success: tuple[str, float] | None) -> dict[str,
         "group_sizes": sorted(set(sizes.tolist())),
         "zero_spread_share": float(sizes[zero].sum() / max(batch.num_rollouts, 1)),
         "zero_spread_groups": int(zero.sum()),
-        "mean_reward": float(r.mean()),
+        "mean_reward": mean_of(r),
     }
     s = _success(batch, success)
     if s is not None:
@@ -142,9 +142,21 @@ def run_diagnostics(batch: StepBatch) -> dict[str, float] | None:
     return _diagnostics(batch.advantages, batch)
 
 
+def mean_of(values: np.ndarray) -> float:
+    """The mean of finite ``values``, finite too: where their sum overflows (rewards near 1e308),
+    they are summed scaled by a power of two (exact) below their largest magnitude."""
+    with np.errstate(over="ignore"):
+        mean = float(np.mean(values))
+    if math.isfinite(mean) or not np.isfinite(values).all():
+        return mean
+    _, exponent = np.frexp(np.abs(values).max())
+    return float(np.ldexp(np.mean(np.ldexp(values, -int(exponent))), int(exponent)))
+
+
 def finite_mean(values: list[float]) -> float | None:
+    """The mean of the finite ones of ``values`` (None and NaN, a step's missing number, left out)."""
     vals = [v for v in values if v is not None and math.isfinite(v)]
-    return float(np.mean(vals)) if vals else None
+    return mean_of(np.asarray(vals, dtype=np.float64)) if vals else None
 
 
-__all__ += ["DIAGNOSTICS", "finite_mean", "run_diagnostics"]
+__all__ += ["DIAGNOSTICS", "finite_mean", "mean_of", "run_diagnostics"]

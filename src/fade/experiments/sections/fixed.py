@@ -53,6 +53,14 @@ def fixed_comparisons(key: str, r: Comparisons) -> ClaimSection:
                                  *[difference(row.verdict) if (row := by_pair.get((arm, against, m))) else "—"
                                    for m in measures]])
     section.tables.append(differences)
+    family = Table(["arm − against", *[measure_words(m) for m in measures]],
+                   caption="Holm's adjusted p-value of each fixed comparison (two-sided paired t-test, Holm's "
+                           f"step-down correction over all {len(r.rows)}); **bold**: different from 0 at a "
+                           "family-wise error of 5%; a dash: no p-value (fewer than 5 shared seeds)")
+    for arm, against in pairs:
+        family.rows.append([f"`{arm}` − `{against}`",
+                            *[_adjusted(row) if (row := by_pair.get((arm, against, m))) else "—" for m in measures]])
+    section.tables.append(family)
     for row, judgement in zip(r.rows, r.judgements):
         c = row.comparison
         side = "higher" if c.greater else "lower"
@@ -63,6 +71,13 @@ def fixed_comparisons(key: str, r: Comparisons) -> ClaimSection:
                          "design.json when the sweep started; a sweep whose preset lists other comparisons is refused "
                          "there, so none was added or dropped after the runs.")
     return section
+
+
+def _adjusted(row) -> str:
+    if row.holm_p != row.holm_p:  # NaN: no p-value
+        return "—"
+    text = f"{row.holm_p:.2g}"
+    return f"**{text}**" if row.survives_holm else text
 
 
 def holm_note(r: Comparisons) -> str:

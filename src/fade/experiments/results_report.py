@@ -356,7 +356,9 @@ def write_report(
     for section in checks:
         lines += report_numbers.check_lines(section)
 
-    lines += ["## Setup", "", f"- Machine: {_machine()}.",
+    lines += ["## Setup", "",
+              f"- Report written on: {_machine()} (the runs may have trained elsewhere; their CPU times below are "
+              "each run's own).",
               f"- {workers} worker process(es), one torch thread each; runs are independent processes of the testbed "
               "trainer (`fade train`), checkpointed and resumable.", ""]
     lines += report_numbers.md_table(_settings_table(preset)) + [""]

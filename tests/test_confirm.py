@@ -332,3 +332,19 @@ def test_the_k_label_follows_the_samples_per_prompt():
     for bad in (0, -1, 2.0, True):
         with pytest.raises(ValueError, match="samples must be a positive int"):
             reported_ks(bad)
+
+
+def test_the_shipped_fixed_control_weighed_with_its_written_path_at_every_step():
+    """Every shipped run of the shift preset's fixed two-phase control logged, at each of its 400
+    steps, exactly the knobs its written path gives at that step: it never read its own run."""
+    from fade.adaptive import fixed_knobs
+    from fade.testbed.runlog import load_run
+
+    arm = Path(__file__).resolve().parents[1] / "docs/results/shift/runs/arithmetic/fade_fixed-path=shift"
+    folders = sorted(arm.glob("seed*"))
+    assert [f.name for f in folders] == [f"seed{s}" for s in range(15, 25)]
+    for folder in folders:
+        metrics = load_run(folder).metrics
+        assert [m["step"] for m in metrics] == list(range(1, 401)), folder.name
+        for m in metrics:
+            assert (m["alpha"], m["delta"]) == fixed_knobs("shift", m["step"]), (folder.name, m["step"])

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .atomic import write_figure_atomic
 from .mass import BALANCED_SIGN, MassProfile
 
 __all__ = [
@@ -132,7 +133,7 @@ def draw_atlas(profiles: Sequence[tuple[str, MassProfile]], path: str | Path) ->
             title_fontsize=12,
         )
         out = Path(path)
-        fig.savefig(out, dpi=ATLAS_DPI)
+        write_figure_atomic(out, fig, dpi=ATLAS_DPI)
     finally:
         plt.close(fig)
     return out
@@ -253,7 +254,7 @@ def draw_eval_passk(reports: Sequence[dict[str, Any]], path: str | Path) -> Path
         ax.grid(alpha=0.25, which="both")
         ax.legend(fontsize=8, frameon=False, loc="lower right")
         out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=PASSK_DPI)
+        write_figure_atomic(out, fig, dpi=PASSK_DPI)
     finally:
         plt.close(fig)
     return out

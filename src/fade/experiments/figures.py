@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fade.atomic import write_figure_atomic
 from fade.plots import plane_guides
 from fade.specs import parse_spec
 from fade.testbed.axes import REPORT_DPI, finish_axes, headless_pyplot, panel_grid, smoothing_window
@@ -82,7 +83,7 @@ def colours(specs: Sequence[str]) -> dict[str, tuple]:
 
 def _save(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=REPORT_DPI)
+    write_figure_atomic(path, fig, dpi=REPORT_DPI)
     return path
 
 
@@ -484,7 +485,7 @@ def draw_calibration(cal: Calibration, path: str | Path) -> Path:
         solutions = "" if cal.mean_solutions is None else f", {cal.mean_solutions:.2f} distinct answers per problem"
         fig.suptitle(f"{cal.task}: where the base policy starts{solutions}", fontsize=11)
         out = Path(path)
-        fig.savefig(out, dpi=REPORT_DPI)
+        write_figure_atomic(out, fig, dpi=REPORT_DPI)
     finally:
         plt.close(fig)
     return out

@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from fade.atomic import write_figure_atomic
+
 from ..mass import BALANCED_SIGN
 from ..plots import NEGATIVE_COLOUR, POSITIVE_COLOUR, plane_guides
 from .axes import (
@@ -313,7 +315,7 @@ def _draw_training(run: Run, cols: dict[str, np.ndarray], steps: np.ndarray, win
             axes[0].text(0.5, 0.5, "no numeric training signal logged", ha="center", va="center")
         smoothing = f"  |  moving average over {window} steps, raw faint" if window > 1 else ""
         fig.suptitle(f"training: {run_title(run)}{smoothing}", fontsize=10, y=1 - 0.15 / fig.get_size_inches()[1])
-        fig.savefig(out, dpi=REPORT_DPI)
+        write_figure_atomic(out, fig, dpi=REPORT_DPI)
     finally:
         plt.close(fig)
     return out
@@ -379,7 +381,7 @@ def _draw_passk(run: Run, out: Path) -> Path:
             per_bucket.set_xlabel("step", fontsize=7)
             finish_axes(per_bucket, "pass@1 per difficulty bucket (d1 easiest)", legend=True)
         fig.suptitle(f"evaluation: {run_title(run)}", fontsize=10, y=1 - 0.12 / fig.get_size_inches()[1])
-        fig.savefig(out, dpi=REPORT_DPI)
+        write_figure_atomic(out, fig, dpi=REPORT_DPI)
     finally:
         plt.close(fig)
     return out
@@ -417,7 +419,7 @@ def _draw_plane(run: Run, cols: dict[str, np.ndarray], steps: np.ndarray, window
             ax.legend(fontsize=7.5, loc="best", frameon=False)
         smoothing = f", moving average over {window} steps" if window > 1 else ""
         ax.set_title(f"{run_label(run)}: path on the sign/difficulty plane{smoothing}", fontsize=9)
-        fig.savefig(out, dpi=REPORT_DPI)
+        write_figure_atomic(out, fig, dpi=REPORT_DPI)
     finally:
         plt.close(fig)
     return out
@@ -542,7 +544,7 @@ def compare_runs(
         )
         out = Path(out_png)
         out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=REPORT_DPI)
+        write_figure_atomic(out, fig, dpi=REPORT_DPI)
     finally:
         plt.close(fig)
     return out

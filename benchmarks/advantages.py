@@ -73,7 +73,7 @@ TARGET_X = 50.0  # at least this many times faster than the loop at N = 10^6
 TARGET_N = 10**6
 
 #: Parameters an estimator cannot be built without (no usable default).
-REQUIRED_PARAMS: dict[str, dict] = {"fade_decay": {"total_steps": 1000}}
+REQUIRED_PARAMS: dict[str, dict] = {"fade_decay": {"total_steps": 1000}, "fade_fixed": {"path": "shift"}}
 
 
 # -- the peer: verl 0.9.1's default GRPO advantage, as a loop -----------------------------------

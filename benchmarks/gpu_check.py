@@ -86,7 +86,8 @@ def check_estimators(device: torch.device, smoke: bool) -> dict[str, Any]:
         }
         out = {}
         for where in (torch.device("cpu"), device):
-            est = fade.estimator(name, **({spec.run_length: 100} if spec.run_length else {}))
+            est = fade.estimator(name, **({spec.run_length: 100} if spec.run_length else {}),
+                                 **({"path": "shift"} if spec.schedule == "fixed" else {}))
             if est.reads_entropy:
                 est.observe(entropy=1.2)
             out[where.type] = est(rewards.to(where), ids.to(where), **{k: v.to(where) for k, v in inputs.items()})

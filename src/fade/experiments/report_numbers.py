@@ -15,6 +15,7 @@ from typing import Any
 from fade.testbed.summary import early_steps
 
 from . import design
+from .claims.comparisons import Comparisons
 from .design import Preset
 from .runs import Runs, SweepRun
 from .sections import ClaimSection, Table, VerdictLine
@@ -133,8 +134,7 @@ def verdict_count(verdict_rows, paired: bool, sections: Sequence[ClaimSection] =
                  "exclude 0 by chance, so a claim resting on one comparison is weaker evidence than one whose "
                  "comparisons agree.")
         for section in sections:
-            rows = getattr(section.result, "rows", None)
-            if rows and all(hasattr(row, "survives_holm") for row in rows):
+            if isinstance(section.result, Comparisons) and (rows := section.result.rows):
                 text += (f" The {len(rows)} comparisons fixed before the runs ({section.task}) are also read as one "
                          f"family under Holm's correction: {sum(row.survives_holm for row in rows)} of them survive it "
                          "(see that section).")

@@ -203,7 +203,7 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
     scheduled = [(spec, runs_by_spec[spec]) for spec in present if arms[spec].estimator.startswith("fade")
                  and any(np.isfinite(r.curves["alpha"]).any() for r in runs_by_spec[spec])]
     if scheduled:
-        reference = _written_path([spec for spec, _ in scheduled])
+        reference = _written_path([arms[spec] for spec, _ in scheduled])
         draw(f"{task}-schedule.png", "FADE's knobs alpha, delta and p_hat against step for every scheduled arm"
              + (f", beside the path `{reference[0]}` written in advance" if reference else ""),
              lambda p: figures.draw_schedule(scheduled, palette, p, title=task, reference=reference))
@@ -224,17 +224,17 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
     return drawn
 
 
-def _written_path(specs: Sequence[str]) -> tuple[str, np.ndarray, np.ndarray, np.ndarray] | None:
-    """The path a ``fade_fixed`` arm among ``specs`` follows, as (its spec, steps, alpha, delta) at
+def _written_path(arms: Sequence[Arm]) -> tuple[str, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The path a ``fade_fixed`` arm among ``arms`` follows, as (its text, steps, alpha, delta) at
     every step of its knots' span; None without such an arm."""
     from fade.adaptive import FIXED_PATHS, fixed_knobs
 
-    for text in specs:
-        name, params = parse_spec(text.split("+")[0])
+    for arm in arms:
+        name, params = parse_spec(arm.estimator)
         if name == "fade_fixed" and params.get("path") in FIXED_PATHS:
             steps = np.arange(1, FIXED_PATHS[params["path"]][-1][0] + 1)
             knobs = np.array([fixed_knobs(params["path"], int(s)) for s in steps])
-            return text, steps, knobs[:, 0], knobs[:, 1]
+            return arm.text, steps, knobs[:, 0], knobs[:, 1]
     return None
 
 

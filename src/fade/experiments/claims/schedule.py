@@ -107,8 +107,8 @@ def run_schedule(run: SweepRun, alpha_max: float) -> RunSchedule:
 def measure(task: str, context: Context) -> Schedule | None:
     by_arm: dict[str, list[SweepRun]] = defaultdict(list)
     for s in sorted(context.of(task), key=lambda s: s.seed):
-        if (s.run.name.startswith("fade") and estimator_spec(s.run.name).schedule is not None
-                and np.isfinite(s.curves["alpha"]).any() and np.isfinite(s.curves["delta"]).any()):
+        if (estimator_spec(s.run.name).schedule is not None and np.isfinite(s.curves["alpha"]).any()
+                and np.isfinite(s.curves["delta"]).any()):
             by_arm[s.run.arm.text].append(s)
     if not by_arm:
         return None

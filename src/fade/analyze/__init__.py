@@ -2,13 +2,13 @@
 engines already write (docs/analyze.md).
 
 Layers: :mod:`~fade.analyze.columns` reads the fields a format needs (pyarrow);
-:mod:`~fade.analyze.readers` turns each engine's dump into :class:`RunRecords`;
+:mod:`~fade.analyze.formats` turns each engine's dump into :class:`RunRecords` (a module per engine);
 :mod:`~fade.analyze.stats` computes every step's statistics and the counterfactual estimators;
 :mod:`~fade.analyze.report` and :mod:`~fade.analyze.figures` write them.
 """
 
 from .analysis import Analysis, analyze_records, analyze_run
-from .readers import FORMATS, ReadOptions, detect, read_run
+from .formats import FORMATS, ReadOptions, detect, read_run
 from .records import DumpError, RunRecords, StepBatch
 from .report import check_output_folder, write_outputs
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .readers import ReadOptions, read_run
+from .formats import ReadOptions, read_run
 from .records import RunRecords
 from .stats import Counterfactuals, default_estimators, finite_mean, run_diagnostics, step_stats
 

@@ -1,6 +1,6 @@
 """What a run's rollout dump is read into: one :class:`StepBatch` per training step, and the run.
 
-Every reader (:mod:`fade.analyze.readers`) turns its engine's files into the same records, so the
+Every reader (:mod:`fade.analyze.formats`) turns its engine's files into the same records, so the
 statistics, the counterfactual estimators and the report never see a format. A step's rollouts
 are columns: the reward of each rollout, its group as a dense id 0..G-1 in the order the groups
 first appear, and the run's own advantage where the dump carries one.

@@ -1,0 +1,201 @@
+"""What every format module shares: the :class:`Format` it declares, the :class:`ReadOptions`
+its reader takes, and the helpers for files numbered by step, groups as runs of one prompt, and
+integer columns."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..columns import INT64_MAX, INT64_MIN, arrow, encode_keys
+from ..records import DumpError, RunRecords, StepBatch
+
+__all__ = ["Format", "Progress", "ReadOptions", "blocks", "first_object", "int_column", "not_int64",
+           "numbered_files", "one_per_step", "probe", "prompt_runs", "split_runs", "step_files"]
+
+#: ``progress(done, total)``, called after each file is read.
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Format:
+    """One engine's dump, as its module declares it (``FORMAT``).
+
+    Attributes:
+        name: the value ``--format`` takes.
+        engine: the engine and version whose writer the rules were read from.
+        writer: where in that engine's code each rule was read (``path:line``), for docs/analyze.md.
+        layout: what PATH holds, as the error for an unrecognised folder lists it.
+        keys: what a single file of this format holds first (its keys or columns), as the error for
+            an unrecognised file lists it; empty where the format is only a folder.
+        find: ``find(folder)``: the file or folder of ``folder`` this format reads, or None.
+        claims: ``claims(path, keys)``: whether the single file ``path``, whose first record has
+            ``keys`` (:func:`probe`), is this format's.
+        read: ``read(where, options, progress)``: the run at what ``find`` or ``claims`` took.
+    """
+
+    name: str
+    engine: str
+    writer: tuple[str, ...]
+    layout: str
+    keys: str
+    find: Callable[[Path], Path | None]
+    claims: Callable[[Path, frozenset[str]], bool]
+    read: Callable[[Path, ReadOptions, Progress], RunRecords]
+
+
+def probe(path: Path) -> frozenset[str]:
+    """The keys of a single file's first record: a JSON-lines file's first object, a parquet file's
+    columns, a CSV file's header; none for another kind of file."""
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json"):
+        return frozenset(first_object(path))
+    if suffix == ".parquet":
+        try:
+            return frozenset(arrow().parquet.read_schema(path).names)
+        except (arrow().ArrowInvalid, OSError) as exc:
+            raise DumpError(f"{path}: not a readable parquet file ({exc})") from None
+    return frozenset()
+
+
+class ReadOptions:
+    """What a reader needs beyond the files: ``group_size`` (TRL, NeMo-RL: rows per group when it
+    cannot be inferred), ``reward_column`` (TRL: the reward columns, comma-separated names) and
+    ``reward_weights`` (TRL), ``metrics`` (a side file of per-step scalars), ``success_threshold``
+    (reward >= t is a success).
+
+    Values that mean nothing are refused here, before any file is read: a weight or a threshold
+    that is NaN or infinite (a NaN weight would drop its column from TRL's NaN-skipping sum)."""
+
+    def __init__(self, *, group_size: int | None = None, reward_column: str | None = None,
+                 reward_weights: list[float] | None = None, metrics: str | Path | None = None,
+                 success_threshold: float | None = None, prime_split: str = "effective") -> None:
+        if reward_weights is not None:
+            bad = next((i for i, w in enumerate(reward_weights) if not math.isfinite(w)), None)
+            if bad is not None:
+                raise ValueError(f"--reward-weights {','.join(f'{w:g}' for w in reward_weights)}: weight {bad + 1} "
+                                 f"is {reward_weights[bad]:g}: expected finite numbers, one per reward column")
+        if success_threshold is not None and not math.isfinite(success_threshold):
+            raise ValueError(f"--success-threshold {success_threshold:g}: expected a finite number "
+                             "(a rollout with reward >= T is a success)")
+        self.group_size = group_size
+        self.reward_column = reward_column
+        self.reward_weights = reward_weights
+        self.metrics = None if metrics is None else Path(metrics)
+        self.success_threshold = success_threshold
+        self.prime_split = prime_split
+
+
+def numbered_files(folder: Path, pattern: re.Pattern) -> list[tuple[int, Path]]:
+    found = [(int(m.group(1)), p) for p in folder.iterdir() if p.is_file() and (m := pattern.match(p.name))]
+    return one_per_step(sorted(found), folder)
+
+
+def one_per_step(numbered: list[tuple[int, Path]], where: Path) -> list[tuple[int, Path]]:
+    """``numbered`` (sorted by step), refused where two files name one step (``2.jsonl`` and
+    ``02.jsonl``): each would be read as the step, and the step counted twice."""
+    for (a, first), (b, second) in zip(numbered, numbered[1:]):
+        if a == b:
+            raise DumpError(f"{where}: {first.relative_to(where)} and {second.relative_to(where)} are both step {a}: "
+                            "expected one file per step")
+    return numbered
+
+
+def first_object(path: Path) -> dict:
+    with open(path, "rb") as f:
+        for lineno, line in enumerate(f, start=1):
+            if line.strip():
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    raise DumpError(f"{path}:{lineno}: not valid JSON: expected one JSON object per line") from None
+                if not isinstance(obj, dict):
+                    raise DumpError(f"{path}:{lineno}: a JSON {type(obj).__name__}, expected an object")
+                return obj
+    raise DumpError(f"{path}: no records: expected one JSON object per line")
+
+
+def step_files(numbered: list[tuple[int, Path]], read: Callable[[int, Path, bool], StepBatch | None],
+           progress: Callable[[int, int], None]) -> list[StepBatch]:
+    steps = []
+    for i, (n, p) in enumerate(numbered):
+        batch = read(n, p, i == len(numbered) - 1)
+        if batch is not None:
+            steps.append(batch)
+        progress(i + 1, len(numbered))
+    return steps
+
+
+def prompt_runs(keys: list) -> tuple[np.ndarray, np.ndarray]:
+    """The runs of equal consecutive keys: their first rows and lengths."""
+    ids, _ = encode_keys(keys)
+    starts = np.r_[0, np.flatnonzero(np.diff(ids)) + 1].astype(np.int64)
+    return starts, np.diff(np.r_[starts, len(keys)])
+
+
+def split_runs(starts: np.ndarray, lengths: np.ndarray, size: int, where: str, how: str) -> np.ndarray:
+    """Group ids of runs of one prompt cut into groups of ``size`` rows; a run that is not a whole
+    number of groups is refused (``how`` says where ``size`` came from)."""
+    bad = np.flatnonzero(lengths % size)
+    if bad.size:
+        a, n = int(starts[bad[0]]), int(lengths[bad[0]])
+        hint = "" if how == "--group-size" else "; give --group-size if it was inferred wrongly"
+        raise DumpError(f"{where}: rows {a + 1}-{a + n} are {n} rows of one prompt, not a multiple of the group size "
+                        f"{size} ({how}): expected groups of one size (ragged or missing groups{hint})")
+    return np.repeat(np.arange(int(lengths.sum()) // size, dtype=np.int64), size)
+
+
+def blocks(keys: list[str], where: str, group_size: int | None) -> tuple[np.ndarray, int]:
+    """Groups as consecutive blocks of one prompt: the block length is ``group_size`` or, left out,
+    the shortest run of equal prompts (every run must then be a whole number of blocks)."""
+    starts, lengths = prompt_runs(keys)
+    size = group_size or int(lengths.min())
+    how = "--group-size" if group_size else "the shortest run of one prompt"
+    return split_runs(starts, lengths, size, where, how), size
+
+
+def int_column(table, name: str, where: Path) -> np.ndarray:
+    """A column of integers within int64 (as CSV text, or an integer or float parquet column), or
+    an error naming the first row that is not one: a step of 2.5 is no step, and is not cut to 2."""
+    pa = arrow()
+    import pyarrow.compute as pc
+
+    column = table.column(name)
+    if column.null_count:
+        row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+        raise DumpError(f"{where}: row {row + 1}: no {name!r}: expected every row to have it")
+    kind = column.type
+    if pa.types.is_integer(kind):
+        if pa.types.is_unsigned_integer(kind) and column.length() and pc.max(column).as_py() > INT64_MAX:
+            row = int(np.flatnonzero(column.to_numpy(zero_copy_only=False) > INT64_MAX)[0])
+            raise DumpError(f"{where}: row {row + 1}: {name} {column[row].as_py()}: expected an integer within int64")
+        return column.to_numpy(zero_copy_only=False).astype(np.int64)
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_floating(kind):
+        for row, value in enumerate(column.to_pylist()):
+            problem = not_int64(value)
+            if problem:
+                raise DumpError(f"{where}: row {row + 1}: {name} {value!r}: expected {problem}")
+        if pa.types.is_floating(kind):
+            raise DumpError(f"{where}: column {name!r} is {kind}: expected integers")
+        return np.array([int(v) for v in column.to_pylist()], dtype=np.int64)
+    raise DumpError(f"{where}: column {name!r} is {kind}: expected integers")
+
+
+def not_int64(value: Any) -> str | None:
+    """What a step written as ``value`` (text or a float) fails to be, or None for an int64."""
+    if isinstance(value, float):
+        if not value.is_integer():
+            return "an integer"
+        return None
+    if not re.fullmatch(r"[+-]?[0-9]+", value.strip()):
+        return "an integer"
+    if not INT64_MIN <= int(value) <= INT64_MAX:
+        return "an integer within int64"
+    return None

@@ -21,7 +21,7 @@ import fade  # noqa: E402
 from fade.analyze import DumpError, ReadOptions, analyze_run, read_run, write_outputs  # noqa: E402
 from fade.analyze.stats import SOLVE_BUCKETS  # noqa: E402
 from fade.cli import main  # noqa: E402
-from fade.cli.analyze import split_specs  # noqa: E402
+from fade.specs import split_specs  # noqa: E402
 
 
 def write_jsonl(path: Path, rows: list[dict], *, tail: str = "") -> Path:

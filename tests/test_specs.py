@@ -95,3 +95,17 @@ def test_merge_params():
     assert merge_params({"a": 1}, {"b": 2}) == {"a": 1, "b": 2}
     with pytest.raises(ValueError, match="a=1 and a=2"):
         merge_params({"a": 1}, {"a": 2})
+
+
+def test_a_list_of_specs_keeps_each_spec_whole_for_every_command():
+    """The spec grammar's own example has a comma inside one spec: every --estimators list (analyze,
+    atlas, sweep) splits with fade.specs.split_specs, which keeps it whole."""
+    from fade.specs import SPEC_SYNTAX, split_specs
+
+    assert "grpo:eps=1e-4,std=population" in SPEC_SYNTAX
+    assert split_specs("grpo:eps=1e-4,std=population,dr_grpo") == ["grpo:eps=1e-4,std=population", "dr_grpo"]
+    assert split_specs("power:alpha=3, fade") == ["power:alpha=3", "fade"]
+    with pytest.raises(ValueError, match="--estimators 'grpo,,fade' has an empty spec"):
+        split_specs("grpo,,fade")
+    with pytest.raises(ValueError, match="starts with a parameter 'eps=1'"):
+        split_specs("eps=1,grpo", option="--estimators")

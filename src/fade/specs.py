@@ -28,6 +28,7 @@ __all__ = [
     "parse_params",
     "parse_spec",
     "parse_value",
+    "split_specs",
 ]
 
 #: The grammar in one sentence, for help texts and error messages.
@@ -144,6 +145,23 @@ def identity(name: str, params: Mapping[str, Any] | None = None) -> tuple[str, t
     return name, tuple(
         sorted((k, float(v) if isinstance(v, int) and not isinstance(v, bool) else v) for k, v in merged.items())
     )
+
+
+def split_specs(text: str, *, option: str = "--estimators") -> list[str]:
+    """A comma-separated list of specs, each whole: ``grpo:eps=1e-4,scale=batch,dr_grpo`` is
+    ``["grpo:eps=1e-4,scale=batch", "dr_grpo"]``, as a piece with ``=`` but no ``:`` is a parameter
+    of the spec before it. ``option`` names the flag the list came from in errors."""
+    specs: list[str] = []
+    for piece in (p.strip() for p in text.split(",")):
+        if not piece:
+            raise ValueError(f"{option} {text!r} has an empty spec: expected SPEC,SPEC,...")
+        if "=" in piece and ":" not in piece:
+            if not specs:
+                raise ValueError(f"{option} {text!r} starts with a parameter {piece!r}: expected a spec NAME[:K=V,...]")
+            specs[-1] += ("," if ":" in specs[-1] else ":") + piece
+        else:
+            specs.append(piece)
+    return specs
 
 
 def estimator_from_spec(text: str, **params: Any) -> Estimator:

@@ -11,11 +11,12 @@ import sys
 import warnings
 
 from fade.analyze import FORMATS, ReadOptions, analyze_run, check_output_folder, write_outputs
+from fade.specs import split_specs
 
 from .output import console, fmt
 from .parsing import SPEC_HELP
 
-__all__ = ["add", "run", "split_specs"]
+__all__ = ["add", "run"]
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -54,24 +55,6 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-figures", action="store_true", help="write the numbers only")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run, needs=lambda args: ("analyze",))
-
-
-def split_specs(text: str) -> list[str]:
-    """``grpo:eps=1e-4,scale=batch,dr_grpo`` as ``["grpo:eps=1e-4,scale=batch", "dr_grpo"]``: a piece
-    with ``=`` but no ``:`` is a parameter of the spec before it."""
-    specs: list[str] = []
-    for piece in (p.strip() for p in text.split(",")):
-        if not piece:
-            raise ValueError(f"--estimators {text!r} has an empty spec: expected SPEC,SPEC,...")
-        if "=" in piece and ":" not in piece:
-            if not specs:
-                raise ValueError(
-                    f"--estimators {text!r} starts with a parameter {piece!r}: expected a spec NAME[:K=V,...]"
-                )
-            specs[-1] += ("," if ":" in specs[-1] else ":") + piece
-        else:
-            specs.append(piece)
-    return specs
 
 
 def _weights(text: str | None) -> list[float] | None:

@@ -79,10 +79,9 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import fade
+    from fade.specs import split_specs
 
-    specs = [s for s in args.estimators.split(",") if s.strip()]
-    if not specs:
-        raise ValueError("--estimators is empty: expected at least one estimator spec")
+    specs = split_specs(args.estimators)
     out = Path(args.out)
     if out.suffix.lower() != ".png":
         raise ValueError(f"--out must name a .png file, got {args.out!r}")

@@ -95,6 +95,7 @@ def _sweep_command(args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace) -> int:
     import_testbed()
     from fade.experiments import presets, sweep
+    from fade.specs import split_specs
 
     def items(text: str | None) -> list[str] | None:
         return None if text is None else [item.strip() for item in text.split(",") if item.strip()]
@@ -106,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--seeds {args.seeds!r}: {bad[0]!r} is not a non-negative integer; expected e.g. 0,1,2")
     check_workers(args.workers)
     preset = presets.get_preset(args.preset).with_overrides(
-        estimators=items(args.estimators), seeds=None if seeds is None else [int(s) for s in seeds],
+        estimators=None if args.estimators is None else split_specs(args.estimators),
+        seeds=None if seeds is None else [int(s) for s in seeds],
         tasks=items(args.tasks), steps=args.steps,
     )
     preset.check()

@@ -184,14 +184,15 @@ def guard_value_head() -> None:
 
 # -- CPU mode ----------------------------------------------------------------------------------------
 
-_CPU_MODE: list[bool] = []
+_in_cpu_mode = False  # cpu_mode() has run in this process
 
 
 def cpu_mode() -> None:
     """Switch this process's verl to CPU (``FADE_VERL_CPU=1``, :mod:`fade.integrations.verl_cpu`):
     the CPU platform, the gloo process group, the FSDP engine on CPU, the ``hf`` rollout and the
     driver's config rewrite. Idempotent."""
-    if _CPU_MODE:
+    global _in_cpu_mode
+    if _in_cpu_mode:
         return
     PlatformRegistry.register(platform="cpu")(CpuPlatform)
     set_platform(CpuPlatform())
@@ -204,4 +205,4 @@ def cpu_mode() -> None:
     for touch in PATCHES:
         if touch.attribute == "device_name" and touch.module in sys.modules:  # imported before CPU mode
             patch(touch.module, "device_name", "cpu")
-    _CPU_MODE.append(True)
+    _in_cpu_mode = True

@@ -1,8 +1,10 @@
-"""fade analyze on AReaL's rollout dumps, through the command line.
+"""fade analyze on AReaL's and slime's rollout dumps, through the command line.
 
 Each dump is written as the engine writes it, field for field from its writer: AReaL 4aef98d,
 areal/infra/workflow_executor.py:818-921 (``_dump_trajectory``: ``rollout/<tail_version>/<task_id>.jsonl``,
-one record per sample). The statistics are checked
+one record per sample); slime 624b824, slime/observability/rollout_data_utils.py:140-153
+(``torch.save({"rollout_id", "samples": [Sample.to_dict()]})``) with slime/utils/types.py:93-227
+(the fields of ``Sample`` and ``to_dict``, ``status`` as its text value). The statistics are checked
 against sums written out by hand, and every refusal stops with exit status 2 and one line before
 anything is written.
 """
@@ -10,12 +12,18 @@ anything is written.
 from __future__ import annotations
 
 import json
+import pickle
+import random
+from enum import Enum
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("pyarrow")
+torch = pytest.importorskip("torch")
 
+from fade.analyze import read_run  # noqa: E402
 from fade.cli import main  # noqa: E402
 
 REWARDS = [[1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [0.0, 1.0, 0.0, 0.0]]
@@ -124,7 +132,7 @@ def test_areal_reads_the_same_from_the_rollout_folder_and_with_format_named(tmp_
     code, steps, _, err = analyze_cli(capsys, log / "rollout", tmp_path / "b", "--format", "areal")
     assert code == 0, err
     assert steps == expected
-    refused(capsys, log, tmp_path / "c", "reads as a areal dump, not verl", flags=("--format", "verl"))
+    refused(capsys, log, tmp_path / "c", "reads as a areal dump, not slime", flags=("--format", "slime"))
     # one version folder holds N.jsonl files, as a verl dump does: it is named as AReaL's, not read as verl's
     refused(capsys, log / "rollout" / "1", tmp_path / "d", "one version folder of AReaL's dump",
             "expected the folder holding it")
@@ -214,3 +222,245 @@ def test_areal_a_task_file_still_being_written_in_the_newest_version_is_skipped_
     (warning,) = err.strip().splitlines()
     assert warning.startswith("fade: warning: ") and "23.jsonl" in warning and "still being written" in warning
     checked(steps[1], AREAL_STEPS[2])  # the whole task is left out, not read as a smaller group
+
+
+# -- slime -----------------------------------------------------------------------------------------
+
+
+def slime_sample(group_index: int, index: int, reward, *, prompt: str = "", rollout_id: int | None = None,
+                 status: str = "completed", **fields) -> dict:
+    """``Sample.to_dict()`` (slime/utils/types.py:222-227) of a sample slime's default rollout made:
+    every dataclass field (types.py:97-151) in its order, ``status`` as its value, the ``spec_info``
+    and ``prefix_cache_info`` as dicts; a top-p replay's token ids as the int32 tensor
+    ``decode_int32_meta_array`` makes (slime/utils/misc.py:29-30)."""
+    tokens = [101, 102, 103, 7, 8, 9]
+    sample = {
+        "group_index": group_index, "index": index, "rollout_id": rollout_id,
+        "prompt": prompt or f"Solve problem {group_index}.", "tokens": tokens, "multimodal_inputs": None,
+        "multimodal_train_inputs": None, "multimodal_train_input_id": None, "apply_chat_template_kwargs": {},
+        "response": " 7 8 9", "response_length": 3, "label": str(group_index), "reward": reward,
+        "loss_mask": [1, 1, 1], "weight_versions": ["3"], "rollout_log_probs": [-0.5, -0.25, -0.125],
+        "rollout_top_p_token_ids": torch.frombuffer(bytearray(np.arange(3, dtype=np.int32).tobytes()),
+                                                    dtype=torch.int32),
+        "rollout_top_p_token_offsets": torch.tensor([0, 1, 2, 3], dtype=torch.int32), "rollout_routed_experts": None,
+        "remove_sample": False, "teacher_log_probs": None, "status": status,
+        "metadata": {"source_name": "math", "tools": [{"name": "python", "parameters": {"code": {"type": "string"}}}],
+                     "start_rollout_id": 1},
+        "generate_function_path": None, "custom_rm_path": None, "train_metadata": None, "session_id": None,
+        "non_generation_time": 0.0,
+        "spec_info": {"spec_accept_token_num": 0, "spec_draft_token_num": 0, "spec_verify_ct": 0,
+                      "completion_token_num": 0},
+        "prefix_cache_info": {"cached_tokens": 0, "total_prompt_tokens": 3},
+    }
+    sample.update(fields)
+    return sample
+
+
+def slime_samples(groups: list[list[float]], *, first_group: int = 0, shuffle: int | None = None) -> list[dict]:
+    samples, index = [], first_group * 100
+    for g, rewards in enumerate(groups, start=first_group):
+        for r in rewards:
+            samples.append(slime_sample(g, index, r))
+            index += 1
+    if shuffle is not None:
+        random.Random(shuffle).shuffle(samples)
+    return samples
+
+
+def slime_file(path: Path, rollout_id: int, samples: list) -> Path:
+    """As save_debug_rollout_data writes it (rollout_data_utils.py:144-153)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"rollout_id": rollout_id, "samples": samples}, path)
+    return path
+
+
+# rollout 2: rollout 500 of group 5 was split into three parts (slime's agent trajectories: one
+# rollout_id, the rollout's reward on each, slime/agent/trajectory.py:248-261, 339-340)
+SLIME_STEPS = {1: REWARDS, 2: [[1.0, 0.0], [0.0, 0.0]]}
+
+
+def slime_run(dump: Path) -> Path:
+    """``--dump-details DUMP``: rollout_data/{id}.pt, an evaluation's eval_{id}.pt, the trainer's train_data/."""
+    data = dump / "rollout_data"
+    slime_file(data / "1.pt", 1, slime_samples(REWARDS, shuffle=0))
+    parts = [slime_sample(5, 500, 1.0, rollout_id=500) for _ in range(3)]
+    slime_file(data / "2.pt", 2, [parts[0], slime_sample(5, 501, 0.0), parts[1], parts[2]]
+               + slime_samples([[0.0, 0.0]], first_group=6))
+    for rollout in (1, 2):  # every sample solved: read as training, it would change every number
+        slime_file(data / f"eval_{rollout}.pt", rollout, slime_samples([[1.0] * 8]))
+    slime_file(dump / "train_data" / "1.pt", 1, [])
+    return dump
+
+
+def test_slime_statistics_are_the_hand_computed_ones(tmp_path, capsys):
+    dump = slime_run(tmp_path / "details")
+    code, steps, report, err = analyze_cli(capsys, dump, tmp_path / "out")
+    assert code == 0, err
+    assert report["format"] == "slime" and [s["step"] for s in steps] == [1, 2]
+    for step in steps:
+        checked(step, SLIME_STEPS[step["step"]])
+    assert steps[0]["zero_spread_share"] == 0.5 and steps[0]["mean_reward"] == 0.5 and steps[0]["solve_rate"] == 0.5
+    # rollout 2: groups [1, 0] (the three parts counted once) and [0, 0]
+    assert steps[1]["num_rollouts"] == 4 and steps[1]["zero_spread_share"] == 0.5 and steps[1]["mean_reward"] == 0.25
+    notes = " ".join(report["notes"])
+    assert "2 evaluation file(s)" in notes and "eval_1.pt" in notes
+    assert "2 sample(s) were further parts of a rollout" in notes
+
+
+def test_slime_reads_the_same_from_rollout_data_one_file_and_with_format_named(tmp_path, capsys):
+    dump = slime_run(tmp_path / "details")
+    _, expected, _, _ = analyze_cli(capsys, dump, tmp_path / "a")
+    code, steps, _, err = analyze_cli(capsys, dump / "rollout_data", tmp_path / "b", "--format", "slime")
+    assert code == 0, err
+    assert steps == expected
+    code, steps, _, err = analyze_cli(capsys, dump / "rollout_data" / "2.pt", tmp_path / "c")
+    assert code == 0, err
+    assert steps == expected[1:]
+    refused(capsys, dump, tmp_path / "d", "reads as a slime dump, not areal", flags=("--format", "areal"))
+    refused(capsys, dump / "rollout_data" / "eval_1.pt", tmp_path / "e", "eval_1.pt", "an evaluation's file")
+    # slime's own tests and examples format a template of their own (rollout_{rollout_id}.pt)
+    for rollout in (1, 2):
+        (dump / "rollout_data" / f"{rollout}.pt").rename(dump / "rollout_data" / f"rollout_{rollout}.pt")
+        (dump / "rollout_data" / f"eval_{rollout}.pt").rename(dump / "rollout_data" / f"rollout_eval_{rollout}.pt")
+    code, steps, _, err = analyze_cli(capsys, dump, tmp_path / "f")
+    assert code == 0, err
+    assert steps == expected
+
+
+def test_slime_reward_dicts_are_read_at_the_key_named(tmp_path, capsys):
+    samples = slime_samples(REWARDS)
+    for s in samples:
+        s["reward"] = {"accuracy": s["reward"], "length_penalty": -0.5}
+    target = slime_file(tmp_path / "rollout_data" / "3.pt", 3, samples)
+    refused(capsys, target, tmp_path / "out", "3.pt: sample 1", "reward is a dict", "--reward-column KEY")
+    refused(capsys, target, tmp_path / "out", "sample 1: reward has no 'acc'", flags=("--reward-column", "acc"))
+    refused(capsys, target, tmp_path / "out", "expected one key", flags=("--reward-column", "accuracy,length"))
+    code, steps, _, err = analyze_cli(capsys, target, tmp_path / "ok", "--reward-column", "accuracy")
+    assert code == 0, err
+    checked(steps[0], REWARDS)
+    plain = slime_file(tmp_path / "plain" / "3.pt", 3, slime_samples(REWARDS))
+    refused(capsys, plain, tmp_path / "out", "not a dict", flags=("--reward-column", "accuracy"))
+
+
+class Payload:
+    """An object whose unpickling writes ``marker``: what an arbitrary unpickle of a hostile file runs."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return exec, (f"open({str(self.marker)!r}, 'w').write('unpickled')",)
+
+
+class Status(Enum):
+    COMPLETED = "completed"
+
+
+def test_slime_files_holding_objects_are_refused_and_never_unpickled(tmp_path, capsys):
+    control = tmp_path / "control"
+    pickle.loads(pickle.dumps(Payload(control)))  # the payload is live: unpickled, it writes its marker
+    assert control.read_text() == "unpickled"
+    marker = tmp_path / "marker"
+    samples = slime_samples(REWARDS)
+    samples[2]["metadata"] = {"hook": Payload(marker)}
+    target = slime_file(tmp_path / "hostile" / "rollout_data" / "1.pt", 1, samples)
+    line = refused(capsys, target.parents[1], tmp_path / "out", "1.pt", "holds exec", "not unpickled")
+    assert str(target) in line
+    assert not marker.exists()
+    for name, value in (("enum", Status.COMPLETED), ("numpy", np.float64(1.0))):
+        samples = slime_samples(REWARDS)
+        samples[0]["status" if name == "enum" else "reward"] = value
+        target = slime_file(tmp_path / name / "1.pt", 1, samples)
+        refused(capsys, target, tmp_path / "out", "1.pt", "Status" if name == "enum" else "numpy", "not unpickled")
+
+
+def torn(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+@pytest.mark.parametrize("case, needles", [
+    ("missing", ("1.pt: sample 3", "no 'reward'", "Sample.to_dict()")),
+    ("text_group", ("1.pt: sample 3", "group_index is '0'", "expected an integer")),
+    ("no_group", ("1.pt: sample 3", "group_index is None", "expected an integer")),
+    ("float_index", ("1.pt: sample 3", "index is 2.0", "expected an integer")),
+    ("huge_index", ("1.pt: sample 3", f"index is {2**70}", "expected an integer within int64")),
+    ("no_reward", ("1.pt: sample 3", "reward is None", "expected a finite number")),
+    ("nan_reward", ("1.pt: sample 3", "reward is nan", "expected a finite number")),
+    ("bool_reward", ("1.pt: sample 3", "reward is True", "expected a finite number")),
+    ("tensor_reward", ("1.pt: sample 3", "reward is tensor(1.)", "expected a finite number")),
+    ("status", ("1.pt: sample 3", "status is 'done'", "Sample.Status's values")),
+    ("duplicate", ("1.pt: sample 3", "index 0 again (also sample 1)", "expected each sample once")),
+    ("parts_disagree", ("1.pt: sample 6: rollout_id 7 with group_index 1", "sample 3 with group_index 0",
+                        "expected the parts of one rollout in one group")),
+    ("not_a_sample", ("1.pt: sample 3 is a list", "Sample.to_dict()")),
+    ("other_rollout", ("1.pt: rollout_id 4: expected 1", "as the file name says")),
+    ("no_samples", ("1.pt: samples is []", "non-empty list")),
+    ("not_a_dump", ("1.pt: holds Tensor", "a dict of rollout_id and samples")),
+    ("truncated_older", ("1.pt", "not a complete torch file", "only the newest file")),
+    ("garbage", ("1.pt", "not a complete torch file")),
+    ("two_names", ("01.pt and 1.pt are both step 1",)),
+    ("two_templates", ("two templates",)),
+    ("only_evaluation", ("only evaluation files", "eval_1.pt")),
+])
+def test_slime_refusals_name_the_file_and_sample_before_any_output(tmp_path, capsys, case, needles):
+    data = tmp_path / "details" / "rollout_data"
+    samples = slime_samples(REWARDS)
+    third = samples[2]
+    edits = {
+        "missing": lambda s: s.pop("reward"),
+        "text_group": lambda s: s.update(group_index="0"),
+        "no_group": lambda s: s.update(group_index=None),
+        "float_index": lambda s: s.update(index=2.0),
+        "huge_index": lambda s: s.update(index=2**70),
+        "no_reward": lambda s: s.update(reward=None),
+        "nan_reward": lambda s: s.update(reward=float("nan")),
+        "bool_reward": lambda s: s.update(reward=True),
+        "tensor_reward": lambda s: s.update(reward=torch.tensor(1.0)),
+        "status": lambda s: s.update(status="done"),
+        "duplicate": lambda s: s.update(index=0),
+    }
+    rollout, body = 1, None
+    if case in edits:
+        edits[case](third)
+    elif case == "parts_disagree":
+        third["rollout_id"] = samples[5]["rollout_id"] = 7  # the same rollout in groups 0 and 1
+    elif case == "not_a_sample":
+        samples[2] = [third]
+    elif case == "other_rollout":
+        rollout = 4
+    elif case == "no_samples":
+        samples = []
+    elif case == "not_a_dump":
+        body = torch.zeros(3)
+    if body is not None:
+        data.mkdir(parents=True)
+        torch.save(body, data / "1.pt")
+    else:
+        slime_file(data / "1.pt", rollout, samples)
+    slime_file(data / "2.pt", 2, slime_samples(REWARDS))
+    if case == "truncated_older":
+        torn(data / "1.pt")
+    elif case == "garbage":
+        (data / "1.pt").write_bytes(b"\x80\x04not a torch file" * 8)
+    elif case == "two_names":
+        slime_file(data / "01.pt", 1, slime_samples(REWARDS))
+    elif case == "two_templates":
+        slime_file(data / "rollout_3.pt", 3, slime_samples(REWARDS))
+    elif case == "only_evaluation":
+        for name in ("1.pt", "2.pt"):
+            (data / name).rename(data / f"eval_{name}")
+    refused(capsys, data.parent, tmp_path / "out", *needles)
+
+
+def test_slime_a_newest_file_cut_short_is_skipped_with_a_warning(tmp_path, capsys):
+    data = tmp_path / "rollout_data"
+    slime_file(data / "1.pt", 1, slime_samples(REWARDS))
+    torn(slime_file(data / "2.pt", 2, slime_samples(REWARDS)))
+    code, steps, _, err = analyze_cli(capsys, data, tmp_path / "out")
+    assert code == 0, err
+    (warning,) = err.strip().splitlines()
+    assert warning.startswith("fade: warning: ") and "2.pt" in warning and "still being written" in warning
+    assert [s["step"] for s in steps] == [1]
+    with pytest.warns(RuntimeWarning, match="2.pt: skipped the newest file"):
+        read_run(data)

@@ -22,12 +22,12 @@ from .base import Format, Progress, ReadOptions, probe
 __all__ = ["FORMATS", "NAMES", "Format", "ReadOptions", "detect", "read_run"]
 
 #: The formats, by the name ``--format`` takes, in the order a file is matched against them.
-NAMES = ("verl", "trl", "nemo-rl", "prime-rl", "fade-eval", "generic")
+NAMES = ("verl", "trl", "nemo-rl", "prime-rl", "areal", "slime", "fade-eval", "generic")
 
 #: Every format by name.
 FORMATS: dict[str, Format] = {name: import_module(f"{__name__}.{name.replace('-', '_')}").FORMAT for name in NAMES}
 
-_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet", ".pt")
 
 
 def _listing(items: list[str]) -> str:
@@ -43,7 +43,7 @@ def detect(path: str | Path) -> tuple[str, Path]:
         suffix = path.suffix.lower()
         if suffix not in _SUFFIXES:
             raise DumpError(f"{path}: an unknown file type {suffix or '(none)'}: expected "
-                            f"{_listing(['.jsonl', '.csv', '.parquet'])}")
+                            f"{_listing(['.jsonl', '.csv', '.parquet', '.pt'])}")
         keys = probe(path)
         for fmt in FORMATS.values():
             if fmt.claims(path, keys):

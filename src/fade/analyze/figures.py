@@ -4,7 +4,9 @@
   each counterfactual estimator, joined in step order (the run's trajectory beside the others');
 - ``zero_spread.png``: the zero-spread share and the mean reward against step;
 - ``solve_rate.png``: the share of groups in each solve-rate bucket at every step (a heat map);
-- ``pass_at_k.png``: unbiased pass@k against step, one line per k.
+- ``pass_at_k.png``: unbiased pass@k against step, one line per k;
+- ``prompts.png``: the solve rate of each prompt seen at two steps or more at every step it was
+  seen (a heat map, prompts by steps; :mod:`fade.analyze.prompts`).
 
 Each is written atomically (:func:`fade.atomic.write_figure_atomic`), never through a link.
 """
@@ -19,12 +21,15 @@ from fade.atomic import write_figure_atomic
 from fade.plots import plane_guides
 
 from .analysis import Analysis
+from .prompts import SOLVED_RATE, excerpt
 from .stats import SOLVE_BUCKETS
 
 __all__ = ["DPI", "FIGURES", "draw_all"]
 
 DPI = 100
-FIGURES = ("plane.png", "zero_spread.png", "solve_rate.png", "pass_at_k.png")
+FIGURES = ("plane.png", "zero_spread.png", "solve_rate.png", "pass_at_k.png", "prompts.png")
+#: The prompts heat map labels its rows with the prompts' excerpts up to this many rows.
+_LABELLED_ROWS = 40
 
 
 def _plt():
@@ -50,6 +55,8 @@ def draw_all(analysis: Analysis, out: Path) -> list[Path]:
     written = [_plane(analysis, out / FIGURES[0]), _zero_spread(analysis, out / FIGURES[1])]
     if any("solve_rate_histogram" in s for s in analysis.steps):
         written += [_solve_rate(analysis, out / FIGURES[2]), _pass_at_k(analysis, out / FIGURES[3])]
+    if analysis.prompts is not None:
+        written.append(_prompts(analysis, out / FIGURES[4]))
     return written
 
 
@@ -136,5 +143,40 @@ def _pass_at_k(analysis: Analysis, path: Path) -> Path:
     ax.set_title("Unbiased pass@k of the step's groups", fontsize=9)
     ax.grid(alpha=0.2)
     ax.legend(fontsize=7, ncol=min(len(shown), 4))
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _prompts(analysis: Analysis, path: Path) -> Path:
+    plt = _plt()
+    view = analysis.prompts
+    rows = view.heatmap_rows()
+    position = {step: i for i, step in enumerate(view.steps)}
+    grid = np.full((len(rows), len(view.steps)), np.nan)
+    for r, prompt in enumerate(rows):
+        grid[r, [position[s] for s in prompt["steps"]]] = prompt["solve_rates"]
+    fig, ax = plt.subplots(figsize=(7.5, min(9.0, max(3.5, 2.2 + 0.025 * len(rows)))))
+    cmap = plt.get_cmap("viridis").with_extremes(bad="white")
+    im = ax.imshow(np.ma.masked_invalid(grid), aspect="auto", cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
+    for a, _ in view.windows[1:]:
+        ax.axvline(a - 0.5, color="0.5", lw=0.6, ls=":")
+    never = next((r for r, p in enumerate(rows) if p["first_solve_step"] is None), None)
+    if never is not None and never > 0:
+        ax.axhline(never - 0.5, color="C3", lw=0.8)
+    ticks = np.linspace(0, len(view.steps) - 1, min(len(view.steps), 8)).round().astype(int)
+    ax.set_xticks(ticks, [str(view.steps[i]) for i in ticks], fontsize=7)
+    if len(rows) <= _LABELLED_ROWS:
+        labels = [excerpt(p["key"], 40).replace("$", r"\$") for p in rows]  # no mathtext from a prompt's $
+        ax.set_yticks(range(len(rows)), labels, fontsize=6)
+    else:
+        ax.set_yticks([])
+    ax.set_xlabel("step (dotted: windows)")
+    ax.set_ylabel("prompt")
+    shown = f"{len(rows)} of {len(view.prompts)}" if len(rows) < len(view.prompts) else f"all {len(rows)}"
+    most = " (the most seen)" if len(rows) < len(view.prompts) else ""
+    ax.set_title(f"Solve rate per prompt and step: {shown} prompts seen at 2+ steps{most}\nrows by the step first "
+                 f"solved (rate >= {SOLVED_RATE:g}), never solved last (below the red line); blank: not seen",
+                 fontsize=8.5)
+    fig.colorbar(im, ax=ax, fraction=0.04, label="solve rate")
     fig.tight_layout()
     return _save(fig, path)

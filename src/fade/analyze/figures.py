@@ -1,7 +1,8 @@
 """The figures of an analysis, drawn with matplotlib (Agg) at a fixed size and dpi:
 
 - ``plane.png``: each step's point on the sign/difficulty plane, for the run's own advantages and
-  each counterfactual estimator, joined in step order (the run's trajectory beside the others');
+  each counterfactual estimator, joined in step order (the run's trajectory beside the others'),
+  and below it the difficulty against step with a centred rolling mean;
 - ``zero_spread.png``: the zero-spread share and the mean reward against step;
 - ``solve_rate.png``: the share of groups in each solve-rate bucket at every step (a heat map);
 - ``pass_at_k.png``: unbiased pass@k against step, one line per k;
@@ -18,18 +19,53 @@ from pathlib import Path
 import numpy as np
 
 from fade.atomic import write_figure_atomic
+from fade.mass import BALANCED_SIGN
 from fade.plots import plane_guides
 
 from .analysis import Analysis
 from .prompts import SOLVED_RATE, excerpt
 from .stats import SOLVE_BUCKETS
 
-__all__ = ["DPI", "FIGURES", "draw_all"]
+__all__ = ["DPI", "FIGURES", "draw_all", "plane_note", "rolling_mean", "smoothing_window"]
 
 DPI = 100
 FIGURES = ("plane.png", "zero_spread.png", "solve_rate.png", "pass_at_k.png", "prompts.png")
 #: The prompts heat map labels its rows with the prompts' excerpts up to this many rows.
 _LABELLED_ROWS = 40
+
+
+def smoothing_window(num_steps: int) -> int | None:
+    """The rolling mean's window over a run of ``num_steps`` steps: about a tenth of the run, odd
+    (so it is centred), at least 3; None below 6 steps, too few to smooth."""
+    if num_steps < 6:
+        return None
+    return max(3, round(num_steps / 10)) | 1
+
+
+def rolling_mean(values: np.ndarray, window: int) -> np.ndarray:
+    """The centred rolling mean of ``values`` over ``window`` (odd) positions: at each position the
+    mean of the finite values among the window // 2 on either side and itself (fewer at the ends;
+    NaN, a step without mass, left out), NaN where none is finite."""
+    values = np.asarray(values, dtype=float)
+    finite = np.isfinite(values)
+    total = np.concatenate([[0.0], np.cumsum(np.where(finite, values, 0.0))])
+    count = np.concatenate([[0], np.cumsum(finite)])
+    i = np.arange(values.size)
+    lo, hi = np.clip(i - window // 2, 0, values.size), np.clip(i + window // 2 + 1, 0, values.size)
+    n = count[hi] - count[lo]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, (total[hi] - total[lo]) / np.maximum(n, 1), np.nan)
+
+
+def plane_note(analysis: Analysis) -> str | None:
+    """What the plane panel says where every point of every series sits at sign balance 0.5 (every
+    estimator centred, the run's own too): one flat line, so the panel says so; else None."""
+    values = [row["sign_balance"] for s in analysis.steps for row in [s.get("run"), *s["estimators"].values()]
+              if row and row.get("sign_balance") is not None and np.isfinite(row["sign_balance"])]
+    if not values or max(abs(v - BALANCED_SIGN) for v in values) > 1e-6:
+        return None
+    return (f"every series is centred: the sign balance is {BALANCED_SIGN:g} at every step,\nso all points lie on "
+            "one line; they differ in difficulty only (below)")
 
 
 def _plt():
@@ -67,6 +103,7 @@ def _plane(analysis: Analysis, path: Path) -> Path:
     series = [("the run's own", [s.get("run") for s in analysis.steps])]
     series += [(spec, [s["estimators"].get(spec) for s in analysis.steps]) for spec in analysis.estimators]
     x = _steps(analysis)
+    window = smoothing_window(len(x))
     for i, (label, rows) in enumerate(series):
         xy = np.array([(r["difficulty"], r["sign_balance"]) if r else (np.nan, np.nan) for r in rows], dtype=float)
         if np.isnan(xy).all():
@@ -76,10 +113,25 @@ def _plane(analysis: Analysis, path: Path) -> Path:
         ax.plot(xy[:, 0], xy[:, 1], "o", color=colour, ms=3, label=label)
         last = np.flatnonzero(~np.isnan(xy[:, 0]))[-1]
         ax.plot([xy[last, 0]], [xy[last, 1]], "s", color=colour, ms=6, mec="black", mew=0.6)
-        below.plot(x, xy[:, 0], "o-", color=colour, ms=2.5, lw=1.2 if i == 0 else 0.8, label=label)
+        if window is None:
+            below.plot(x, xy[:, 0], "o-", color=colour, ms=2.5, lw=1.2 if i == 0 else 0.8)
+        else:  # a step of a few groups is noisy: the raw points, and their rolling mean as the line
+            below.plot(x, xy[:, 0], "o", color=colour, ms=2, alpha=0.35)
+            below.plot(x, rolling_mean(xy[:, 0], window), "-", color=colour, lw=1.6 if i == 0 else 1.1)
     ax.set_title(f"Gradient mass per step on the sign/difficulty plane ({analysis.run.format} run; square: last step)",
                  fontsize=9)
     ax.legend(fontsize=7, loc="center right")
+    note = plane_note(analysis)
+    if note:
+        ax.text(0.5, 0.86, note, transform=ax.transAxes, ha="center", va="center", fontsize=7.5,
+                bbox={"facecolor": "white", "edgecolor": "0.6", "alpha": 0.9})
+    if window is not None:
+        from matplotlib.lines import Line2D
+
+        below.legend(handles=[Line2D([], [], color="0.4", marker="o", ls="", ms=2, alpha=0.5, label="each step"),
+                              Line2D([], [], color="0.4", lw=1.4,
+                                     label=f"rolling mean over {window} steps (centred)")],
+                     fontsize=6.5, loc="upper right")
     below.set_xlabel("step", fontsize=8)
     below.set_ylabel("difficulty", fontsize=8)
     below.set_ylim(-0.03, 1.03)

@@ -120,7 +120,8 @@ def _plane(analysis: Analysis, path: Path) -> Path:
             below.plot(x, rolling_mean(xy[:, 0], window), "-", color=colour, lw=1.6 if i == 0 else 1.1)
     ax.set_title(f"Gradient mass per step on the sign/difficulty plane ({analysis.run.format} run; square: last step)",
                  fontsize=9)
-    ax.legend(fontsize=7, loc="center right")
+    if ax.get_legend_handles_labels()[0]:  # a run without mass at any step has no point to name
+        ax.legend(fontsize=7, loc="center right")
     note = plane_note(analysis)
     if note:
         ax.text(0.5, 0.86, note, transform=ax.transAxes, ha="center", va="center", fontsize=7.5,

@@ -133,6 +133,9 @@ def _plane(analysis: Analysis, path: Path) -> Path:
                               Line2D([], [], color="0.4", lw=1.4,
                                      label=f"rolling mean over {window} steps (centred)")],
                      fontsize=6.5, loc="upper right")
+    from matplotlib.ticker import MaxNLocator
+
+    below.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     below.set_xlabel("step", fontsize=8)
     below.set_ylabel("difficulty", fontsize=8)
     below.set_ylim(-0.03, 1.03)

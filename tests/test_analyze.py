@@ -438,8 +438,8 @@ def test_without_the_runs_record_a_note_says_evaluation_files_cannot_be_told_apa
 # -- the output folder: whose it is, links, the previous analysis's files, bad paths ---------------
 
 
-OUTPUT_NAMES = ("steps.jsonl", "report.json", "summary.md", "plane.png", "zero_spread.png", "solve_rate.png",
-                "pass_at_k.png")
+OUTPUT_NAMES = ("steps.jsonl", "report.json", "summary.md", "prompts.jsonl", "plane.png", "zero_spread.png",
+                "solve_rate.png", "pass_at_k.png", "prompts.png")
 
 
 def generic_dump(path: Path, *, scale: float = 1.0) -> Path:
@@ -506,7 +506,8 @@ def test_a_new_folder_an_empty_one_and_a_previous_analysis_are_written(tmp_path,
     for folder in (tmp_path / "new" / "nested", tmp_path / "empty", tmp_path / "empty"):
         code, out, err = run_analyze(capsys, dump, "--out", folder, "--no-figures")
         assert code == 0, err
-        assert sorted(p.name for p in folder.iterdir()) == ["report.json", "steps.jsonl", "summary.md"]
+        assert sorted(p.name for p in folder.iterdir()) == ["prompts.jsonl", "report.json", "steps.jsonl",
+                                                            "summary.md"]
 
 
 def test_links_at_the_output_names_are_replaced_and_what_they_point_to_is_left_alone(tmp_path, capsys):
@@ -537,14 +538,14 @@ def test_a_new_analysis_removes_the_previous_analysiss_files_it_does_not_write_a
     (folder / "link.png").symlink_to(folder / "notes.txt")
     (folder / ".plane.png.abc123.tmp").write_bytes(b"half a figure")  # a killed analysis's leftover
     mine = {"notes.txt", "extra", "other.png", "link.png"}
-    # rewards other than 0 or 1: no solve-rate or pass@k figure, so the previous ones go
+    # rewards other than 0 or 1: no solve-rate, pass@k or per-prompt output, so the previous ones go
     code, _, err = run_analyze(capsys, generic_dump(tmp_path / "s.jsonl", scale=1.5), "--out", folder)
     assert code == 0, err
     assert {p.name for p in folder.iterdir()} == {"steps.jsonl", "report.json", "summary.md", "plane.png",
                                                    "zero_spread.png"} | mine
     code, out, err = run_analyze(capsys, generic_dump(tmp_path / "r.jsonl"), "--out", folder, "--no-figures")
     assert code == 0, err
-    assert {p.name for p in folder.iterdir()} == {"steps.jsonl", "report.json", "summary.md"} | mine
+    assert {p.name for p in folder.iterdir()} == {"steps.jsonl", "report.json", "summary.md", "prompts.jsonl"} | mine
     assert (folder / "notes.txt").read_text() == "mine\n" and (folder / "other.png").read_bytes() == b"\x89PNG mine"
 
 

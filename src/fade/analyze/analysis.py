@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .formats import ReadOptions, read_run
+from .prompts import PromptView, prompt_view
 from .records import RunRecords
 from .stats import Counterfactuals, default_estimators, finite_mean, run_diagnostics, step_stats
 
@@ -20,12 +21,15 @@ __all__ = ["Analysis", "analyze_records", "analyze_run"]
 
 @dataclass
 class Analysis:
-    """A run and its per-step statistics (the lines of ``steps.jsonl``)."""
+    """A run, its per-step statistics (the lines of ``steps.jsonl``) and its per-prompt view, or
+    the line that says why it has none (:mod:`~fade.analyze.prompts`)."""
 
     run: RunRecords
     estimators: list[str]
     steps: list[dict[str, Any]]
     skipped: dict[str, str] = field(default_factory=dict)
+    prompts: PromptView | None = None
+    prompts_note: str | None = None
 
     def summary(self) -> dict[str, Any]:
         """The run-level numbers of ``report.json``: the run, then per-step means."""
@@ -45,6 +49,7 @@ class Analysis:
             if rows:
                 out.setdefault("mean_diagnostics", {})[who] = {
                     k: finite_mean([r[k] for r in rows]) for k in rows[0] if k != "max_abs_diff_to_run"}
+        out["prompts"] = self.prompts.summary() if self.prompts is not None else {"note": self.prompts_note}
         return out
 
 
@@ -66,7 +71,9 @@ def analyze_records(run: RunRecords, estimators: list[str] | None = None,
         if progress is not None:
             progress(i + 1, len(run.steps))
     kept = [s for s in specs if s not in cf.skipped]
-    return Analysis(run, kept, steps, skipped=dict(cf.skipped))
+    view = prompt_view(run)
+    return Analysis(run, kept, steps, skipped=dict(cf.skipped), prompts=None if isinstance(view, str) else view,
+                    prompts_note=view if isinstance(view, str) else None)
 
 
 def analyze_run(path: str | Path, options: ReadOptions | None = None, *, estimators: list[str] | None = None,

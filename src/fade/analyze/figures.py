@@ -1,10 +1,13 @@
 """The figures of an analysis, drawn with matplotlib (Agg) at a fixed size and dpi:
 
 - ``plane.png``: each step's point on the sign/difficulty plane, for the run's own advantages and
-  each counterfactual estimator, joined in step order (the run's trajectory beside the others');
+  each counterfactual estimator, joined in step order (the run's trajectory beside the others'),
+  and below it the difficulty against step with a centred rolling mean;
 - ``zero_spread.png``: the zero-spread share and the mean reward against step;
 - ``solve_rate.png``: the share of groups in each solve-rate bucket at every step (a heat map);
-- ``pass_at_k.png``: unbiased pass@k against step, one line per k.
+- ``pass_at_k.png``: unbiased pass@k against step, one line per k;
+- ``prompts.png``: the solve rate of each prompt seen at two steps or more at every step it was
+  seen (a heat map, prompts by steps; :mod:`fade.analyze.prompts`).
 
 Each is written atomically (:func:`fade.atomic.write_figure_atomic`), never through a link.
 """
@@ -16,15 +19,53 @@ from pathlib import Path
 import numpy as np
 
 from fade.atomic import write_figure_atomic
+from fade.mass import BALANCED_SIGN
 from fade.plots import plane_guides
 
 from .analysis import Analysis
+from .prompts import SOLVED_RATE, excerpt
 from .stats import SOLVE_BUCKETS
 
-__all__ = ["DPI", "FIGURES", "draw_all"]
+__all__ = ["DPI", "FIGURES", "draw_all", "plane_note", "rolling_mean", "smoothing_window"]
 
 DPI = 100
-FIGURES = ("plane.png", "zero_spread.png", "solve_rate.png", "pass_at_k.png")
+FIGURES = ("plane.png", "zero_spread.png", "solve_rate.png", "pass_at_k.png", "prompts.png")
+#: The prompts heat map labels its rows with the prompts' excerpts up to this many rows.
+_LABELLED_ROWS = 40
+
+
+def smoothing_window(num_steps: int) -> int | None:
+    """The rolling mean's window over a run of ``num_steps`` steps: about a tenth of the run, odd
+    (so it is centred), at least 3; None below 6 steps, too few to smooth."""
+    if num_steps < 6:
+        return None
+    return max(3, round(num_steps / 10)) | 1
+
+
+def rolling_mean(values: np.ndarray, window: int) -> np.ndarray:
+    """The centred rolling mean of ``values`` over ``window`` (odd) positions: at each position the
+    mean of the finite values among the window // 2 on either side and itself (fewer at the ends;
+    NaN, a step without mass, left out), NaN where none is finite."""
+    values = np.asarray(values, dtype=float)
+    finite = np.isfinite(values)
+    total = np.concatenate([[0.0], np.cumsum(np.where(finite, values, 0.0))])
+    count = np.concatenate([[0], np.cumsum(finite)])
+    i = np.arange(values.size)
+    lo, hi = np.clip(i - window // 2, 0, values.size), np.clip(i + window // 2 + 1, 0, values.size)
+    n = count[hi] - count[lo]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, (total[hi] - total[lo]) / np.maximum(n, 1), np.nan)
+
+
+def plane_note(analysis: Analysis) -> str | None:
+    """What the plane panel says where every point of every series sits at sign balance 0.5 (every
+    estimator centred, the run's own too): one flat line, so the panel says so; else None."""
+    values = [row["sign_balance"] for s in analysis.steps for row in [s.get("run"), *s["estimators"].values()]
+              if row and row.get("sign_balance") is not None and np.isfinite(row["sign_balance"])]
+    if not values or max(abs(v - BALANCED_SIGN) for v in values) > 1e-6:
+        return None
+    return (f"every series is centred: the sign balance is {BALANCED_SIGN:g} at every step,\nso all points lie on "
+            "one line; they differ in difficulty only (below)")
 
 
 def _plt():
@@ -50,6 +91,8 @@ def draw_all(analysis: Analysis, out: Path) -> list[Path]:
     written = [_plane(analysis, out / FIGURES[0]), _zero_spread(analysis, out / FIGURES[1])]
     if any("solve_rate_histogram" in s for s in analysis.steps):
         written += [_solve_rate(analysis, out / FIGURES[2]), _pass_at_k(analysis, out / FIGURES[3])]
+    if analysis.prompts is not None:
+        written.append(_prompts(analysis, out / FIGURES[4]))
     return written
 
 
@@ -60,6 +103,7 @@ def _plane(analysis: Analysis, path: Path) -> Path:
     series = [("the run's own", [s.get("run") for s in analysis.steps])]
     series += [(spec, [s["estimators"].get(spec) for s in analysis.steps]) for spec in analysis.estimators]
     x = _steps(analysis)
+    window = smoothing_window(len(x))
     for i, (label, rows) in enumerate(series):
         xy = np.array([(r["difficulty"], r["sign_balance"]) if r else (np.nan, np.nan) for r in rows], dtype=float)
         if np.isnan(xy).all():
@@ -69,10 +113,29 @@ def _plane(analysis: Analysis, path: Path) -> Path:
         ax.plot(xy[:, 0], xy[:, 1], "o", color=colour, ms=3, label=label)
         last = np.flatnonzero(~np.isnan(xy[:, 0]))[-1]
         ax.plot([xy[last, 0]], [xy[last, 1]], "s", color=colour, ms=6, mec="black", mew=0.6)
-        below.plot(x, xy[:, 0], "o-", color=colour, ms=2.5, lw=1.2 if i == 0 else 0.8, label=label)
+        if window is None:
+            below.plot(x, xy[:, 0], "o-", color=colour, ms=2.5, lw=1.2 if i == 0 else 0.8)
+        else:  # a step of a few groups is noisy: the raw points, and their rolling mean as the line
+            below.plot(x, xy[:, 0], "o", color=colour, ms=2, alpha=0.35)
+            below.plot(x, rolling_mean(xy[:, 0], window), "-", color=colour, lw=1.6 if i == 0 else 1.1)
     ax.set_title(f"Gradient mass per step on the sign/difficulty plane ({analysis.run.format} run; square: last step)",
                  fontsize=9)
-    ax.legend(fontsize=7, loc="center right")
+    if ax.get_legend_handles_labels()[0]:  # a run without mass at any step has no point to name
+        ax.legend(fontsize=7, loc="center right")
+    note = plane_note(analysis)
+    if note:
+        ax.text(0.5, 0.86, note, transform=ax.transAxes, ha="center", va="center", fontsize=7.5,
+                bbox={"facecolor": "white", "edgecolor": "0.6", "alpha": 0.9})
+    if window is not None:
+        from matplotlib.lines import Line2D
+
+        below.legend(handles=[Line2D([], [], color="0.4", marker="o", ls="", ms=2, alpha=0.5, label="each step"),
+                              Line2D([], [], color="0.4", lw=1.4,
+                                     label=f"rolling mean over {window} steps (centred)")],
+                     fontsize=6.5, loc="upper right")
+    from matplotlib.ticker import MaxNLocator
+
+    below.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     below.set_xlabel("step", fontsize=8)
     below.set_ylabel("difficulty", fontsize=8)
     below.set_ylim(-0.03, 1.03)
@@ -136,5 +199,40 @@ def _pass_at_k(analysis: Analysis, path: Path) -> Path:
     ax.set_title("Unbiased pass@k of the step's groups", fontsize=9)
     ax.grid(alpha=0.2)
     ax.legend(fontsize=7, ncol=min(len(shown), 4))
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _prompts(analysis: Analysis, path: Path) -> Path:
+    plt = _plt()
+    view = analysis.prompts
+    rows = view.heatmap_rows()
+    position = {step: i for i, step in enumerate(view.steps)}
+    grid = np.full((len(rows), len(view.steps)), np.nan)
+    for r, prompt in enumerate(rows):
+        grid[r, [position[s] for s in prompt["steps"]]] = prompt["solve_rates"]
+    fig, ax = plt.subplots(figsize=(7.5, min(9.0, max(3.5, 2.2 + 0.025 * len(rows)))))
+    cmap = plt.get_cmap("viridis").with_extremes(bad="white")
+    im = ax.imshow(np.ma.masked_invalid(grid), aspect="auto", cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
+    for a, _ in view.windows[1:]:
+        ax.axvline(a - 0.5, color="0.5", lw=0.6, ls=":")
+    never = next((r for r, p in enumerate(rows) if p["first_solve_step"] is None), None)
+    if never is not None and never > 0:
+        ax.axhline(never - 0.5, color="C3", lw=0.8)
+    ticks = np.linspace(0, len(view.steps) - 1, min(len(view.steps), 8)).round().astype(int)
+    ax.set_xticks(ticks, [str(view.steps[i]) for i in ticks], fontsize=7)
+    if len(rows) <= _LABELLED_ROWS:
+        labels = [excerpt(p["key"], 40).replace("$", r"\$") for p in rows]  # no mathtext from a prompt's $
+        ax.set_yticks(range(len(rows)), labels, fontsize=6)
+    else:
+        ax.set_yticks([])
+    ax.set_xlabel("step (dotted: windows)")
+    ax.set_ylabel("prompt")
+    shown = f"{len(rows)} of {len(view.prompts)}" if len(rows) < len(view.prompts) else f"all {len(rows)}"
+    most = " (the most seen)" if len(rows) < len(view.prompts) else ""
+    ax.set_title(f"Solve rate per prompt and step: {shown} prompts seen at 2+ steps{most}\nrows by the step first "
+                 f"solved (rate >= {SOLVED_RATE:g}), never solved last (below the red line); blank: not seen",
+                 fontsize=8.5)
+    fig.colorbar(im, ax=ax, fraction=0.04, label="solve rate")
     fig.tight_layout()
     return _save(fig, path)

@@ -1,5 +1,6 @@
-"""The files of an analysis: ``steps.jsonl``, ``report.json`` and ``summary.md`` (the figures are
-:mod:`fade.analyze.figures`), and the rules of the folder they go into.
+"""The files of an analysis: ``steps.jsonl``, ``report.json``, ``summary.md`` and, where the run has
+a per-prompt view, ``prompts.jsonl`` (the figures are :mod:`fade.analyze.figures`), and the rules
+of the folder they go into.
 
 Each file is written atomically, so a folder never holds half a file, and a symbolic link at one
 of their names is replaced, never written through. The folder is one fade analyze owns: a new
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -23,13 +25,14 @@ from fade.mass import DIAGNOSTICS
 
 from .analysis import Analysis
 from .figures import FIGURES
+from .prompts import CLASSES, SOLVED_RATE
 
-__all__ = ["OTHER_COMMANDS_FILES", "OUTPUTS", "REPORT", "STEPS", "SUMMARY", "check_output_folder",
+__all__ = ["OTHER_COMMANDS_FILES", "OUTPUTS", "PROMPTS", "REPORT", "STEPS", "SUMMARY", "check_output_folder",
            "summary_markdown", "write_outputs"]
 
-STEPS, REPORT, SUMMARY = "steps.jsonl", "report.json", "summary.md"
+STEPS, REPORT, SUMMARY, PROMPTS = "steps.jsonl", "report.json", "summary.md", "prompts.jsonl"
 #: Every file fade analyze writes into its folder, and the only ones it ever replaces or removes.
-OUTPUTS = (STEPS, REPORT, SUMMARY, *FIGURES)
+OUTPUTS = (STEPS, REPORT, SUMMARY, PROMPTS, *FIGURES)
 
 #: The files by which another fade command's output folder is known, and who writes them. Named
 #: here rather than imported, so fade analyze needs none of those commands' extras;
@@ -122,6 +125,11 @@ def write_outputs(analysis: Analysis, out: str | Path, *, figures: bool = True) 
     text = summary_markdown(analysis).encode("utf-8")
     atomic_write(out / SUMMARY, lambda f: f.write(text))
     written = [out / STEPS, out / REPORT, out / SUMMARY]
+    if analysis.prompts is not None:
+        rows = "".join(json.dumps(_clean(p), allow_nan=False, ensure_ascii=False) + "\n"
+                       for p in analysis.prompts.prompts).encode("utf-8")
+        atomic_write(out / PROMPTS, lambda f: f.write(rows))
+        written.append(out / PROMPTS)
     if figures:
         from .figures import draw_all
 
@@ -175,4 +183,44 @@ def summary_markdown(analysis: Analysis) -> str:
         lines.append(f"| {row['step']} | {row['num_groups']} | {row['num_rollouts']} | {_f(row['zero_spread_share'])} "
                      f"| {_f(row['mean_reward'])} | {_f(row.get('solve_rate'))} | "
                      f"{_f((row.get('pass_at_k') or {}).get('1'))} | {_f(run.get('sign_balance'))} |")
+    lines += ["", *_prompts_markdown(analysis)]
     return "\n".join(lines) + "\n"
+
+
+def _code(text: str) -> str:
+    """``text`` as a Markdown code span inside a table cell: a fence longer than any run of
+    backticks in it, and its pipes escaped (a pipe ends a cell even inside a code span)."""
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text.replace('|', chr(92) + '|')}{pad}{fence}"
+
+
+def _prompts_markdown(analysis: Analysis) -> list[str]:
+    """The per-prompt section: the classes, the windows and the prompts that changed most, or the
+    line that says why the run has no per-prompt view."""
+    lines = ["## Prompts across steps", ""]
+    view = analysis.prompts
+    if view is None:
+        return lines + [f"- {analysis.prompts_note}"]
+    s = view.summary()
+    sizes = sorted({w["num_steps"] for w in s["windows"]})
+    lines += [f"- {s['num_prompts']} prompts, {s['num_prompts_seen_twice']} of them seen at two steps or more "
+              f"(`{PROMPTS}`); {len(s['windows'])} windows of {' or '.join(map(str, sizes))} steps; solved in a "
+              f"window: pooled solve rate >= {SOLVED_RATE:g} there", "",
+              "| " + " | ".join(c.replace("_", " ") for c in CLASSES) + " |", "|" + "---:|" * len(CLASSES),
+              "| " + " | ".join(str(s["classes"][c]) for c in CLASSES) + " |", "",
+              "| window | steps | seen | solved | learned | forgotten |", "|---:|---|---:|---:|---:|---:|"]
+    for w in s["windows"]:
+        lines.append(f"| {w['window']} | {w['first_step']}..{w['last_step']} | {w['seen']} | {w['solved']} | "
+                     f"{w['learned']} | {w['forgotten']} |")
+    top = s["top_changed"]
+    if not top:
+        return lines + ["", "No prompt's solve rate changed between its first window and its last."]
+    lines += ["", "### Changed most (solve rate in the first window seen, then the last)", "",
+              "| prompt | class | steps seen | first | last | change |", "|---|---|---:|---:|---:|---:|"]
+    for p in top:
+        lines.append(f"| {_code(p['excerpt'])} | {p['class'].replace('_', ' ')} | {p['num_steps']} | "
+                     f"{_f(p['first_window_solve_rate'])} (w{p['first_window']}) | "
+                     f"{_f(p['last_window_solve_rate'])} (w{p['last_window']}) | {p['change']:+.3f} |")
+    return lines

@@ -96,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
     s = analysis.summary()
     shown.print(f"{s['format']} run: {s['num_steps']} steps, {s['num_rollouts']} rollouts; mean zero-spread share "
                 f"{fmt(s['mean_zero_spread_share'])}, mean reward {fmt(s['mean_reward'])}")
-    for note in ([analysis.run.filtered] if analysis.run.filtered else []) + analysis.run.notes:
+    notes = ([analysis.run.filtered] if analysis.run.filtered else []) + analysis.run.notes
+    for note in notes + ([analysis.prompts_note] if analysis.prompts_note else []):
         shown.print(f"note: {note}")
     shown.print(f"wrote {', '.join(p.name for p in written)} in {args.out}")
     return 0

@@ -1,6 +1,6 @@
-"""fade analyze on prime-rl's trace stream, through the command line.
+"""fade analyze on prime-rl's trace stream and on ROLL's RLVR dump, through the command line.
 
-The engine does not install here, so each fixture is written field for field as the engine's writer
+Neither engine installs here, so each fixture is written field for field as the engine's writer
 writes it (the writers cited at each builder); the statistics are checked against numbers worked
 out by hand from the rewards below, not against fade's own functions.
 """
@@ -343,3 +343,160 @@ def test_prime_rl_stream_sealed_chunks_need_zstandard(tmp_path, capsys):
     # a sealed twin beside the plain chunk (a seal finishing): the plain one is read, once
     first.write_bytes(data)
     assert analyze(capsys, tmp_path / "run", tmp_path / "both")[0] == expected
+
+
+# -- ROLL ------------------------------------------------------------------------------------------
+#
+# roll/pipeline/rlvr/utils.py (alibaba/ROLL 8eb27cc): dump_rollout_to_specific_path (55-72) takes the
+# batch's non-tensor columns (the dataset's), adds responses (decoded), scores
+# (data.batch["scores"].tolist()), sampling_params (json.dumps(meta_info) on every row) and
+# global_step; write_to_json_process (37-45) keeps the COLUMMNS_CONFIG columns (19-35) and writes
+# rollout_dump_data.step_{global_step}.jsonl, mode "w", json.dumps(data, ensure_ascii=False) + "\n".
+# The batch is each domain's, concatenated (rlvr_pipeline.py:542-556), a prompt's
+# num_return_sequences responses together (generate_scheduler.py:394-396, 703-721).
+
+SAMPLING = json.dumps({"global_step": 0, "generation_config": {"num_return_sequences": 4, "temperature": 1.0}})
+
+
+def roll_dump(step: int, prompts: list[tuple[str, object, list[float]]]) -> dict:
+    """The columns of one step: ``prompts`` is (domain, id, scores of its responses) in batch order."""
+    cols: dict[str, list] = {k: [] for k in ("id", "source", "difficulty", "prompt", "messages", "ground_truth",
+                                             "tag", "domain", "responses", "scores", "sampling_params", "global_step")}
+    for domain, pid, scores in prompts:
+        for s in scores:
+            row = {"id": pid, "source": "deepmath", "difficulty": "3", "prompt": f"question {pid}",
+                   "messages": json.dumps([{"role": "user", "content": f"question {pid}"}]),
+                   "ground_truth": "42", "tag": domain, "domain": domain, "responses": f"answer {s}",
+                   "scores": s, "sampling_params": SAMPLING, "global_step": step}
+            for k, v in row.items():
+                cols[k].append(v)
+    return cols
+
+
+def write_roll(folder: Path, step: int, prompts, *, text: str | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"rollout_dump_data.step_{step}.jsonl"
+    path.write_text(text if text is not None else json.dumps(roll_dump(step, prompts), ensure_ascii=False) + "\n",
+                    encoding="utf-8")
+    return path
+
+
+#: Step 0 is REWARDS of tests/test_analyze.py over two domains; step 1 holds prompt 2 twice in a row
+#: (its dataset wrapped), read as two groups of 4, the most common run being 4 long.
+ROLL_STEPS = {
+    0: [("math_rule", 0, [1.0, 0.0, 1.0, 1.0]), ("math_rule", 1, [0.0, 0.0, 0.0, 0.0]),
+        ("code_sandbox", "c7", [1.0, 1.0, 1.0, 1.0]), ("code_sandbox", "c8", [0.0, 1.0, 0.0, 0.0])],
+    1: [("math_rule", 2, [1.0, 1.0, 0.0, 0.0]), ("math_rule", 2, [0.0, 0.0, 0.0, 0.0]),
+        ("math_rule", 3, [1.0, 1.0, 1.0, 1.0])],
+}
+
+
+def roll_run(folder: Path) -> Path:
+    for step, prompts in ROLL_STEPS.items():
+        write_roll(folder, step, prompts)
+    return folder
+
+
+def test_roll_statistics_are_the_hand_computed_ones(tmp_path, capsys):
+    steps, report, _ = analyze(capsys, roll_run(tmp_path / "dump"), tmp_path / "out")
+    assert report["format"] == "roll" and [s["step"] for s in steps] == [0, 1]
+    zero, one = steps
+    # step 0: groups [1,0,1,1], [0,0,0,0], [1,1,1,1], [0,1,0,0]: two without spread (8 of 16 rollouts),
+    # mean reward 8/16, solve rates 3/4, 0, 1, 1/4; pass@2 per group 1, 0, 1, 1/2
+    assert zero["num_groups"] == 4 and zero["group_sizes"] == [4]
+    assert zero["zero_spread_share"] == 8 / 16 and zero["mean_reward"] == pytest.approx(8 / 16)
+    assert zero["solve_rate"] == pytest.approx(1 / 2) and zero["pass_at_k"]["2"] == pytest.approx(2.5 / 4)
+    assert zero["solve_rate_histogram"]["0"] == 1 / 4 and zero["solve_rate_histogram"]["1"] == 1 / 4
+    # step 1: groups [1,1,0,0], [0,0,0,0], [1,1,1,1]: two without spread (8 of 12), mean 6/12, solve rates 1/2, 0, 1
+    assert one["num_groups"] == 3 and one["zero_spread_share"] == pytest.approx(8 / 12)
+    assert one["mean_reward"] == pytest.approx(6 / 12) and one["solve_rate"] == pytest.approx(1 / 2)
+    assert any("ROLL groups are consecutive rows of one prompt (id, messages, prompt) in one domain, 4 at a time" in n
+               for n in report["notes"])
+    # --group-size 2 cuts every prompt's run in pairs: step 0's [1,0],[1,1],[0,0],[0,0],[1,1],[1,1],[0,1],[0,0]
+    steps, _, _ = analyze(capsys, tmp_path / "dump", tmp_path / "pairs", "--group-size", "2")
+    assert steps[0]["num_groups"] == 8 and steps[0]["zero_spread_share"] == 12 / 16
+
+
+def test_roll_is_found_from_its_folder_or_a_file_and_by_format(tmp_path, capsys):
+    folder = roll_run(tmp_path / "dump")
+    expected, _, _ = analyze(capsys, folder, tmp_path / "o1")
+    assert analyze(capsys, folder, tmp_path / "o2", "--format", "roll")[0] == expected
+    single, _, _ = analyze(capsys, folder / "rollout_dump_data.step_1.jsonl", tmp_path / "o3")
+    assert single == expected[1:]
+    refused(capsys, folder, tmp_path / "out", "reads as a roll dump, not verl", flags=("--format", "verl"))
+
+
+def test_roll_prompts_sharing_an_id_are_told_apart_by_their_text(tmp_path, capsys):
+    expected, _, _ = analyze(capsys, roll_run(tmp_path / "dump"), tmp_path / "o1")
+    cols = roll_dump(0, ROLL_STEPS[0])
+    cols["id"] = ["deepmath"] * len(cols["id"])  # a dataset whose id names its source, not the prompt
+    write_roll(tmp_path / "shared", 0, None, text=json.dumps(cols) + "\n")
+    steps, _, _ = analyze(capsys, tmp_path / "shared", tmp_path / "o2")
+    assert steps == expected[:1]
+
+
+def test_roll_a_torn_newest_dump_is_skipped_with_a_warning_and_a_torn_older_one_refused(tmp_path, capsys):
+    folder = roll_run(tmp_path / "dump")
+    newest = folder / "rollout_dump_data.step_2.jsonl"
+    whole = json.dumps(roll_dump(2, ROLL_STEPS[1]))
+    newest.write_text(whole[: len(whole) // 2])  # the daemon process writing it was stopped
+    steps, _, err = analyze(capsys, folder, tmp_path / "out")
+    assert [s["step"] for s in steps] == [0, 1]
+    assert err.splitlines() == [f"fade: warning: {newest}: skipped the unfinished dump of a step still being written"]
+    newest.unlink()
+    older = folder / "rollout_dump_data.step_0.jsonl"
+    older.write_text(older.read_text()[:-40])
+    refused(capsys, folder, tmp_path / "out2", "rollout_dump_data.step_0.jsonl:1", "cut short")
+
+
+@pytest.mark.parametrize("case, needles", [
+    ("no_scores", ("step_0.jsonl:1", "no 'scores' column", "expected ROLL's RLVR dump")),
+    ("score_text", ("step_0.jsonl:1", "row 3", "score '1'", "expected a finite number")),
+    ("score_nan", ("step_0.jsonl:1", "row 2", "score nan", "expected a finite number")),
+    ("step_other", ("step_0.jsonl:1", "row 1", "global_step 5", "as ROLL names the file")),
+    ("step_text", ("step_0.jsonl:1", "row 1", "global_step '0'", "expected an integer")),
+    ("step_huge", ("step_0.jsonl:1", "row 1", f"global_step {2**70}", "expected an integer within int64")),
+    ("nested", ("step_0.jsonl:1", "nested too deeply")),
+    ("short_column", ("step_0.jsonl:1", "column 'domain' has 15 values and 'scores' 16")),
+    ("id_list", ("step_0.jsonl:1", "row 1", "id [0]", "expected text or an integer")),
+    ("duplicate_key", ("step_0.jsonl:1", "key 'scores' twice", "expected each key once")),
+    ("two_objects", ("step_0.jsonl:2", "a second JSON object", "expected one per file")),
+    ("ragged", ("step_0.jsonl", "rows 1-3 are 3 rows of one prompt", "group size 4", "ragged or missing groups")),
+    ("one_each", ("step_0.jsonl", "most prompts have one response", "give --group-size 1")),
+    ("sizes_differ", ("step 0 reads as groups of 2", "step 1 as groups of 4", "give --group-size")),
+])
+def test_roll_refusals_name_the_file_and_what_was_expected(tmp_path, capsys, case, needles):
+    folder = roll_run(tmp_path / "dump")
+    cols = roll_dump(0, ROLL_STEPS[0])
+    text = None
+    if case == "no_scores":
+        del cols["scores"]
+    elif case == "score_text":
+        cols["scores"][2] = "1"
+    elif case == "score_nan":
+        cols["scores"][1] = float("nan")  # json.dumps writes NaN
+    elif case == "step_other":
+        cols["global_step"] = [5] * 16
+    elif case == "step_text":
+        cols["global_step"] = ["0"] * 16
+    elif case == "step_huge":
+        cols["global_step"] = [2**70] * 16
+    elif case == "nested":
+        text = '{"scores": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
+    elif case == "short_column":
+        cols["domain"].pop()
+    elif case == "id_list":
+        cols["id"][0] = [0]
+    elif case == "duplicate_key":
+        text = json.dumps(cols)[:-1] + ', "scores": [0.0]}\n'
+    elif case == "two_objects":
+        text = json.dumps(cols) + "\n" + json.dumps(cols) + "\n"
+    elif case == "ragged":
+        write_roll(folder, 0, [("math_rule", 0, [1.0, 0.0, 1.0])] + ROLL_STEPS[0][1:])
+    elif case == "one_each":
+        write_roll(folder, 0, [("math_rule", i, [1.0]) for i in range(4)])
+    elif case == "sizes_differ":
+        write_roll(folder, 0, [("math_rule", 0, [1.0, 0.0]), ("math_rule", 1, [1.0, 1.0])])
+    if case not in ("ragged", "one_each", "sizes_differ"):
+        write_roll(folder, 0, None, text=text if text is not None else json.dumps(cols) + "\n")
+    refused(capsys, folder, tmp_path / "out", *needles)

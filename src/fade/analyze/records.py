@@ -57,7 +57,7 @@ class RunRecords:
 
     Attributes:
         format: the layout it was read as (``verl``, ``verl-legacy``, ``trl``, ``nemo-rl``,
-            ``prime-rl``, ``fade-eval``, ``generic``).
+            ``prime-rl``, ``prime-rl-stream``, ``roll``, ``fade-eval``, ``generic``).
         path: what was read.
         steps: the steps in increasing step order.
         entropy: the mean token entropy the run logged, per step (from its metrics file), if any.

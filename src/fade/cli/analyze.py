@@ -25,7 +25,9 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="per-step gradient mass, zero-spread share, solve rates and pass@k of a run's rollout dump",
         description=(
             "Read the rollouts a run wrote (verl's rollout_data_dir, TRL's completions parquet files, NeMo-RL, "
-            "prime-rl, fade eval's scores.jsonl, or a JSONL/CSV/parquet with step, reward and group_id or "
+            "prime-rl (its rollouts folder or its trace stream), ROLL's rollout_dump_dir, AReaL's dump_to_file log "
+            "folder, slime's --dump-details rollout_data (.pt, read with torch's weights-only loader), fade eval's "
+            "scores.jsonl, or a JSONL/CSV/parquet with step, reward and group_id or "
             "prompt_id; the format is detected from PATH) and write, per step, the zero-spread share, the "
             "solve-rate histogram, the mean reward, unbiased pass@k and the gradient-mass diagnostics of the "
             "run's own advantages and of other estimators on the same rewards: steps.jsonl, report.json, "
@@ -45,10 +47,11 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--success-threshold", type=float, default=None, metavar="T",
                    help="a rollout with reward >= T is a success (default: rewards must be 0 or 1)")
     p.add_argument("--group-size", type=int, default=None, metavar="N",
-                   help="rows per group of TRL and NeMo-RL dumps (default: inferred from runs of one prompt)")
+                   help="rows per group of TRL, NeMo-RL and ROLL dumps (default: inferred from runs of one prompt)")
     p.add_argument("--reward-column", default=None, metavar="NAME,...",
                    help="TRL: the reward function columns to read (default: the reward functions the run's "
-                        "trainer_state.json names, else the float columns: the report's notes say which)")
+                        "trainer_state.json names, else the float columns: the report's notes say which); "
+                        "slime: the key of a dict reward (its --reward-key)")
     p.add_argument("--reward-weights", default=None, metavar="W,...",
                    help="TRL: the run's reward_weights, one finite number per reward column (default: all 1, "
                         "TRL's default)")

@@ -22,7 +22,7 @@ from .base import Format, Progress, ReadOptions, probe
 __all__ = ["FORMATS", "NAMES", "Format", "ReadOptions", "detect", "read_run"]
 
 #: The formats, by the name ``--format`` takes, in the order a file is matched against them.
-NAMES = ("verl", "trl", "nemo-rl", "prime-rl", "areal", "slime", "fade-eval", "generic")
+NAMES = ("verl", "trl", "nemo-rl", "prime-rl", "roll", "areal", "slime", "fade-eval", "generic")
 
 #: Every format by name.
 FORMATS: dict[str, Format] = {name: import_module(f"{__name__}.{name.replace('-', '_')}").FORMAT for name in NAMES}

@@ -18,7 +18,7 @@ from ..columns import INT64_MAX, INT64_MIN, arrow, encode_keys
 from ..records import DumpError, RunRecords, StepBatch
 
 __all__ = ["Format", "Progress", "ReadOptions", "blocks", "first_object", "int_column", "not_int64",
-           "numbered_files", "one_per_step", "probe", "prompt_runs", "split_runs", "step_files"]
+           "numbered_files", "one_per_step", "probe", "prompt_runs", "split_runs", "step_files", "strict_json"]
 
 #: ``progress(done, total)``, called after each file is read.
 Progress = Callable[[int, int], None]
@@ -66,8 +66,8 @@ def probe(path: Path) -> frozenset[str]:
 
 
 class ReadOptions:
-    """What a reader needs beyond the files: ``group_size`` (TRL, NeMo-RL: rows per group when it
-    cannot be inferred), ``reward_column`` (TRL: the reward columns, comma-separated names) and
+    """What a reader needs beyond the files: ``group_size`` (TRL, NeMo-RL, ROLL: rows per group
+    when it cannot be inferred), ``reward_column`` (TRL: the reward columns, comma-separated names) and
     ``reward_weights`` (TRL), ``metrics`` (a side file of per-step scalars), ``success_threshold``
     (reward >= t is a success).
 
@@ -120,6 +120,35 @@ def first_object(path: Path) -> dict:
                     raise DumpError(f"{path}:{lineno}: a JSON {type(obj).__name__}, expected an object")
                 return obj
     raise DumpError(f"{path}: no records: expected one JSON object per line")
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        raise _DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return obj
+
+
+def strict_json(data: bytes, where: str) -> Any:
+    """``data`` parsed as JSON, refusing an object that names a key twice (``json`` would keep the
+    last value and drop the other without a word). Invalid JSON, or bytes that are not UTF-8, raise
+    ``json.JSONDecodeError``,
+    for the caller to tell a line still being written from a broken one."""
+    try:
+        text = data.decode("utf-8")  # a line cut inside a character reads as invalid JSON, as one cut elsewhere
+    except UnicodeDecodeError as exc:
+        raise json.JSONDecodeError(f"not UTF-8 ({exc.reason})", "", 0) from None
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except _DuplicateKey as exc:
+        raise DumpError(f"{where}: key {exc.args[0]!r} twice in one object: expected each key once") from None
+    except RecursionError:
+        raise DumpError(f"{where}: JSON nested too deeply to read: expected a record of fields") from None
 
 
 def step_files(numbered: list[tuple[int, Path]], read: Callable[[int, Path, bool], StepBatch | None],

@@ -1,0 +1,502 @@
+"""fade analyze on prime-rl's trace stream and on ROLL's RLVR dump, through the command line.
+
+Neither engine installs here, so each fixture is written field for field as the engine's writer
+writes it (the writers cited at each builder); the statistics are checked against numbers worked
+out by hand from the rewards below, not against fade's own functions.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyarrow")
+
+from fade.cli import main  # noqa: E402
+
+
+def analyze(capsys, target: Path, out: Path, *flags: str) -> tuple[list[dict], dict, str]:
+    """``fade analyze target --out out``: exit status 0; the steps, the report and stderr."""
+    code = main(["analyze", str(target), "--out", str(out), "--quiet", "--no-figures", *flags])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+    return steps, json.loads((out / "report.json").read_text()), err
+
+
+def refused(capsys, target: Path, out: Path, *needles: str, flags: tuple[str, ...] = ()) -> str:
+    """``fade analyze target`` stops with exit status 2 and one error line holding ``needles``,
+    and leaves ``out`` unwritten."""
+    code = main(["analyze", str(target), "--out", str(out), "--quiet", "--no-figures", *flags])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("fade: error: ") and all(n in line for n in needles), line
+    assert not out.exists()
+    return line
+
+
+def line_of(data: bytes, offset: int) -> int:
+    return data[:offset].count(b"\n") + 1
+
+
+# -- prime-rl's trace stream -------------------------------------------------------------------------
+#
+# Under the run's output folder the file monitor writes monitors/file/traces/ (prime-rl
+# monitors/file/traces/__init__.py:13-30): stream/NNNNN.jsonl, a record per episode, each compact
+# JSON with its newline (monitor.py:143-144, orjson OPT_APPEND_NEWLINE), numbered f"{n:05d}" and
+# sealed as .jsonl.zst (chunks.py:28-29, 62-72); stream.index.jsonl, the index_row of each record,
+# written after it (monitor.py:145-146; index.py:49-151); annotations/<producer>/NNNNN.jsonl and
+# annotations/<producer>.index.jsonl (monitor.py:154-170; update.py:21-25). A record is verifiers'
+# Episode.to_record() (episode.py:86-104, 149-155: None fields left out) with the orchestrator's
+# arrival stamps on each trace's info (annotations.py:20-30) and the dispatcher's group and run
+# (dispatcher.py:635-646: group.id a uuid, run.work.step the step the group opened at).
+
+
+def dumps(obj: dict) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+
+
+def episode(step: int, group: str, rewards: list[dict] | None, *, kind: str = "train", key: str = "t",
+            arrival: int | None = None) -> dict:
+    """One episode record; ``rewards``: a reward map per trace (None: an errored rollout, no trace)."""
+    traces = []
+    for r in rewards or []:
+        traces.append({
+            "id": uuid.uuid4().hex, "task": {"type": "Task", "data": {"idx": 0}, "key": key},
+            "nodes": [{"message": {"role": "user", "content": "q"}, "token_ids": [1], "mask": [False]},
+                      {"message": {"role": "assistant", "content": "a"}, "token_ids": [2, 3], "mask": [True, True],
+                       "parent": 0, "sampled": True}],
+            "rewards": r, "metrics": {}, "ok": True, "stop_condition": "completed",
+            "info": {"kind": kind, "dispatch": {"step": step, "time": 1.0},
+                     "arrival": {"step": step if arrival is None else arrival, "time": 2.0}},
+        })
+    return {"id": uuid.uuid4().hex, "env": {"id": "math", "name": "math"},
+            "task": {"type": "Task", "data": {"idx": 0}, "key": key}, "group": {"id": group},
+            "run": {"type": "train", "id": "run", "work": {"type": kind, "step": step,
+                                                           "policy": {"start": max(step - 1, 0), "end": step}}},
+            "ok": rewards is not None, "errors": [] if rewards is not None else [{"type": "Error", "message": "x"}],
+            "traces": traces}
+
+
+def scored(score, weight=1.0) -> dict:
+    return {"correct": {"score": score, "weight": weight}}
+
+
+def index_row(line: int, record: dict, chunk: int, offset: int) -> dict:
+    """index.py:145-151: summarize_episode without its reward/metric/timing maps, and the chunk."""
+    traces = record.get("traces") or []
+    sums = [sum((r.get("score") or 0) * (r.get("weight") if r.get("weight") is not None else 1)
+                for r in t["rewards"].values() if isinstance(r, dict) and isinstance(r.get("score"), (int, float)))
+            for t in traces if t.get("rewards")]
+    info = (traces or [{}])[0].get("info") or {}
+    work = (record.get("run") or {}).get("work") or {}
+    return {"cost": None, "line": line, "offset": offset, "id": record["id"],
+            "kind": info.get("kind") or work.get("type") or "eval", "trace_ids": [t["id"] for t in traces],
+            "env": "math", "group": (record.get("group") or {}).get("id"), "ok": record["ok"],
+            "num_errors": len(record["errors"]), "reward": sum(sums) / len(sums) if sums else None,
+            "advantage": None, "input_tokens": 1, "output_tokens": 2, "turns": 1, "branches": 1,
+            "stop_condition": "completed", "truncated": False, "dispatch": (info.get("dispatch") or {}).get("time"),
+            "arrival": (info.get("arrival") or {}).get("time"), "duration": 1.0, "chunk": chunk}
+
+
+def write_stream(run: Path, records: list[dict], *, per_chunk: int = 4, advantages: dict[str, float] | None = None,
+                 ship: int = 1) -> Path:
+    """The file monitor's folders for ``records`` in arrival order, ``per_chunk`` to a chunk; the
+    orchestrator's ship stamps carry ``advantages`` (trace id -> value) at step ``ship``."""
+    traces = run / "monitors" / "file" / "traces"
+    (traces / "stream").mkdir(parents=True)
+    chunks: list[bytearray] = []
+    index = bytearray()
+    for line, record in enumerate(records, start=1):
+        if (line - 1) % per_chunk == 0:
+            chunks.append(bytearray())
+        offset = len(chunks[-1])
+        chunks[-1] += dumps(record)
+        index += dumps(index_row(line, record, len(chunks) - 1, offset))
+    for number, data in enumerate(chunks):
+        (traces / "stream" / f"{number:05d}.jsonl").write_bytes(bytes(data))
+    (traces / "stream.index.jsonl").write_bytes(bytes(index))
+    if advantages:
+        (traces / "annotations" / "orchestrator").mkdir(parents=True)
+        stream, rows = bytearray(), bytearray()
+        for tid, value in advantages.items():
+            update = {"version": 1, "trace_id": tid,  # update.py make_update; annotations.py:40-42 the stamp
+                      "info": {"effective": True, "ship": {"step": ship, "time": 3.0}, "advantage": value},
+                      "branches": [{"index": 0, "advantages": [None, value, value]}]}
+            rows += dumps({"trace_id": tid, "chunk": 0, "offset": len(stream), "info": update["info"]})
+            stream += dumps(update)
+        (traces / "annotations" / "orchestrator" / "00000.jsonl").write_bytes(bytes(stream))
+        (traces / "annotations" / "orchestrator.index.jsonl").write_bytes(bytes(rows))
+    return traces
+
+
+def prime_run(tmp_path: Path, **kw) -> tuple[Path, list[dict]]:
+    """Two dispatch steps arriving interleaved, with eval episodes among them.
+
+    Step 1: groups a [1, 0, 1, 1], b [0, 0, 0, 0], c [1, 1, 1, 1] (one episode of two traces, each
+    scoring 1: its reward is their mean, 1), d [0, 1, 0, 0]. Step 2: e [1, 0, 0, errored],
+    f [1, 1, 1, 1] (weights 0.5 + 0.5). By hand: step 1 has 2 of 4 groups with one reward (8 of 16
+    rollouts), mean reward 8/16, solve rates 3/4, 0, 1, 1/4 (mean 1/2), pass@2 per group
+    1 - C(n-c, 2)/C(n, 2) = 1, 0, 1, 1/2; step 2 has groups of 3 and 4, f alone without spread (4 of
+    7 rollouts), mean reward 5/7, solve rates 1/3 and 1 (mean 2/3).
+    """
+    one = {"a": [1, 0, 1, 1], "b": [0, 0, 0, 0], "c": [1, 1, 1, 1], "d": [0, 1, 0, 0]}
+    records = []
+    for i in range(4):
+        for g, rewards in one.items():
+            traces = [scored(1.0), scored(1.0)] if (g, i) == ("c", 2) else [scored(float(rewards[i]))]
+            records.append(episode(1, f"g1{g}", traces, key=f"task-{g}"))
+        if i == 1:  # an evaluation, and step 2's first episodes, arrive while step 1 is still out
+            records.append(episode(1, "eval0", [scored(1.0)], kind="eval"))
+            records.append(episode(2, "g2e", [scored(1.0)], key="task-e"))
+    records += [episode(2, "g2e", [scored(0.0)], key="task-e"), episode(2, "g2e", [scored(0.0)], key="task-e"),
+                episode(2, "g2e", None, key="task-e")]
+    half = {"correct": {"score": 1.0, "weight": 0.5}, "format": {"score": 1.0, "weight": 0.5}, "judge": None}
+    records += [episode(2, "g2f", [half], key="task-f") for _ in range(4)]
+    records.append(episode(2, "eval1", [scored(0.0)], kind="eval"))
+    return write_stream(tmp_path / "run", records, **kw), records
+
+
+def test_prime_rl_stream_statistics_are_the_hand_computed_ones(tmp_path, capsys):
+    traces, records = prime_run(tmp_path)
+    steps, report, _ = analyze(capsys, tmp_path / "run", tmp_path / "out")
+    assert report["format"] == "prime-rl-stream" and report["path"] == str(traces)
+    assert [s["step"] for s in steps] == [1, 2]
+    one, two = steps
+    assert one["num_groups"] == 4 and one["num_rollouts"] == 16 and one["group_sizes"] == [4]
+    assert one["zero_spread_share"] == 8 / 16 and one["zero_spread_groups"] == 2
+    assert one["mean_reward"] == pytest.approx(8 / 16) and one["solve_rate"] == pytest.approx(1 / 2)
+    assert one["pass_at_k"]["2"] == pytest.approx((1 + 0 + 1 + 1 / 2) / 4)
+    assert two["num_groups"] == 2 and two["num_rollouts"] == 7 and two["group_sizes"] == [3, 4]
+    assert two["zero_spread_share"] == pytest.approx(4 / 7) and two["zero_spread_groups"] == 1
+    assert two["mean_reward"] == pytest.approx(5 / 7) and two["solve_rate"] == pytest.approx((1 / 3 + 1) / 2)
+    assert report["mean_zero_spread_share"] == pytest.approx((1 / 2 + 4 / 7) / 2)
+    notes = " ".join(report["notes"])
+    assert "2 eval episodes left out" in notes and "1 train episodes without a rewarded trace" in notes
+    assert one["run"] is None  # no advantages annotated
+
+
+def test_prime_rl_stream_reads_the_runs_advantages_from_the_ship_stamps(tmp_path, capsys):
+    # GRPO's centred advantage r - mean(r) of each group, stamped on every rewarded train trace
+    records = [episode(3, "g", [scored(r)]) for r in (1.0, 0.0, 0.0, 1.0)]
+    advantages = {rec["traces"][0]["id"]: r - 0.5 for rec, r in zip(records, (1.0, 0.0, 0.0, 1.0))}
+    write_stream(tmp_path / "run", records, advantages=advantages, ship=3)
+    steps, _, _ = analyze(capsys, tmp_path / "run", tmp_path / "out")
+    assert steps[0]["run"] is not None  # the run's own advantages' diagnostics
+    # one trace's stamp missing (shipped traces only): the run's advantages are not read, and a note says so
+    del advantages[records[0]["traces"][0]["id"]]
+    write_stream(tmp_path / "partial", records, advantages=advantages, ship=3)
+    steps, report, _ = analyze(capsys, tmp_path / "partial", tmp_path / "out2")
+    assert steps[0]["run"] is None and any("3 of 4 train episodes carry one" in n for n in report["notes"])
+
+
+def test_prime_rl_stream_is_found_from_the_run_its_monitor_folder_or_a_file_and_by_format(tmp_path, capsys):
+    traces, _ = prime_run(tmp_path)
+    expected, _, _ = analyze(capsys, tmp_path / "run", tmp_path / "o0")
+    for i, target in enumerate([traces.parent, traces, traces / "stream.index.jsonl",
+                                traces / "stream" / "00001.jsonl"], start=1):
+        assert analyze(capsys, target, tmp_path / f"o{i}")[0] == expected, target
+    assert analyze(capsys, tmp_path / "run", tmp_path / "named", "--format", "prime-rl")[0] == expected
+    refused(capsys, tmp_path / "run", tmp_path / "out", "reads as a prime-rl dump, not verl",
+            flags=("--format", "verl"))
+
+
+def test_prime_rl_old_and_new_layouts_in_one_folder_are_refused(tmp_path, capsys):
+    prime_run(tmp_path)
+    old = {"group": {"id": "g"}, "task": {"key": "t"}, "run": {"work": {"step": 0}},
+           "traces": [{"rewards": {"acc": {"score": 1.0, "weight": 1.0}}}]}
+    (tmp_path / "run" / "rollouts" / "step_0" / "train" / "effective").mkdir(parents=True)
+    (tmp_path / "run" / "rollouts" / "step_0" / "train" / "effective" / "traces.jsonl").write_bytes(dumps(old))
+    refused(capsys, tmp_path / "run", tmp_path / "out", "holds both prime-rl layouts", "expected one run's dump")
+
+
+@pytest.mark.parametrize("case, needles", [
+    ("no_step", ("00000.jsonl:2", "run.work.step None", "expected an integer")),
+    ("step_text", ("00000.jsonl:2", "run.work.step '1'", "expected an integer")),
+    ("step_huge", ("00000.jsonl:2", f"run.work.step {2**70}", "expected an integer within int64")),
+    ("no_group", ("00000.jsonl:2", "group None", 'expected {"id": text}')),
+    ("score_text", ("00000.jsonl:2", "reward 'correct' score '1'", "expected a finite number")),
+    ("score_nan", ("00000.jsonl:2", "reward 'correct' score None", "a NaN is written as null")),
+    ("duplicate_key", ("00000.jsonl:2", "key 'group' twice", "expected each key once")),
+    ("group_two_steps", ("00000.jsonl:2: group 'g1a' at step 2", "00000.jsonl:1 has it at step 1",
+                         "expected one step per group")),
+    ("duplicate_episode", ("00001.jsonl:1", "again (also", "00000.jsonl:1", "expected each episode once")),
+    ("torn_old_chunk", ("00000.jsonl:4", "cut short")),
+    ("chunk_missing", ("chunk 00001 is missing", "expected every chunk from 00000")),
+    ("index_other_episode", ("stream.index.jsonl:3", "someone-else", "00000.jsonl:3",
+                             "expected the index to describe the stream")),
+    ("index_row_missing", ("00000.jsonl:3: no row in stream.index.jsonl, but a later episode has one",)),
+    ("index_points_nowhere", ("stream.index.jsonl:26", "no record starts there")),
+    ("index_row_twice", ("stream.index.jsonl:4", "again (also line 3)", "expected one row per episode")),
+    ("no_index", ("no stream.index.jsonl beside stream/",)),
+    ("advantage_nan", ("orchestrator.index.jsonl:1", "advantage None", "expected a finite number")),
+])
+def test_prime_rl_stream_refusals_name_the_file_and_line(tmp_path, capsys, case, needles):
+    traces, _ = prime_run(tmp_path, advantages={"x": 0.5} if case == "advantage_nan" else None)
+    chunk0, index = traces / "stream" / "00000.jsonl", traces / "stream.index.jsonl"
+    lines = chunk0.read_bytes().splitlines(keepends=True)
+    rows = index.read_bytes().splitlines(keepends=True)
+    second = json.loads(lines[1])
+
+    def rewrite(line: bytes) -> None:
+        """Line 2 of chunk 0 replaced, and the index rebuilt for it, as the monitor would write it."""
+        lines[1] = line
+        chunk0.write_bytes(b"".join(lines))
+        offsets = [sum(map(len, lines[:i])) for i in range(len(lines))]
+        rows[:len(lines)] = [dumps(index_row(i + 1, json.loads(line), 0, offset))
+                             for i, (line, offset) in enumerate(zip(lines, offsets))]
+        index.write_bytes(b"".join(rows))
+
+    def edit_row(i: int, **fields) -> None:
+        rows[i] = dumps({**json.loads(rows[i]), **fields})
+        index.write_bytes(b"".join(rows))
+
+    if case == "no_step":
+        del second["run"]["work"]["step"]
+        rewrite(dumps(second))
+    elif case == "step_text":
+        second["run"]["work"]["step"] = "1"
+        rewrite(dumps(second))
+    elif case == "step_huge":
+        second["run"]["work"]["step"] = 2**70
+        rewrite(dumps(second))
+    elif case == "no_group":
+        del second["group"]
+        rewrite(dumps(second))
+    elif case == "score_text":
+        second["traces"][0]["rewards"]["correct"]["score"] = "1"
+        rewrite(dumps(second))
+    elif case == "score_nan":  # orjson writes a NaN score as null
+        second["traces"][0]["rewards"]["correct"]["score"] = None
+        rewrite(dumps(second))
+    elif case == "duplicate_key":
+        rewrite(dumps(second)[:-2] + b',"group":{"id":"other"}}\n')
+    elif case == "group_two_steps":  # line 1 is group a's first episode, at step 1; line 2 one of it at step 2
+        assert json.loads(lines[0])["group"]["id"] == "g1a"
+        rewrite(dumps(episode(2, "g1a", [scored(1.0)])))
+    elif case == "duplicate_episode":  # chunk 0's first record written again at the head of chunk 1
+        chunk1 = traces / "stream" / "00001.jsonl"
+        chunk1.write_bytes(lines[0] + chunk1.read_bytes())
+    elif case == "torn_old_chunk":
+        chunk0.write_bytes(b"".join(lines[:3]) + lines[3][:40])
+    elif case == "chunk_missing":
+        (traces / "stream" / "00001.jsonl").unlink()
+    elif case == "index_other_episode":
+        edit_row(2, id="someone-else")
+    elif case == "index_row_missing":
+        del rows[2]
+        index.write_bytes(b"".join(rows))
+    elif case == "index_points_nowhere":  # the last row: a record without a row at the tail is allowed
+        edit_row(len(rows) - 1, offset=json.loads(rows[-1])["offset"] + 1)
+    elif case == "index_row_twice":
+        rows[3] = rows[2]
+        index.write_bytes(b"".join(rows))
+    elif case == "no_index":
+        index.unlink()
+    elif case == "advantage_nan":
+        annotations = traces / "annotations" / "orchestrator.index.jsonl"
+        row = json.loads(annotations.read_bytes())
+        row["info"]["advantage"] = None
+        annotations.write_bytes(dumps(row))
+    refused(capsys, tmp_path / "run", tmp_path / "out", *needles)
+
+
+def test_prime_rl_stream_a_torn_last_line_of_the_live_chunk_is_skipped_with_a_warning(tmp_path, capsys):
+    traces, records = prime_run(tmp_path)
+    live = sorted((traces / "stream").iterdir())[-1]
+    data = live.read_bytes()
+    before, _, _ = analyze(capsys, tmp_path / "run", tmp_path / "before")
+    live.write_bytes(data + dumps(episode(2, "g2f", [scored(0.0)]))[:50])  # the record, cut mid-write; no index row yet
+    after, _, err = analyze(capsys, tmp_path / "run", tmp_path / "after")
+    assert after == before
+    assert err.splitlines() == [f"fade: warning: {live}:{line_of(data, len(data))}: skipped the unfinished last line "
+                                "of a file still being written"]
+    # a record whose index row is not written yet (the stream is flushed first) is read
+    live.write_bytes(data + dumps(episode(2, "g2f", [scored(0.0)])))
+    tail, _, _ = analyze(capsys, tmp_path / "run", tmp_path / "tail")
+    assert tail[1]["num_rollouts"] == 8 and tail[1]["mean_reward"] == pytest.approx(5 / 8)
+
+
+def test_prime_rl_stream_sealed_chunks_need_zstandard(tmp_path, capsys):
+    traces, _ = prime_run(tmp_path)
+    expected, _, _ = analyze(capsys, tmp_path / "run", tmp_path / "plain")
+    first = traces / "stream" / "00000.jsonl"
+    try:
+        import zstandard
+    except ImportError:
+        first.rename(first.with_name("00000.jsonl.zst"))  # what is in it is never read
+        refused(capsys, tmp_path / "run", tmp_path / "out", "00000.jsonl.zst: a sealed (zstd-compressed) chunk",
+                "zstandard is not installed: pip install zstandard")
+        return
+    # sealed in frames (chunks.py:62-72, seekable format), a seek table in a skippable frame at the end
+    data = first.read_bytes()
+    cut = data.index(b"\n") + 1
+    c = zstandard.ZstdCompressor(level=3)
+    seek_table = (0x184D2A5E).to_bytes(4, "little") + (9).to_bytes(4, "little") + bytes(9)
+    first.with_name("00000.jsonl.zst").write_bytes(c.compress(data[:cut]) + c.compress(data[cut:]) + seek_table)
+    first.unlink()
+    assert analyze(capsys, tmp_path / "run", tmp_path / "sealed")[0] == expected
+    # a sealed twin beside the plain chunk (a seal finishing): the plain one is read, once
+    first.write_bytes(data)
+    assert analyze(capsys, tmp_path / "run", tmp_path / "both")[0] == expected
+
+
+# -- ROLL ------------------------------------------------------------------------------------------
+#
+# roll/pipeline/rlvr/utils.py (alibaba/ROLL 8eb27cc): dump_rollout_to_specific_path (55-72) takes the
+# batch's non-tensor columns (the dataset's), adds responses (decoded), scores
+# (data.batch["scores"].tolist()), sampling_params (json.dumps(meta_info) on every row) and
+# global_step; write_to_json_process (37-45) keeps the COLUMMNS_CONFIG columns (19-35) and writes
+# rollout_dump_data.step_{global_step}.jsonl, mode "w", json.dumps(data, ensure_ascii=False) + "\n".
+# The batch is each domain's, concatenated (rlvr_pipeline.py:542-556), a prompt's
+# num_return_sequences responses together (generate_scheduler.py:394-396, 703-721).
+
+SAMPLING = json.dumps({"global_step": 0, "generation_config": {"num_return_sequences": 4, "temperature": 1.0}})
+
+
+def roll_dump(step: int, prompts: list[tuple[str, object, list[float]]]) -> dict:
+    """The columns of one step: ``prompts`` is (domain, id, scores of its responses) in batch order."""
+    cols: dict[str, list] = {k: [] for k in ("id", "source", "difficulty", "prompt", "messages", "ground_truth",
+                                             "tag", "domain", "responses", "scores", "sampling_params", "global_step")}
+    for domain, pid, scores in prompts:
+        for s in scores:
+            row = {"id": pid, "source": "deepmath", "difficulty": "3", "prompt": f"question {pid}",
+                   "messages": json.dumps([{"role": "user", "content": f"question {pid}"}]),
+                   "ground_truth": "42", "tag": domain, "domain": domain, "responses": f"answer {s}",
+                   "scores": s, "sampling_params": SAMPLING, "global_step": step}
+            for k, v in row.items():
+                cols[k].append(v)
+    return cols
+
+
+def write_roll(folder: Path, step: int, prompts, *, text: str | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"rollout_dump_data.step_{step}.jsonl"
+    path.write_text(text if text is not None else json.dumps(roll_dump(step, prompts), ensure_ascii=False) + "\n",
+                    encoding="utf-8")
+    return path
+
+
+#: Step 0 is REWARDS of tests/test_analyze.py over two domains; step 1 holds prompt 2 twice in a row
+#: (its dataset wrapped), read as two groups of 4, the most common run being 4 long.
+ROLL_STEPS = {
+    0: [("math_rule", 0, [1.0, 0.0, 1.0, 1.0]), ("math_rule", 1, [0.0, 0.0, 0.0, 0.0]),
+        ("code_sandbox", "c7", [1.0, 1.0, 1.0, 1.0]), ("code_sandbox", "c8", [0.0, 1.0, 0.0, 0.0])],
+    1: [("math_rule", 2, [1.0, 1.0, 0.0, 0.0]), ("math_rule", 2, [0.0, 0.0, 0.0, 0.0]),
+        ("math_rule", 3, [1.0, 1.0, 1.0, 1.0])],
+}
+
+
+def roll_run(folder: Path) -> Path:
+    for step, prompts in ROLL_STEPS.items():
+        write_roll(folder, step, prompts)
+    return folder
+
+
+def test_roll_statistics_are_the_hand_computed_ones(tmp_path, capsys):
+    steps, report, _ = analyze(capsys, roll_run(tmp_path / "dump"), tmp_path / "out")
+    assert report["format"] == "roll" and [s["step"] for s in steps] == [0, 1]
+    zero, one = steps
+    # step 0: groups [1,0,1,1], [0,0,0,0], [1,1,1,1], [0,1,0,0]: two without spread (8 of 16 rollouts),
+    # mean reward 8/16, solve rates 3/4, 0, 1, 1/4; pass@2 per group 1, 0, 1, 1/2
+    assert zero["num_groups"] == 4 and zero["group_sizes"] == [4]
+    assert zero["zero_spread_share"] == 8 / 16 and zero["mean_reward"] == pytest.approx(8 / 16)
+    assert zero["solve_rate"] == pytest.approx(1 / 2) and zero["pass_at_k"]["2"] == pytest.approx(2.5 / 4)
+    assert zero["solve_rate_histogram"]["0"] == 1 / 4 and zero["solve_rate_histogram"]["1"] == 1 / 4
+    # step 1: groups [1,1,0,0], [0,0,0,0], [1,1,1,1]: two without spread (8 of 12), mean 6/12, solve rates 1/2, 0, 1
+    assert one["num_groups"] == 3 and one["zero_spread_share"] == pytest.approx(8 / 12)
+    assert one["mean_reward"] == pytest.approx(6 / 12) and one["solve_rate"] == pytest.approx(1 / 2)
+    assert any("ROLL groups are consecutive rows of one prompt (id, messages, prompt) in one domain, 4 at a time" in n
+               for n in report["notes"])
+    # --group-size 2 cuts every prompt's run in pairs: step 0's [1,0],[1,1],[0,0],[0,0],[1,1],[1,1],[0,1],[0,0]
+    steps, _, _ = analyze(capsys, tmp_path / "dump", tmp_path / "pairs", "--group-size", "2")
+    assert steps[0]["num_groups"] == 8 and steps[0]["zero_spread_share"] == 12 / 16
+
+
+def test_roll_is_found_from_its_folder_or_a_file_and_by_format(tmp_path, capsys):
+    folder = roll_run(tmp_path / "dump")
+    expected, _, _ = analyze(capsys, folder, tmp_path / "o1")
+    assert analyze(capsys, folder, tmp_path / "o2", "--format", "roll")[0] == expected
+    single, _, _ = analyze(capsys, folder / "rollout_dump_data.step_1.jsonl", tmp_path / "o3")
+    assert single == expected[1:]
+    refused(capsys, folder, tmp_path / "out", "reads as a roll dump, not verl", flags=("--format", "verl"))
+
+
+def test_roll_prompts_sharing_an_id_are_told_apart_by_their_text(tmp_path, capsys):
+    expected, _, _ = analyze(capsys, roll_run(tmp_path / "dump"), tmp_path / "o1")
+    cols = roll_dump(0, ROLL_STEPS[0])
+    cols["id"] = ["deepmath"] * len(cols["id"])  # a dataset whose id names its source, not the prompt
+    write_roll(tmp_path / "shared", 0, None, text=json.dumps(cols) + "\n")
+    steps, _, _ = analyze(capsys, tmp_path / "shared", tmp_path / "o2")
+    assert steps == expected[:1]
+
+
+def test_roll_a_torn_newest_dump_is_skipped_with_a_warning_and_a_torn_older_one_refused(tmp_path, capsys):
+    folder = roll_run(tmp_path / "dump")
+    newest = folder / "rollout_dump_data.step_2.jsonl"
+    whole = json.dumps(roll_dump(2, ROLL_STEPS[1]))
+    newest.write_text(whole[: len(whole) // 2])  # the daemon process writing it was stopped
+    steps, _, err = analyze(capsys, folder, tmp_path / "out")
+    assert [s["step"] for s in steps] == [0, 1]
+    assert err.splitlines() == [f"fade: warning: {newest}: skipped the unfinished dump of a step still being written"]
+    newest.unlink()
+    older = folder / "rollout_dump_data.step_0.jsonl"
+    older.write_text(older.read_text()[:-40])
+    refused(capsys, folder, tmp_path / "out2", "rollout_dump_data.step_0.jsonl:1", "cut short")
+
+
+@pytest.mark.parametrize("case, needles", [
+    ("no_scores", ("step_0.jsonl:1", "no 'scores' column", "expected ROLL's RLVR dump")),
+    ("score_text", ("step_0.jsonl:1", "row 3", "score '1'", "expected a finite number")),
+    ("score_nan", ("step_0.jsonl:1", "row 2", "score nan", "expected a finite number")),
+    ("step_other", ("step_0.jsonl:1", "row 1", "global_step 5", "as ROLL names the file")),
+    ("step_text", ("step_0.jsonl:1", "row 1", "global_step '0'", "expected an integer")),
+    ("step_huge", ("step_0.jsonl:1", "row 1", f"global_step {2**70}", "expected an integer within int64")),
+    ("nested", ("step_0.jsonl:1", "nested too deeply")),
+    ("short_column", ("step_0.jsonl:1", "column 'domain' has 15 values and 'scores' 16")),
+    ("id_list", ("step_0.jsonl:1", "row 1", "id [0]", "expected text or an integer")),
+    ("duplicate_key", ("step_0.jsonl:1", "key 'scores' twice", "expected each key once")),
+    ("two_objects", ("step_0.jsonl:2", "a second JSON object", "expected one per file")),
+    ("ragged", ("step_0.jsonl", "rows 1-3 are 3 rows of one prompt", "group size 4", "ragged or missing groups")),
+    ("one_each", ("step_0.jsonl", "most prompts have one response", "give --group-size 1")),
+    ("sizes_differ", ("step 0 reads as groups of 2", "step 1 as groups of 4", "give --group-size")),
+])
+def test_roll_refusals_name_the_file_and_what_was_expected(tmp_path, capsys, case, needles):
+    folder = roll_run(tmp_path / "dump")
+    cols = roll_dump(0, ROLL_STEPS[0])
+    text = None
+    if case == "no_scores":
+        del cols["scores"]
+    elif case == "score_text":
+        cols["scores"][2] = "1"
+    elif case == "score_nan":
+        cols["scores"][1] = float("nan")  # json.dumps writes NaN
+    elif case == "step_other":
+        cols["global_step"] = [5] * 16
+    elif case == "step_text":
+        cols["global_step"] = ["0"] * 16
+    elif case == "step_huge":
+        cols["global_step"] = [2**70] * 16
+    elif case == "nested":
+        text = '{"scores": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
+    elif case == "short_column":
+        cols["domain"].pop()
+    elif case == "id_list":
+        cols["id"][0] = [0]
+    elif case == "duplicate_key":
+        text = json.dumps(cols)[:-1] + ', "scores": [0.0]}\n'
+    elif case == "two_objects":
+        text = json.dumps(cols) + "\n" + json.dumps(cols) + "\n"
+    elif case == "ragged":
+        write_roll(folder, 0, [("math_rule", 0, [1.0, 0.0, 1.0])] + ROLL_STEPS[0][1:])
+    elif case == "one_each":
+        write_roll(folder, 0, [("math_rule", i, [1.0]) for i in range(4)])
+    elif case == "sizes_differ":
+        write_roll(folder, 0, [("math_rule", 0, [1.0, 0.0]), ("math_rule", 1, [1.0, 1.0])])
+    if case not in ("ragged", "one_each", "sizes_differ"):
+        write_roll(folder, 0, None, text=text if text is not None else json.dumps(cols) + "\n")
+    refused(capsys, folder, tmp_path / "out", *needles)

@@ -98,15 +98,45 @@ def test_verl_metrics_feed_entropy_to_fade_and_flag_filtering(tmp_path):
     assert analysis.estimators == ["grpo", "dr_grpo", "maxrl", "fade"]
     assert analysis.run.filtered and "lower bound" in analysis.run.filtered
     assert [s["entropy"] for s in analysis.steps] == pytest.approx([0.8, 0.6, 0.4])
-    # replayed in step order: before step s it has seen the entropies of steps < s and s - 1 updates
+    # replayed in step order as fade's verl trainer feeds it: before step s the entropy verl logged at
+    # step s (its old-log-prob pass on that batch) and s - 1 updates
+    assert analysis.run.entropy_feed == "same-step"
     replay = fade.estimator("fade")
     r, g = np.array(sum(REWARDS, [])), np.repeat(np.arange(4), 4)
     for step in (1, 2, 3):
-        if step > 1:
-            replay.observe(entropy=1.0 - 0.2 * (step - 1))
-        replay.observe(step=step - 1)
+        replay.observe(entropy=1.0 - 0.2 * step, step=step - 1)
         expected = fade.decompose(replay(r, g), r, g).diagnostics()
         assert analysis.steps[step - 1]["estimators"]["fade"] == pytest.approx(expected, nan_ok=True)
+
+
+@pytest.mark.parametrize(("feed", "fed"), [
+    ("same-step", {1: 0.9, 2: 0.7, 3: 0.5, 4: None, 5: 0.1}),
+    # TRL's default: the previous batch's loss pass; the first batch measured by the integration itself
+    ("previous-step", {1: 0.9, 2: 0.9, 3: 0.7, 4: 0.5, 5: None}),
+])
+def test_fade_is_replayed_with_the_entropy_the_runs_engine_fed_it(feed, fed):
+    """The run's entropy_feed, set by its format, picks which logged entropy FADE is fed before step s:
+    here step 4 logged none (the state carries on), and a schedule with ema=1 shows each one fed."""
+    from fade.analyze import RunRecords, StepBatch, analyze_records
+    from fade.analyze.stats import Counterfactuals
+
+    r, g = np.array(sum(REWARDS, [])), np.repeat(np.arange(4), 4)
+    run = RunRecords("generic", "run", [StepBatch(s, r, g) for s in range(1, 6)],
+                     entropy={1: 0.9, 2: 0.7, 3: 0.5, 5: 0.1})
+    assert run.entropy_feed == "same-step"  # every format's default, verl's and the testbed's rule
+    run.entropy_feed = feed
+    spec = "fade:ema=1,h_star_ratio=1.5"
+    analysis = analyze_records(run, [spec])
+    replay = fade.estimator("fade", ema=1, h_star_ratio=1.5)
+    for step, h in fed.items():
+        replay.observe(step=step - 1, **({} if h is None else {"entropy": h}))
+        expected = fade.decompose(replay(r, g), r, g).diagnostics()
+        assert analysis.steps[step - 1]["estimators"][spec] == pytest.approx(expected, nan_ok=True), step
+    assert replay.last["delta"] < 1  # the entropy moved delta: the comparison above sees which one was fed
+    run.entropy_feed = "previous"
+    with pytest.raises(ValueError, match="entropy_feed 'previous' of the generic run: expected one of same-step, "
+                                         "previous-step"):
+        Counterfactuals([spec], run)
 
 
 def test_prime_rl_nemo_rl_and_fade_eval_layouts(tmp_path):

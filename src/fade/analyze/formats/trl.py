@@ -216,7 +216,9 @@ def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
     elif record.last_step is not None and numbered and max(n for n, _ in numbered) > record.last_step:
         notes.append(f"{record.path} records steps up to {record.last_step}: a later file in which TRL wrote an "
                      "evaluation's rows cannot be told from a batch")
-    run = RunRecords("trl", str(where), steps, estimator="grpo:eps=0.0001", notes=notes)
+    # fade's TRL trainer feeds FADE, by default (entropy="previous"), the entropy of the previous batch's
+    # loss pass, which TRL logs under the previous step (fade.integrations.trl, FadeGRPOTrainer._fade_entropy)
+    run = RunRecords("trl", str(where), steps, estimator="grpo:eps=0.0001", notes=notes, entropy_feed="previous-step")
     run.notes.append("the run's estimator is taken as TRL's default advantage (scale_rewards='group')")
     state_file = _trl_state(where)
     if state_file is not None and options.metrics is None:

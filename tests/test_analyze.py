@@ -832,6 +832,31 @@ def test_trl_groups_are_whole_groups_of_the_runs_one_size(tmp_path, capsys):
             "(--group-size)", "the group size is not 2)", flags=("--group-size", "2"))
 
 
+def test_a_run_of_fades_trl_trainer_is_read_though_its_advantages_are_not_centred(tmp_path, capsys):
+    # FadeGRPOTrainer writes its estimator's advantages (FADE divides the failures' by delta, so a
+    # group's need not sum to 0) and logs fade/... in trainer_state.json: its groups are cut by the
+    # run's group size alone, and its estimator is not taken as TRL's
+    rewards = [1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0]
+    r = np.asarray(rewards).reshape(-1, 4)
+    centred = r - r.mean(1, keepdims=True)
+    fade_adv = np.where(centred < 0, centred / 0.8, centred).ravel().tolist()  # FADE with delta 0.8
+    dump = tmp_path / "fade_trl"
+    write_trl(dump / "completions" / "completions_00001.parquet", 1, [f"p{i // 4}" for i in range(8)], rewards, 4,
+              advantages=fade_adv)
+    history = [{"step": 1, "loss": 0.0, "rewards/acc/mean": 0.375, "entropy": 1.0, "fade/delta": 0.8}]
+    (dump / "trainer_state.json").write_text(json.dumps({"global_step": 1, "log_history": history}))
+    code, steps, report, err = analyze_cli(capsys, dump, tmp_path / "out")
+    assert [(s["num_groups"], s["group_sizes"]) for s in steps] == [(2, [4])]
+    assert report["estimator"] is None and report["entropy_feed"] == "previous-step"
+    expected = fade.decompose(np.asarray(fade_adv), np.asarray(rewards), np.repeat([0, 1], 4)).diagnostics()
+    assert steps[0]["run"] == pytest.approx(expected, nan_ok=True)  # the advantages the run applied, as written
+    assert any("FadeGRPOTrainer" in n for n in report["notes"])
+    assert any("group size 4" in n and "not checked against the advantages" in n for n in report["notes"])
+    trl_only = [{k: v for k, v in history[0].items() if not k.startswith("fade/")}]
+    (dump / "trainer_state.json").write_text(json.dumps({"global_step": 1, "log_history": trl_only}))
+    refused(capsys, dump, tmp_path / "out2", "advantages sum to", "expected groups of 4 rows")  # TRL's are centred
+
+
 def test_the_mean_of_rewards_near_the_largest_float_is_that_number(tmp_path, capsys):
     big = 1.5e308
     rows = generic_rows(1, ["a", "a", "b", "b"], [big, big, big, 0.5 * big])

@@ -98,15 +98,45 @@ def test_verl_metrics_feed_entropy_to_fade_and_flag_filtering(tmp_path):
     assert analysis.estimators == ["grpo", "dr_grpo", "maxrl", "fade"]
     assert analysis.run.filtered and "lower bound" in analysis.run.filtered
     assert [s["entropy"] for s in analysis.steps] == pytest.approx([0.8, 0.6, 0.4])
-    # replayed in step order: before step s it has seen the entropies of steps < s and s - 1 updates
+    # replayed in step order as fade's verl trainer feeds it: before step s the entropy verl logged at
+    # step s (its old-log-prob pass on that batch) and s - 1 updates
+    assert analysis.run.entropy_feed == "same-step"
     replay = fade.estimator("fade")
     r, g = np.array(sum(REWARDS, [])), np.repeat(np.arange(4), 4)
     for step in (1, 2, 3):
-        if step > 1:
-            replay.observe(entropy=1.0 - 0.2 * (step - 1))
-        replay.observe(step=step - 1)
+        replay.observe(entropy=1.0 - 0.2 * step, step=step - 1)
         expected = fade.decompose(replay(r, g), r, g).diagnostics()
         assert analysis.steps[step - 1]["estimators"]["fade"] == pytest.approx(expected, nan_ok=True)
+
+
+@pytest.mark.parametrize(("feed", "fed"), [
+    ("same-step", {1: 0.9, 2: 0.7, 3: 0.5, 4: None, 5: 0.1}),
+    # TRL's default: the previous batch's loss pass; the first batch measured by the integration itself
+    ("previous-step", {1: 0.9, 2: 0.9, 3: 0.7, 4: 0.5, 5: None}),
+])
+def test_fade_is_replayed_with_the_entropy_the_runs_engine_fed_it(feed, fed):
+    """The run's entropy_feed, set by its format, picks which logged entropy FADE is fed before step s:
+    here step 4 logged none (the state carries on), and a schedule with ema=1 shows each one fed."""
+    from fade.analyze import RunRecords, StepBatch, analyze_records
+    from fade.analyze.stats import Counterfactuals
+
+    r, g = np.array(sum(REWARDS, [])), np.repeat(np.arange(4), 4)
+    run = RunRecords("generic", "run", [StepBatch(s, r, g) for s in range(1, 6)],
+                     entropy={1: 0.9, 2: 0.7, 3: 0.5, 5: 0.1})
+    assert run.entropy_feed == "same-step"  # every format's default, verl's and the testbed's rule
+    run.entropy_feed = feed
+    spec = "fade:ema=1,h_star_ratio=1.5"
+    analysis = analyze_records(run, [spec])
+    replay = fade.estimator("fade", ema=1, h_star_ratio=1.5)
+    for step, h in fed.items():
+        replay.observe(step=step - 1, **({} if h is None else {"entropy": h}))
+        expected = fade.decompose(replay(r, g), r, g).diagnostics()
+        assert analysis.steps[step - 1]["estimators"][spec] == pytest.approx(expected, nan_ok=True), step
+    assert replay.last["delta"] < 1  # the entropy moved delta: the comparison above sees which one was fed
+    run.entropy_feed = "previous"
+    with pytest.raises(ValueError, match="entropy_feed 'previous' of the generic run: expected one of same-step, "
+                                         "previous-step"):
+        Counterfactuals([spec], run)
 
 
 def test_prime_rl_nemo_rl_and_fade_eval_layouts(tmp_path):
@@ -800,6 +830,31 @@ def test_trl_groups_are_whole_groups_of_the_runs_one_size(tmp_path, capsys):
     # a --group-size that splits TRL's groups is refused the same way
     refused(capsys, ok.parent, tmp_path / "out", "completions_00001.parquet: rows 9-10", "advantages sum to",
             "(--group-size)", "the group size is not 2)", flags=("--group-size", "2"))
+
+
+def test_a_run_of_fades_trl_trainer_is_read_though_its_advantages_are_not_centred(tmp_path, capsys):
+    # FadeGRPOTrainer writes its estimator's advantages (FADE divides the failures' by delta, so a
+    # group's need not sum to 0) and logs fade/... in trainer_state.json: its groups are cut by the
+    # run's group size alone, and its estimator is not taken as TRL's
+    rewards = [1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0]
+    r = np.asarray(rewards).reshape(-1, 4)
+    centred = r - r.mean(1, keepdims=True)
+    fade_adv = np.where(centred < 0, centred / 0.8, centred).ravel().tolist()  # FADE with delta 0.8
+    dump = tmp_path / "fade_trl"
+    write_trl(dump / "completions" / "completions_00001.parquet", 1, [f"p{i // 4}" for i in range(8)], rewards, 4,
+              advantages=fade_adv)
+    history = [{"step": 1, "loss": 0.0, "rewards/acc/mean": 0.375, "entropy": 1.0, "fade/delta": 0.8}]
+    (dump / "trainer_state.json").write_text(json.dumps({"global_step": 1, "log_history": history}))
+    code, steps, report, err = analyze_cli(capsys, dump, tmp_path / "out")
+    assert [(s["num_groups"], s["group_sizes"]) for s in steps] == [(2, [4])]
+    assert report["estimator"] is None and report["entropy_feed"] == "previous-step"
+    expected = fade.decompose(np.asarray(fade_adv), np.asarray(rewards), np.repeat([0, 1], 4)).diagnostics()
+    assert steps[0]["run"] == pytest.approx(expected, nan_ok=True)  # the advantages the run applied, as written
+    assert any("FadeGRPOTrainer" in n for n in report["notes"])
+    assert any("group size 4" in n and "not checked against the advantages" in n for n in report["notes"])
+    trl_only = [{k: v for k, v in history[0].items() if not k.startswith("fade/")}]
+    (dump / "trainer_state.json").write_text(json.dumps({"global_step": 1, "log_history": trl_only}))
+    refused(capsys, dump, tmp_path / "out2", "advantages sum to", "expected groups of 4 rows")  # TRL's are centred
 
 
 def test_the_mean_of_rewards_near_the_largest_float_is_that_number(tmp_path, capsys):

@@ -4,7 +4,8 @@ At every step, the zero-spread share fade reads from the parquet files equals TR
 frac_reward_zero_std, the run's advantages' mass equals fade.decompose on the advantages the
 trainer held in memory, and grpo with TRL's constant reproduces the run's advantages. The columns
 reward functions log beside their rewards (log_extra) leave the statistics as they are, and the
-files an evaluation writes under a training step's name are left out.
+files an evaluation writes under a training step's name are left out. A run of fade's
+FadeGRPOTrainer with FADE is replayed as it ran: the advantages it wrote and the schedule it logged.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ import torch  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 import fade  # noqa: E402
-from fade.analyze import analyze_run, write_outputs  # noqa: E402
+from fade.analyze import ReadOptions, analyze_records, analyze_run, read_run, write_outputs  # noqa: E402
+from fade.analyze.stats import Counterfactuals  # noqa: E402
 from fade.cli import main  # noqa: E402
+from fade.integrations.trl import FadeGRPOTrainer  # noqa: E402
 from fade.testbed.policy import load_policy  # noqa: E402
 from fade.testbed.tasks import get_task  # noqa: E402
 from fade.testbed.trl_task import prompt_dataset  # noqa: E402
@@ -225,3 +228,57 @@ def test_files_an_evaluation_wrote_under_a_training_steps_name_are_left_out(trl_
     notes = json.loads((tmp_path / "a" / "report.json").read_text())["notes"]
     (note,) = [n for n in notes if "evaluation" in n]
     assert "completions_00002.parquet" in note and "completions_00004.parquet" in note
+
+
+#: FADE as the TRL runs below use it: ema=1 and a target above the first entropy, so that delta
+#: follows each step's entropy from the first step on (the default h_star_ratio=0.5 holds it at 1
+#: for a run's first steps), and which entropy a replay feeds shows at every step.
+FADE_TRL = {"ema": 1.0, "h_star_ratio": 1.05}
+FADE_SPEC = "fade:" + ",".join(f"{k}={v}" for k, v in FADE_TRL.items())
+
+
+@pytest.fixture(scope="module", params=["previous", "current"])
+def fade_trl_run(request, tiny_model, tmp_path_factory) -> tuple[Path, str]:
+    """fade's FadeGRPOTrainer with FADE, fed the entropy each way it can be (entropy=), one micro-batch
+    per step (the integration measures the first batch as TRL's loss pass does then)."""
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp(f"fade_trl_{request.param}")
+    model, tokenizer = load_policy(tiny_model)
+    problems = get_task("arithmetic").problems("train", n=32, seed=0)
+    trainer = FadeGRPOTrainer(model=model, reward_funcs=[even_length], args=grpo_config(out, scale_rewards="none"),
+                              train_dataset=prompt_dataset(problems, tokenizer.bos_token), processing_class=tokenizer,
+                              advantage="fade", advantage_kwargs=FADE_TRL, entropy=request.param)
+    trainer.train()
+    trainer.save_state()
+    return out, request.param
+
+
+def test_fade_analyze_replays_a_fade_run_as_trl_fed_it(fade_trl_run):
+    """fade analyze on the run's completions and trainer_state.json, replaying the run's FADE spec:
+    at every step the advantage column the run wrote and the alpha and delta it logged. The TRL
+    format replays fade's default (entropy="previous": before step s the entropy TRL logged at step
+    s - 1, before the first its own); a run with entropy="current" is replayed by setting the run's
+    entropy_feed to "same-step", as a caller of fade.analyze may. Before, FADE was fed step s - 1's
+    entropy and nothing before the first step: delta 1 there, where the run's was 0.87."""
+    out, source = fade_trl_run
+    run = read_run(out / "completions", ReadOptions())
+    assert run.format == "trl" and run.entropy_feed == "previous-step"
+    assert run.estimator is None  # fade's trainer wrote FADE's advantages, not TRL's
+    if source == "current":
+        run.entropy_feed = "same-step"
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
+    logged = {h["step"]: h for h in history if "fade/delta" in h}
+    assert [b.step for b in run.steps] == sorted(logged) == list(range(1, STEPS + 1))
+    analysis = analyze_records(run, [FADE_SPEC])
+    replay = Counterfactuals([FADE_SPEC], run)
+    deltas = []
+    for batch, row in zip(run.steps, analysis.steps):
+        adv = replay.weigh(batch)[FADE_SPEC]
+        np.testing.assert_allclose(adv.double().numpy(), batch.advantages, rtol=1e-6, atol=1e-6,
+                                   err_msg=f"step {batch.step}")
+        last = replay.estimators[FADE_SPEC].last
+        for knob in ("alpha", "delta"):
+            assert last[knob] == pytest.approx(logged[batch.step][f"fade/{knob}"], rel=1e-6), (batch.step, knob)
+        deltas.append(last["delta"])
+        assert row["estimators"][FADE_SPEC] == pytest.approx(row["run"], rel=1e-5, abs=1e-6, nan_ok=True), batch.step
+    assert max(deltas) < 1 and len(set(np.round(deltas, 6))) > 1  # every step's delta read an entropy

@@ -39,6 +39,10 @@ SCHEDULE = ("alpha", "delta", "p_hat", "h_hat", "h_star")
 ALWAYS = ("positive_mass", "negative_mass", "effective_sample_fraction")
 #: The FADE parameters of the recipe (run_fade_qwen2_5_7b_math.sh).
 RECIPE = {"h_star_ratio": 0.5}
+#: FADE in ``fade_run``: the recipe's with ema=1 and a target above the first entropy, so that delta
+#: follows each step's own entropy from the first step on (the recipe's h_star_ratio=0.5 holds it at 1
+#: for a run's first steps): which entropy FADE was fed, in the run and in a replay, shows at every step.
+FADE_RUN = {"h_star_ratio": 1.1, "ema": 1.0}
 
 
 #: What "the same losses" means between two processes: the rollouts, entropy and advantages to float
@@ -81,7 +85,10 @@ def console_steps(path: Path) -> dict[int, str]:
 @pytest.fixture(scope="module")
 def fade_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("fade")
-    proc = smoke(out, record=True)
+    # rollout_data_dir: verl's own dump, which fade analyze reads; the resumed run rewrites 3.jsonl, as
+    # the recorder rewrites step_3.json, so both hold the batch of the resumed step 3
+    proc = smoke(out, f"++algorithm.fade.h_star_ratio={FADE_RUN['h_star_ratio']}",
+                 f"+algorithm.fade.ema={FADE_RUN['ema']}", f"trainer.rollout_data_dir={out / 'rollouts'}", record=True)
     assert "cpu smoke: passed" in proc.stdout
     return out
 
@@ -148,7 +155,7 @@ def test_the_update_applies_the_advantages_fades_estimator_returned(fade_run):
     for step in (1, 2, 3):
         record = json.loads((fade_run / "record" / f"step_{step}.json").read_text())
         rows = record["rows"]
-        est = fade.estimator("fade", **RECIPE)
+        est = fade.estimator("fade", **FADE_RUN)
         if record["state_before"] is not None:
             est.load_state_dict(record["state_before"])
         est.observe(entropy=record["entropy"], step=step - 1)  # FADE's step: the updates before this one
@@ -171,6 +178,43 @@ def test_the_update_applies_the_advantages_fades_estimator_returned(fade_run):
 def per_response(row: dict) -> float:
     mask = torch.tensor(row["mask"], dtype=torch.bool)
     return float(torch.tensor(row["advantages"])[mask][0]) if mask.any() else 0.0
+
+
+def test_fade_analyze_replays_the_runs_fade_as_verl_fed_it(fade_run):
+    """fade analyze on verl's rollout dump and file logger, replaying the run's FADE spec: at every step
+    the advantages the update applied (rows matched by the uid verl wrote) and the alpha and delta verl
+    logged. verl feeds FADE the entropy of the batch it weighs, logged under the same step; a replay
+    fed step s - 1's (the rule before) weighed every step with the previous step's delta."""
+    from fade.analyze import ReadOptions, analyze_run, read_run
+    from fade.analyze.stats import Counterfactuals
+
+    spec = "fade:" + ",".join(f"{k}={v}" for k, v in FADE_RUN.items())
+    full, resumed = logged(fade_run / "full.metrics.jsonl"), logged(fade_run / "resumed.metrics.jsonl")
+    # the dump's step 3 is the resumed run's (below): the same entropy and schedule as the full run's
+    assert {k: resumed[3][k] for k in ("actor/entropy", "fade/alpha", "fade/delta")} == {
+        k: full[3][k] for k in ("actor/entropy", "fade/alpha", "fade/delta")}
+    options = ReadOptions(metrics=fade_run / "full.metrics.jsonl")
+    run = read_run(fade_run / "rollouts", options)
+    assert run.format == "verl" and run.entropy_feed == "same-step" and [b.step for b in run.steps] == [1, 2, 3]
+    analysis = analyze_run(fade_run / "rollouts", options, estimators=[spec])
+    replay = Counterfactuals([spec], run)
+    deltas = []
+    for batch, row in zip(run.steps, analysis.steps):
+        record = json.loads((fade_run / "record" / f"step_{batch.step}.json").read_text())
+        applied_by_key = {r["key"]: per_response(r) for r in record["rows"]}
+        dump = (fade_run / "rollouts" / f"{batch.step}.jsonl").read_text().splitlines()
+        uids = [json.loads(line)["uid"] for line in dump if line]
+        assert all(u.endswith("_0") for u in uids) and sorted(uids) == sorted(applied_by_key)  # one output a session
+        applied = torch.tensor([applied_by_key[u] for u in uids], dtype=torch.float64)
+        adv = replay.weigh(batch)[spec]
+        torch.testing.assert_close(adv, applied, rtol=1e-6, atol=1e-6, msg=lambda m: f"step {batch.step}: {m}")
+        last = replay.estimators[spec].last
+        for knob in ("alpha", "delta"):
+            assert last[knob] == pytest.approx(full[batch.step][f"fade/{knob}"], rel=1e-6), (batch.step, knob)
+        deltas.append(last["delta"])
+        expected = fade.decompose(applied, torch.tensor(batch.rewards), torch.tensor(batch.groups)).diagnostics()
+        assert row["estimators"][spec] == pytest.approx(expected, rel=1e-5, abs=1e-6, nan_ok=True), batch.step
+    assert max(deltas) < 1 and len(set(deltas)) == 3  # each step's own entropy moved delta
 
 
 def test_fade_grpo_is_verls_grpo_on_every_batch_of_verls_sync_trainer(sync_runs):

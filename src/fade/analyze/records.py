@@ -68,6 +68,9 @@ class RunRecords:
         notes: what the reader assumed, shown in the report.
         engine_metrics: per step, the engine's own logged numbers the report sets beside fade's
             (TRL's ``frac_reward_zero_std``, ...).
+        entropy_feed: which logged entropy the run's engine fed FADE before it weighed the batch of
+            step s, as the format knows its engine: a name of :data:`fade.analyze.stats.ENTROPY_FEEDS`
+            (``"same-step"``, the default, or ``"previous-step"``), which says what the replay feeds.
     """
 
     format: str
@@ -79,6 +82,7 @@ class RunRecords:
     success: tuple[str, float] | None = None
     notes: list[str] = field(default_factory=list)
     engine_metrics: dict[int, dict[str, float]] = field(default_factory=dict)
+    entropy_feed: str = "same-step"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,7 +91,7 @@ class RunRecords:
             "last_step": self.steps[-1].step if self.steps else None,
             "estimator": self.estimator, "filtered": self.filtered,
             "success": None if self.success is None else f"reward {self.success[0]} {self.success[1]:g}",
-            "entropy_logged": bool(self.entropy), "notes": list(self.notes),
+            "entropy_logged": bool(self.entropy), "entropy_feed": self.entropy_feed, "notes": list(self.notes),
         }
 
 

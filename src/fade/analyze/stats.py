@@ -6,14 +6,15 @@ gradient), the solve-rate histogram, the mean reward, unbiased pass@k from each 
 and the gradient-mass diagnostics of ``fade.decompose``: of the run's own advantages where the
 dump carries them, and of each counterfactual estimator on the same rewards. The estimators are
 the registry's vectorised ones, one call per step; a stateful one (FADE) is replayed in step
-order, fed before step s the entropy the run logged at step s - 1 and s - 1 as its update count.
+order, fed before step s what the run's engine fed it (:func:`fed_entropy`, by the run's
+``entropy_feed``) and s - 1 as its update count.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,8 +25,12 @@ from fade.specs import parse_spec
 
 from .records import DumpError, RunRecords, StepBatch
 
+if TYPE_CHECKING:
+    import torch
+
 __all__ = [
-    "DEFAULT_ESTIMATORS", "SOLVE_BUCKETS", "ZERO_SPREAD_TOL", "Counterfactuals", "default_estimators", "step_stats",
+    "DEFAULT_ESTIMATORS", "ENTROPY_FEEDS", "SOLVE_BUCKETS", "ZERO_SPREAD_TOL", "Counterfactuals", "default_estimators",
+    "fed_entropy", "step_stats",
 ]
 
 #: A group's rewards "all agree" when max - min is at most this.
@@ -38,6 +43,18 @@ _EDGES = np.array([0.2, 0.4, 0.6, 0.8])
 #: The counterfactual estimators when --estimators is left out (besides the run's own, and FADE
 #: where the run logged an entropy).
 DEFAULT_ESTIMATORS = ("grpo", "dr_grpo", "maxrl")
+
+#: Which logged entropy an engine fed FADE before it weighed the batch of step s, by the name a
+#: format sets as its run's ``entropy_feed``: the entropy logged at step s minus this lag.
+#:
+#: - ``"same-step"`` (0): the entropy of that very batch, measured before its advantage and logged
+#:   under its step. verl (fade.integrations.verl.trainer.FadeTrainer._compute_advantage hands FADE
+#:   ``metrics["actor/entropy"]`` of the old-log-prob pass, logged under the same ``global_steps``),
+#:   fade's testbed (``train`` feeds the policy pass's entropy, logged as step s's ``entropy``), TRL
+#:   with ``FadeGRPOTrainer(entropy="current")``; and the default of every other format.
+#: - ``"previous-step"`` (1): the entropy of the previous batch's loss pass, logged under step s - 1;
+#:   TRL's default (``FadeGRPOTrainer(entropy="previous")``), which measures the first batch itself.
+ENTROPY_FEEDS: dict[str, int] = {"same-step": 0, "previous-step": 1}
 
 
 def default_estimators(run: RunRecords) -> list[str]:
@@ -110,29 +127,48 @@ class Counterfactuals:
                 self.estimators[spec] = estimator(name, **params)
             except (KeyError, ValueError, TypeError) as exc:
                 raise DumpError(f"--estimators {spec!r}: {exc}") from None
+        if self.run.entropy_feed not in ENTROPY_FEEDS:
+            raise ValueError(f"entropy_feed {self.run.entropy_feed!r} of the {self.run.format} run: expected one of "
+                             f"{', '.join(ENTROPY_FEEDS)}")
 
-    def step(self, batch: StepBatch) -> dict[str, dict[str, float]]:
+    def weigh(self, batch: StepBatch) -> dict[str, torch.Tensor]:
+        """Each estimator's advantages of ``batch``, a stateful one first fed what the run's engine fed
+        it before this batch (:func:`fed_entropy`) and s - 1, the updates before it, as its step: every
+        engine fade integrates counts them so (docs/method.md). Call it once per step, in step order."""
         out = {}
         for spec, est in list(self.estimators.items()):
-            if est.reads_entropy:
-                h = self.run.entropy.get(batch.step - 1)
-                if h is not None:
-                    est.observe(entropy=h)
             if est.stateful:
-                est.observe(step=max(batch.step - 1, 0))
+                h = fed_entropy(self.run, batch.step, awaiting=est.awaiting_entropy) if est.reads_entropy else None
+                est.observe(step=max(batch.step - 1, 0), **({} if h is None else {"entropy": h}))
             try:
-                adv = est(batch.rewards, batch.groups)
+                out[spec] = est(batch.rewards, batch.groups)
             except ValueError as exc:
                 if self.strict:
                     raise DumpError(f"--estimators {spec!r} at step {batch.step} ({batch.source}): {exc}") from None
                 self.skipped[spec] = f"{exc}".split("\n")[0]
                 del self.estimators[spec]
-                continue
+        return out
+
+    def step(self, batch: StepBatch) -> dict[str, dict[str, float]]:
+        """The diagnostics of each estimator's advantages of ``batch`` (:meth:`weigh`)."""
+        out = {}
+        for spec, adv in self.weigh(batch).items():
             entry = _diagnostics(adv, batch)
             if batch.advantages is not None and spec == self.run.estimator:
                 entry["max_abs_diff_to_run"] = float(np.abs(adv.double().numpy() - batch.advantages).max())
             out[spec] = entry
         return out
+
+
+def fed_entropy(run: RunRecords, step: int, *, awaiting: bool) -> float | None:
+    """The entropy the run's engine fed FADE before it weighed the batch of ``step``: the one logged
+    at step - lag (:data:`ENTROPY_FEEDS` by ``run.entropy_feed``); where none is logged there and the
+    estimator has no entropy yet (``awaiting``, the first batch), the batch's own, as TRL's
+    integration measures it then; else None, and the state carries on as the engine's did."""
+    h = run.entropy.get(step - ENTROPY_FEEDS[run.entropy_feed])
+    if h is None and awaiting:
+        h = run.entropy.get(step)
+    return h
 
 
 def run_diagnostics(batch: StepBatch) -> dict[str, float] | None:

@@ -38,7 +38,9 @@ class TrlRecord:
     ``eval_rewards/...``), which TRL logs for every reward function under the name it gives the
     function's parquet column (TRL 1.16, trl/trainer/grpo_trainer.py:2821-2825 and 2835-2836, both
     over ``self.reward_func_names``); ``evaluated``: the steps with an evaluation's entry (its keys
-    start with ``eval_``); ``last_step``: its ``global_step``.
+    start with ``eval_``); ``last_step``: its ``global_step``; ``fade_trainer``: whether fade's
+    ``FadeGRPOTrainer`` ran it (it logs ``fade/...`` at every step, fade.integrations.trl._fade_log),
+    whose advantages are its estimator's, not TRL's.
     """
 
     _REWARD_KEY = re.compile(r"^(?:eval_)?rewards/(.+)/(?:mean|std)$")
@@ -54,8 +56,10 @@ class TrlRecord:
         self.path = path
         self.reward_functions: list[str] = []
         self.evaluated: set[int] = set()
+        self.fade_trainer = False
         for entry in history:
             for key in entry if isinstance(entry, dict) else ():
+                self.fade_trainer |= key.startswith("fade/")
                 m = self._REWARD_KEY.match(key)
                 if m and m.group(1) not in self.reward_functions:
                     self.reward_functions.append(m.group(1))
@@ -203,7 +207,8 @@ def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
 
     runs: list[tuple[StepBatch, list, np.ndarray, np.ndarray]] = []
     steps = step_files(numbered, read, progress)
-    how = _trl_groups(runs, options.group_size)
+    fade_trainer = record is not None and record.fade_trainer
+    how = _trl_groups(runs, options.group_size, centred=not fade_trainer)
     if how is not None:
         notes.append(how)
     if evaluation:
@@ -216,15 +221,21 @@ def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
     elif record.last_step is not None and numbered and max(n for n, _ in numbered) > record.last_step:
         notes.append(f"{record.path} records steps up to {record.last_step}: a later file in which TRL wrote an "
                      "evaluation's rows cannot be told from a batch")
-    run = RunRecords("trl", str(where), steps, estimator="grpo:eps=0.0001", notes=notes)
-    run.notes.append("the run's estimator is taken as TRL's default advantage (scale_rewards='group')")
+    # fade's TRL trainer feeds FADE, by default (entropy="previous"), the entropy of the previous batch's
+    # loss pass, which TRL logs under the previous step (fade.integrations.trl, FadeGRPOTrainer._fade_entropy)
+    run = RunRecords("trl", str(where), steps, estimator=None if fade_trainer else "grpo:eps=0.0001", notes=notes,
+                     entropy_feed="previous-step")
+    run.notes.append(f"fade's FadeGRPOTrainer ran this run ({record.path.name} logs fade/...): its advantages are "
+                     "its estimator's, which the files do not name (--estimators replays it)" if fade_trainer else
+                     "the run's estimator is taken as TRL's default advantage (scale_rewards='group')")
     state_file = _trl_state(where)
     if state_file is not None and options.metrics is None:
         read_metrics(run, state_file)
     return run
 
 
-def _trl_groups(runs: list[tuple[StepBatch, list, np.ndarray, np.ndarray]], group_size: int | None) -> str | None:
+def _trl_groups(runs: list[tuple[StepBatch, list, np.ndarray, np.ndarray]], group_size: int | None,
+                centred: bool = True) -> str | None:
     """Cut each TRL batch's runs of one prompt into groups; returns a note on how the size was found.
 
     TRL (1.16) writes a group as ``num_generations`` consecutive rows of one prompt: its sampler
@@ -239,7 +250,9 @@ def _trl_groups(runs: list[tuple[StepBatch, list, np.ndarray, np.ndarray]], grou
     (2785; ``normalize_then_sum`` centres each reward function per group, 2794, then the batch),
     an unscorable row's advantage set to 0 (2810), so the advantages of every group, given or
     inferred, sum to 0: a partial group, or a size that splits the real groups, is refused rather
-    than read as smaller groups.
+    than read as smaller groups. Not so in a run of fade's FadeGRPOTrainer (``centred=False``): its
+    estimator's advantages need not sum to 0 (FADE divides the failures' by delta), so there the
+    groups are cut without that check.
     """
     if not runs:
         return None
@@ -254,6 +267,8 @@ def _trl_groups(runs: list[tuple[StepBatch, list, np.ndarray, np.ndarray]], grou
     for batch, keys, starts, lengths in runs:
         batch.groups = split_runs(starts, lengths, size, batch.source, how)
         batch.prompt_keys = [k for k, n in zip(keys, (lengths // size).tolist()) for _ in range(n)]
+        if not centred:
+            continue
         adv = batch.advantages.reshape(-1, size)
         total = adv.sum(axis=1)
         off = np.flatnonzero(np.abs(total) > 1e-3 * np.abs(adv).sum(axis=1) + 1e-6)
@@ -265,6 +280,9 @@ def _trl_groups(runs: list[tuple[StepBatch, list, np.ndarray, np.ndarray]], grou
                             f"mean as TRL centres a group (a partial group, or the group size is not {size}{hint})")
     if group_size is not None:
         return None
+    if not centred:
+        return (f"group size {size}: {how}, not checked against the advantages (fade's trainer wrote its "
+                "estimator's, which need not sum to 0 over a group; --group-size states it)")
     return (f"group size {size}: {how}; every group's advantages sum to 0, as TRL centres them "
             "(--group-size states it)")
 

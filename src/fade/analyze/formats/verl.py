@@ -50,7 +50,9 @@ def _read_verl(where: Path, options: ReadOptions, progress) -> RunRecords:
         return StepBatch(int(steps[0]), rewards, groups, prompt_keys=keys, source=str(p))
 
     steps = step_files(numbered, read, progress)
-    run = RunRecords("verl" if "legacy" not in layouts else "verl-legacy", str(where), steps)
+    # fade's verl trainer feeds FADE the actor/entropy verl computed for this very batch before its
+    # advantage, logged under the same global_steps (fade.integrations.verl.trainer, _compute_advantage)
+    run = RunRecords("verl" if "legacy" not in layouts else "verl-legacy", str(where), steps, entropy_feed="same-step")
     if "legacy" in layouts:
         run.notes.append("legacy verl dump (no uid): groups are the rollouts of one prompt text")
     return run

@@ -381,10 +381,7 @@ class FadeEstimator(Estimator):
         """The batch's advantages, the record of the call (``last``), and the state after it."""
         solve_rate = float(rewards.mean())
         (alpha, delta), after = update(self.state, self.params, self.spec.schedule, solve_rate)
-        if self.params["baseline"] == "group":
-            adv = focal(rewards, groups.mean(rewards), alpha, delta, groups)
-        else:
-            adv = focal(rewards, rewards.mean(), alpha, delta)
+        adv = self.spec.fn(rewards, groups, alpha=alpha, delta=delta, baseline=self.params["baseline"])
         record = {
             "alpha": alpha,
             "delta": delta,
@@ -511,15 +508,16 @@ def _register_variants() -> None:
                  run_length="total_steps" if "total_steps" in extra else None, **{**_DEFAULTS, **extra})(_fade_formula)
 
 
-def _fade_formula(r: torch.Tensor, g: Groups, **params: Any) -> torch.Tensor:
+def _fade_formula(r: torch.Tensor, g: Groups, *, alpha: float, delta: float, baseline: str) -> torch.Tensor:
     """FADE (Focal Advantage with Dynamic Entropy): focal advantage with alpha, delta scheduled.
 
-    See :mod:`fade.adaptive`. Called directly (without the stateful estimator) it evaluates the
-    formula at ``alpha`` and ``delta`` (default 1: dr_grpo) with the group mean as baseline.
+    The formula at the knobs the schedule chose for this batch (:meth:`FadeEstimator._weigh` calls
+    it; see :mod:`fade.adaptive`): the focal advantage centred on the group mean (``baseline``
+    "group") or on the batch mean ("batch").
     """
-    alpha = 1.0 if params.get("alpha") is None else params["alpha"]
-    delta = 1.0 if params.get("delta") is None else params["delta"]
-    return focal(r, g.mean(r), alpha, delta, g)
+    if baseline == "group":
+        return focal(r, g.mean(r), alpha, delta, g)
+    return focal(r, r.mean(), alpha, delta)
 
 
 _check_paths(FIXED_PATHS)

@@ -53,7 +53,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from ..columns import INT64_MAX, INT64_MIN, encode_keys, read_jsonl
+from ..columns import INT64_MAX, INT64_MIN, encode_keys, read_jsonl, shown
 from ..records import DumpError, RunRecords, StepBatch, dense_ids
 from .base import Format, ReadOptions, one_per_step, step_files, strict_json
 
@@ -383,33 +383,71 @@ def _rollouts_dir(folder: Path) -> Path | None:
 
 
 def _rollouts_step(n: int, p: Path, newest: bool) -> StepBatch:
-    cols = read_jsonl(p, {}, newest=newest, raw_keys=("group", "task", "traces", "run"))
+    cols = read_jsonl(p, {}, newest=newest, raw_keys=("group", "task", "traces", "run"), lines=True)
     rewards, gkeys, tkeys = [], [], []
-    for row, (group, task, traces, run) in enumerate(zip(cols["group"], cols["task"], cols["traces"], cols["run"])):
-        where_row = f"{p}: row {row + 1}"
+    rows = zip(cols["__line__"].tolist(), cols["group"], cols["task"], cols["traces"], cols["run"])
+    for line, group, task, traces, run in rows:
+        at = f"{p}:{line}"
         if not isinstance(group, dict) or "id" not in group:
-            raise DumpError(f"{where_row}: no group.id: expected prime-rl's episode record")
-        step = ((run or {}).get("work") or {}).get("step")
+            raise DumpError(f"{at}: no group.id: expected prime-rl's episode record")
+        if not _key(group["id"]):
+            raise DumpError(f"{at}: group.id is {shown(group['id'])}: expected text or an integer")
+        step = _field(at, run, "run", "work", "step")
         if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step != n):
-            raise DumpError(f"{where_row}: run.work.step {step}: expected {n}, as the folder step_{n} names it")
-        if not traces:
-            raise DumpError(f"{where_row}: no traces: expected at least one trace with rewards")
-        total = 0.0
-        for name, r in (traces[-1].get("rewards") or {}).items():
-            if not isinstance(r, dict) or not isinstance(r.get("score"), (int, float)):
-                raise DumpError(f"{where_row}: reward {name!r} is {r!r}: expected {{score, weight}}")
-            total += float(r["score"]) * float(r.get("weight", 1.0))
-        if not math.isfinite(total):
-            raise DumpError(f"{where_row}: reward {total!r}: expected a finite number")
-        rewards.append(total)
+            raise DumpError(f"{at}: run.work.step {shown(step)}: expected {n}, as the folder step_{n} names it")
+        key = _field(at, task, "task", "key")
+        if key is not None and not _key(key):
+            raise DumpError(f"{at}: task.key is {shown(key)}: expected text or an integer")
+        if not isinstance(traces, list) or not traces:
+            raise DumpError(f"{at}: {'no traces' if not traces else f'traces is {shown(traces)}'}: expected a "
+                            "list of traces, the last with the episode's rewards")
+        rewards.append(_final_reward(at, traces[-1]))
         gkeys.append(str(group["id"]))
-        tkeys.append(str((task or {}).get("key", group["id"])))
+        tkeys.append(str(group["id"] if key is None else key))
     groups, _ = encode_keys(gkeys)
     first: dict[int, str] = {}
     for g, t in zip(groups.tolist(), tkeys):
         first.setdefault(g, t)
     return StepBatch(n, np.asarray(rewards, dtype=np.float64), groups,
                      prompt_keys=[first[g] for g in range(len(first))], source=str(p))
+
+
+def _key(value) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+def _field(at: str, obj, *path: str):
+    """``obj[path[1]][path[2]]...`` (None where a level is missing), refusing a level that is no object."""
+    for depth, name in enumerate(path[1:], start=1):
+        if obj is None:
+            return None
+        if not isinstance(obj, dict):
+            raise DumpError(f"{at}: {'.'.join(path[:depth])} is {shown(obj)}: expected an object")
+        obj = obj.get(name)
+    return obj
+
+
+def _final_reward(at: str, trace) -> float:
+    """The episode's reward in the rollouts folder: the final trace's sum of score x weight over its
+    reward functions (verifiers' weight defaults to 1)."""
+    if not isinstance(trace, dict):
+        raise DumpError(f"{at}: the last trace is {shown(trace)}: expected an object with the episode's rewards")
+    named = trace.get("rewards") or {}
+    if not isinstance(named, dict):
+        raise DumpError(f"{at}: the last trace's rewards is {shown(named)}: expected an object of {{score, weight}}")
+    total = 0.0
+    for name, r in named.items():
+        score = r.get("score") if isinstance(r, dict) else None
+        weight = r.get("weight", 1.0) if isinstance(r, dict) else None
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (score, weight)):
+            raise DumpError(f"{at}: reward {name!r} is {shown(r)}: expected {{score, weight}}, both numbers")
+        try:
+            total += float(score) * float(weight)
+        except OverflowError:  # an integer past the largest float
+            total = math.inf
+    if not math.isfinite(total):
+        raise DumpError(f"{at}: reward {shown(total)}: expected a finite number")
+    return total
 
 
 def _read_rollouts(where: Path, options: ReadOptions, progress) -> RunRecords:

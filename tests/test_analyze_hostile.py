@@ -316,6 +316,29 @@ def test_a_step_past_int64_is_refused_naming_its_line(tmp_path, capsys, case, ne
     refused(capsys, target, tmp_path / "out", *needles, flags=flags)
 
 
+@pytest.mark.parametrize("engine", ["verl", "nemo", "prime", "trl"])
+def test_a_step_past_int64_in_a_file_name_is_refused_naming_the_file(tmp_path, capsys, engine):
+    digits = "9" * 25
+    if engine == "verl":
+        write_lines(tmp_path / "run" / f"{digits}.jsonl", verl_rows())
+    elif engine == "nemo":
+        write_lines(tmp_path / "run" / f"train_data_step{'0' * 3 + '7' * 200}.jsonl", nemo_rows())
+        digits = "0007777777"  # a name as long as a file system takes
+    elif engine == "prime":
+        write_lines(tmp_path / "run" / "rollouts" / f"step_{digits}" / "train" / "effective" / "traces.jsonl",
+                    [{**r, "run": {}} for r in prime_rows()])
+    else:
+        (tmp_path / "run" / "completions").mkdir(parents=True)
+        pq.write_table(trl_table(), tmp_path / "run" / "completions" / f"completions_{digits}.parquet")
+    refused(capsys, tmp_path / "run", tmp_path / "out", f"step '{digits}", "in its name",
+            "expected an integer within int64")
+
+
+def test_a_group_size_past_int64_is_refused_naming_the_option(tmp_path, capsys):
+    refused(capsys, trl_dump(tmp_path / "trl"), tmp_path / "out", "--group-size 100000... (an integer of 31 digits)",
+            "expected a number of rows", flags=("--group-size", 10**30))
+
+
 @pytest.mark.parametrize("case, needles", [
     ("verl_score", ("1.jsonl:3", "nested deeper than Python's JSON parser reads")),
     ("nemo", ("train_data_step1.jsonl:1", "nested deeper")),

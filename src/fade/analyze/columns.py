@@ -151,6 +151,20 @@ def _types(pa, fields: Mapping[str, Field], key_type=None):
     return pa.schema([(name, kinds[kind]) for name, kind in fields.items() if kinds[kind] is not None])
 
 
+def _key_types(pa, data: bytes, keyed: list[str]) -> tuple:
+    """The types a key column is tried as, the first line's kind first (a file of integer keys is
+    then parsed once)."""
+    start = re.search(rb"\S", data)
+    end = data.find(b"\n", start.start()) if start else -1
+    first = data[start.start():end if end >= 0 else len(data)] if start else b""
+    try:
+        value = json.loads(first).get(keyed[0])
+    except (ValueError, RecursionError, AttributeError):
+        value = None
+    integer = isinstance(value, int) and not isinstance(value, bool)
+    return (pa.int64(), pa.string()) if integer else (pa.string(), pa.int64())
+
+
 def _parser(pa, schema, block_size: int) -> Callable[[Any], Any]:
     options = pa.json.ReadOptions(block_size=block_size)
     parse = pa.json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
@@ -300,7 +314,7 @@ def _read_arrow(path: Path, data: bytes, fields: Mapping[str, Field], required: 
     table = None
     # a key column is all text or all integers in nearly every dump: pyarrow reads it as either; one
     # that mixes both (or breaks the contract) takes the per-line path, which reads or names it
-    for key_type in (pa.string(), pa.int64()) if keyed else (None,):
+    for key_type in _key_types(pa, data, keyed) if keyed else (None,):
         parse = _parser(pa, _types(pa, fields, key_type), block)
         try:
             table = parse(data)

@@ -17,7 +17,7 @@ import numpy as np
 from ..columns import INT64_MAX, INT64_MIN, arrow, encode_keys, loads, parquet_schema, shown
 from ..records import DumpError, RunRecords, StepBatch
 
-__all__ = ["Format", "Progress", "ReadOptions", "blocks", "first_object", "int_column", "not_int64",
+__all__ = ["Format", "Progress", "ReadOptions", "blocks", "first_object", "int_column", "name_step", "not_int64",
            "number_column", "numbered_files", "one_per_step", "probe", "prompt_runs", "split_runs", "step_files",
            "strict_json"]
 
@@ -83,6 +83,8 @@ class ReadOptions:
         if success_threshold is not None and not math.isfinite(success_threshold):
             raise ValueError(f"--success-threshold {success_threshold:g}: expected a finite number "
                              "(a rollout with reward >= T is a success)")
+        if group_size is not None and not 1 <= group_size <= INT64_MAX:
+            raise ValueError(f"--group-size {shown(group_size)}: expected a number of rows from 1 to 2**63 - 1")
         self.group_size = group_size
         self.reward_column = reward_column
         self.reward_weights = reward_weights
@@ -92,8 +94,16 @@ class ReadOptions:
 
 
 def numbered_files(folder: Path, pattern: re.Pattern) -> list[tuple[int, Path]]:
-    found = [(int(m.group(1)), p) for p in folder.iterdir() if p.is_file() and (m := pattern.match(p.name))]
+    found = [(name_step(m.group(1), p), p) for p in folder.iterdir() if p.is_file() and (m := pattern.match(p.name))]
     return one_per_step(sorted(found), folder)
+
+
+def name_step(digits: str, path: Path) -> int:
+    """The step a file's (or a folder's) name gives in ``digits``, an integer within int64."""
+    significant = digits.lstrip("0")
+    if len(significant) > 19 or int(significant or "0") > INT64_MAX:
+        raise DumpError(f"{path}: step {shown(digits)} in its name: expected an integer within int64")
+    return int(significant or "0")
 
 
 def one_per_step(numbered: list[tuple[int, Path]], where: Path) -> list[tuple[int, Path]]:

@@ -55,7 +55,7 @@ import numpy as np
 
 from ..columns import INT64_MAX, INT64_MIN, encode_keys, read_jsonl, shown
 from ..records import DumpError, RunRecords, StepBatch, dense_ids
-from .base import Format, ReadOptions, one_per_step, step_files, strict_json
+from .base import Format, ReadOptions, name_step, one_per_step, step_files, strict_json
 
 __all__ = ["FORMAT"]
 
@@ -85,12 +85,14 @@ def _chunks(stream: Path) -> list[tuple[int, Path, bool]]:
     found: dict[int, tuple[Path, bool]] = {}
     for path in stream.iterdir():
         m = _CHUNK.match(path.name)
-        if m and path.is_file() and (int(m.group(1)) not in found or not m.group(2)):
-            found[int(m.group(1))] = (path, bool(m.group(2)))
+        if m and path.is_file() and (name_step(m.group(1), path) not in found or not m.group(2)):
+            found[name_step(m.group(1), path)] = (path, bool(m.group(2)))
     if not found:
         raise DumpError(f"{stream}: no chunks: expected prime-rl's stream/NNNNN.jsonl (or .jsonl.zst)")
     numbers = sorted(found)
-    missing = sorted(set(range(numbers[-1] + 1)) - set(numbers))
+    # the first number not there (never range(last + 1): a chunk may be named 10**18)
+    missing = [next((i for i, n in enumerate(numbers) if n != i), len(numbers))] if numbers[-1] != len(numbers) - 1 \
+        else []
     if missing:
         shown = ", ".join(f"{n:05d}" for n in numbers[:6]) + (", ..." if len(numbers) > 6 else "")
         raise DumpError(f"{stream}: chunk {missing[0]:05d} is missing (chunks {shown}): expected every chunk from "
@@ -453,7 +455,7 @@ def _final_reward(at: str, trace) -> float:
 def _read_rollouts(where: Path, options: ReadOptions, progress) -> RunRecords:
     split = options.prime_split
     numbered = one_per_step(sorted(
-        (int(m.group(1)), d / "train" / split / "traces.jsonl")
+        (name_step(m.group(1), d), d / "train" / split / "traces.jsonl")
         for d in where.iterdir() if d.is_dir() and (m := _PRIME_DIR.match(d.name))
         and (d / "train" / split / "traces.jsonl").is_file()
     ), where)
@@ -491,7 +493,7 @@ def _read_file(path: Path, options: ReadOptions, progress) -> RunRecords:
     if m is None:
         raise DumpError(f"{path}: a prime-rl episode file outside its run's folders: expected "
                         "rollouts/step_N/train/SPLIT/traces.jsonl or monitors/file/traces/")
-    batch = _rollouts_step(int(m.group(1)), path, True)
+    batch = _rollouts_step(name_step(m.group(1), path.parents[2]), path, True)
     progress(1, 1)
     return RunRecords("prime-rl", str(path), [batch])
 

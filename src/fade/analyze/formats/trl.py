@@ -324,10 +324,11 @@ def _trl_state(where: Path) -> Path | None:
     out = where.parent.parent if where.is_file() else where.parent
     if (out / "trainer_state.json").is_file():
         return out / "trainer_state.json"
-    checkpoints = sorted(
-        out.glob("checkpoint-*/trainer_state.json"),
-        key=lambda p: int(p.parent.name.split("-")[-1]) if p.parent.name.split("-")[-1].isdigit() else -1,
-    )
+    def number(p: Path) -> tuple[int, str]:  # compared as digits, never int(): "²" is a digit int() refuses
+        digits = p.parent.name.split("-")[-1]
+        return (len(digits.lstrip("0")), digits.lstrip("0")) if re.fullmatch(r"[0-9]+", digits) else (-1, "")
+
+    checkpoints = sorted(out.glob("checkpoint-*/trainer_state.json"), key=number)
     return checkpoints[-1] if checkpoints else None
 
 

@@ -290,6 +290,35 @@ def test_an_integer_past_the_float_range_is_refused_naming_its_line(tmp_path, ca
 
 
 @pytest.mark.parametrize("case, needles", [
+    ("score", ("stream/00000.jsonl:1", "reward 'correct' score 100000...", "expected a finite number")),
+    ("weight", ("stream/00000.jsonl:1", "reward 'correct' weight 100000...", "expected a finite number")),
+    ("step", ("stream/00000.jsonl:1", "run.work.step 100000...", "expected an integer within int64")),
+    ("advantage", ("orchestrator.index.jsonl:1", "advantage 100000...", "expected a finite number")),
+    ("chunk_name", ("stream/999999999999999999999999.jsonl", "chunk '999999999999999999999999' in its name",
+                    "expected an integer within int64")),
+    ("chunk_far", ("stream: chunk 00001 is missing", "1000000000000000")),  # never range(10**15 + 1)
+])
+def test_prime_rl_stream_integers_past_their_range_are_one_line(tmp_path, capsys, case, needles):
+    from test_analyze_formats import episode, scored, write_stream  # the stream as prime-rl's monitor writes it
+
+    records = [episode(1, f"g{g}", [scored(float(r))], key=f"t{g}") for g in range(2) for r in (1, 0, 1, 0)]
+    traces = write_stream(tmp_path / "run", records, advantages={records[0]["traces"][0]["id"]: 0.5})
+    chunk, old, new = traces / "stream" / "00000.jsonl", None, None
+    if case in ("score", "weight"):
+        old, new = f'"{case}":1.0', f'"{case}":{HUGE}'
+    elif case == "step":
+        old, new = '"step":1,"policy"', f'"step":{HUGE},"policy"'
+    elif case == "advantage":
+        chunk, old, new = traces / "annotations" / "orchestrator.index.jsonl", '"advantage":0.5', f'"advantage":{HUGE}'
+    else:
+        (traces / "stream" / "00001.jsonl").rename(
+            traces / "stream" / ("9" * 24 + ".jsonl" if case == "chunk_name" else f"{10**15}.jsonl"))
+    if old is not None:
+        chunk.write_bytes(chunk.read_bytes().replace(old.encode(), new.encode(), 1))
+    refused(capsys, tmp_path / "run", tmp_path / "out", *needles)
+
+
+@pytest.mark.parametrize("case, needles", [
     ("verl", ("1.jsonl:3", "'step' is 100000... (an integer of 401 digits)", "expected an integer within int64")),
     ("generic", ("r.jsonl:4", "'step' is 9223372036854775808", "expected an integer within int64")),
     ("metrics", ("m.jsonl:1", "step 100000...", "expected an integer within int64")),

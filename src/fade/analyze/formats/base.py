@@ -98,11 +98,11 @@ def numbered_files(folder: Path, pattern: re.Pattern) -> list[tuple[int, Path]]:
     return one_per_step(sorted(found), folder)
 
 
-def name_step(digits: str, path: Path) -> int:
-    """The step a file's (or a folder's) name gives in ``digits``, an integer within int64."""
+def name_step(digits: str, path: Path, what: str = "step") -> int:
+    """The step (or ``what``) a file's or a folder's name gives in ``digits``, an integer within int64."""
     significant = digits.lstrip("0")
     if len(significant) > 19 or int(significant or "0") > INT64_MAX:
-        raise DumpError(f"{path}: step {shown(digits)} in its name: expected an integer within int64")
+        raise DumpError(f"{path}: {what} {shown(digits)} in its name: expected an integer within int64")
     return int(significant or "0")
 
 

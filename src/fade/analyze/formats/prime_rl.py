@@ -85,14 +85,14 @@ def _chunks(stream: Path) -> list[tuple[int, Path, bool]]:
     found: dict[int, tuple[Path, bool]] = {}
     for path in stream.iterdir():
         m = _CHUNK.match(path.name)
-        if m and path.is_file() and (name_step(m.group(1), path) not in found or not m.group(2)):
-            found[name_step(m.group(1), path)] = (path, bool(m.group(2)))
+        number = name_step(m.group(1), path, "chunk") if m else None
+        if m and path.is_file() and (number not in found or not m.group(2)):
+            found[number] = (path, bool(m.group(2)))
     if not found:
         raise DumpError(f"{stream}: no chunks: expected prime-rl's stream/NNNNN.jsonl (or .jsonl.zst)")
     numbers = sorted(found)
-    # the first number not there (never range(last + 1): a chunk may be named 10**18)
-    missing = [next((i for i, n in enumerate(numbers) if n != i), len(numbers))] if numbers[-1] != len(numbers) - 1 \
-        else []
+    # the first number not there, found without range(last + 1): a chunk may be named 10**18
+    missing = [i for i, n in enumerate(numbers) if n != i][:1]
     if missing:
         shown = ", ".join(f"{n:05d}" for n in numbers[:6]) + (", ..." if len(numbers) > 6 else "")
         raise DumpError(f"{stream}: chunk {missing[0]:05d} is missing (chunks {shown}): expected every chunk from "
@@ -180,20 +180,30 @@ def _advantages(paths: list[Path], progress) -> dict[str, float]:
             if info is None:
                 continue
             if not isinstance(info, dict):
-                raise DumpError(f"{path}:{line}: info {info!r}: expected an object (update.py:21-25)")
+                raise DumpError(f"{path}:{line}: info {shown(info)}: expected an object (update.py:21-25)")
             if "advantage" in info:
                 value = info["advantage"]
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                    raise DumpError(f"{path}:{line}: trace {tid!r}: advantage {value!r}: expected a finite number "
+                if not _finite(value):
+                    raise DumpError(f"{path}:{line}: trace {tid!r}: advantage {shown(value)}: expected a finite number "
                                     "(a NaN is written as null)")
                 mine[tid] = (float(value), f"{path}:{line}")
         for tid, (value, where) in mine.items():
             if tid in found and found[tid][0] != value:
-                raise DumpError(f"{where}: trace {tid!r} has advantage {value!r}, but {found[tid][1]} gives "
+                raise DumpError(f"{where}: trace {tid!r} has advantage {shown(value)}, but {found[tid][1]} gives "
                                 f"{found[tid][0]!r}: expected one advantage per trace")
             found[tid] = (value, where)
         progress()
     return {tid: value for tid, (value, _) in found.items()}
+
+
+def _finite(value) -> bool:
+    """Whether ``value`` is a finite number (an integer past the largest float is not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _kind(record: dict, traces: list[dict], where: str) -> str:
@@ -218,7 +228,7 @@ def _step(record: dict, where: str) -> int:
     work = run.get("work") if isinstance(run, dict) else None
     step = work.get("step") if isinstance(work, dict) else None
     if isinstance(step, bool) or not isinstance(step, int) or not INT64_MIN <= step <= INT64_MAX:
-        raise DumpError(f"{where}: run.work.step {step!r}: expected an integer within int64, the step that "
+        raise DumpError(f"{where}: run.work.step {shown(step)}: expected an integer within int64, the step that "
                         "dispatched the episode's group")
     return step
 
@@ -226,7 +236,8 @@ def _step(record: dict, where: str) -> int:
 def _group(record: dict, where: str) -> str:
     group = record.get("group")
     if not isinstance(group, dict) or not isinstance(group.get("id"), str):
-        raise DumpError(f"{where}: group {group!r}: expected {{\"id\": text}}, the episode's group (episode.py:24-27)")
+        raise DumpError(f"{where}: group {shown(group)}: expected {{\"id\": text}}, the episode's group "
+                        "(episode.py:24-27)")
     return group["id"]
 
 
@@ -242,18 +253,19 @@ def _reward(traces: list[dict], where: str) -> float | None:
         if not rewards:
             continue
         if not isinstance(rewards, dict):
-            raise DumpError(f"{where}: rewards {rewards!r}: expected an object of {{score, weight}} by reward name")
+            raise DumpError(f"{where}: rewards {shown(rewards)}: expected an object of {{score, weight}} by reward "
+                            "name")
         total = 0.0
         for name, r in rewards.items():
             if r is None:
                 continue
             if not isinstance(r, dict):
-                raise DumpError(f"{where}: reward {name!r} is {r!r}: expected {{score, weight}}")
+                raise DumpError(f"{where}: reward {name!r} is {shown(r)}: expected {{score, weight}}")
             score, weight = r.get("score"), 1.0 if r.get("weight") is None else r.get("weight")
             for what, value in (("score", score), ("weight", weight)):
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                    raise DumpError(f"{where}: reward {name!r} {what} {value!r}: expected a finite number (a NaN is "
-                                    "written as null)")
+                if not _finite(value):
+                    raise DumpError(f"{where}: reward {name!r} {what} {shown(value)}: expected a finite number "
+                                    "(a NaN is written as null)")
             total += float(score) * float(weight)
         sums.append(total)
     if not sums:
@@ -293,7 +305,7 @@ def _read_stream(traces: Path, progress) -> RunRecords:
                 raise DumpError(f"{where}: episode id {eid!r}: expected text (verifiers' Episode.id)")
             seats = record.get("traces", [])
             if not isinstance(seats, list) or not all(isinstance(t, dict) for t in seats):
-                raise DumpError(f"{where}: traces {seats!r}: expected a list of trace records")
+                raise DumpError(f"{where}: traces {shown(seats)}: expected a list of trace records")
             ids = [eid] + [t.get("id") for t in seats]
             for n, tid in enumerate(ids):
                 what = "episode" if n == 0 else "trace"
@@ -319,7 +331,7 @@ def _read_stream(traces: Path, progress) -> RunRecords:
                 continue
             for trace in seats:
                 value = trace["info"].get("advantage") if isinstance(trace.get("info"), dict) else None
-                if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                if _finite(value):
                     record_advantages[trace["id"]] = float(value)
             task = record.get("task")
             key = task.get("key") if isinstance(task, dict) else None
@@ -343,7 +355,7 @@ def _stream_steps(traces: Path, train: list, advantages: dict[str, float], evals
     for i, (step, group, reward, _, _, where) in enumerate(train):
         at = opened.setdefault(group, (step, where))
         if at[0] != step:
-            raise DumpError(f"{where}: group {group!r} at step {step}, but {at[1]} has it at step {at[0]}: "
+            raise DumpError(f"{where}: group {shown(group)} at step {step}, but {at[1]} has it at step {at[0]}: "
                             "expected one step per group, the step that opened it (dispatcher.py:542)")
         if reward is None:
             unrewarded += 1

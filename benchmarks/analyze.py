@@ -1,4 +1,4 @@
-"""Speed of ``fade analyze`` on a synthetic verl dump, against pandas and the column floor.
+"""Speed and memory of ``fade analyze`` on a synthetic verl dump, against pandas and the column floor.
 
 What it measures
 ----------------
@@ -6,36 +6,42 @@ A verl v1 ``trainer.rollout_data_dir`` dump is generated in a temporary folder: 
 ``{step}.jsonl`` (default 200), each with ``--prompts`` x ``--n`` rollouts (default 512 x 16)
 whose lines carry verl's keys input, output, gts, score, step and uid, with ``--text-bytes`` of
 prompt and response text per line (default 2048: about 3.3 GB in all). Then, on the same files
-in the same run, each timed once (the files are read once first, so every reader finds them in
-the page cache alike):
+in the same run, each reader runs in a child process of its own (so that one's memory is not
+another's; the files are read once first, so every reader finds them in the page cache alike):
 
-- ``pandas``: ``pandas.read_json(path, lines=True)`` of every file, the peer a user would reach
-  for;
+- ``pandas``: ``pandas.read_json(path, lines=True)`` of every file, the frames kept, the peer a
+  user would reach for;
 - ``columns``: pyarrow's JSON reader with an explicit schema of the fields fade needs (score,
-  step, uid, input), every other field skipped: the floor of reading;
+  step, uid, input), every other field skipped, the tables kept: the floor of reading;
 - ``fade read``: ``fade.analyze.read_run``, i.e. the columns plus verl's grouping rules;
 - ``fade analyze``: reading plus every step's statistics and the default estimators (grpo,
   dr_grpo, maxrl), and again with one estimator more (rloo), whose cost per 1,000 steps is the
-  difference (each the best of three after a warm-up).
+  difference (each the best of three after a warm-up, in the ``fade read`` child).
 
-Columns: seconds, rollouts/s, and the ratio against pandas (pandas time / this time). The goals:
-``fade read`` at least 5x pandas, ``fade analyze`` within 2x of ``columns``, one more estimator
-well under a second per 1,000 steps.
+Columns: seconds, rollouts/s, the ratio against pandas (pandas time / this time) and against the
+columns (this time / columns time), and peak MB: the child's peak resident memory (``ru_maxrss``),
+its imports included (the line below the table gives each child's memory after its imports; fade
+imports torch). The goals: ``fade read`` at least 5x pandas, ``fade analyze`` within 2x of
+``columns``, one more estimator well under a second per 1,000 steps.
 
 How to run
 ----------
     python benchmarks/analyze.py [--steps 200 --prompts 512 --n 16 --text-bytes 2048] [--keep DIR]
 
 ``--smoke`` runs 2 steps of 8 x 4 rollouts (measures nothing; keeps the script working).
-``--skip-pandas`` leaves pandas out (it needs several GB of memory at the default size).
+``--skip-pandas`` leaves pandas out (it holds every file's frame: about 3 GB of memory per GB of
+dump).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -73,6 +79,58 @@ def timed(fn) -> float:
     return time.perf_counter() - start
 
 
+def peak_mb() -> float:
+    """This process's peak resident memory so far, in MB (Linux reports ru_maxrss in KiB, macOS in bytes)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
+
+
+def child(reader: str, folder: Path) -> dict:
+    """One reader on the dump in ``folder``, in this (child) process: its seconds and peak memory."""
+    files = sorted(folder.glob("*.jsonl"), key=lambda p: int(p.stem))
+    if reader == "pandas":
+        import pandas as pd
+
+        imports = peak_mb()
+        return {"pandas read_json(lines=True)": (timed(lambda: [pd.read_json(p, lines=True) for p in files]),
+                                                 peak_mb()), "imports": imports}
+    if reader == "columns":
+        import pyarrow as pa
+        import pyarrow.json as pj
+
+        imports = peak_mb()
+        schema = pa.schema(
+            [("score", pa.float64()), ("step", pa.int64()), ("uid", pa.string()), ("input", pa.string())]
+        )
+        opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+        t = timed(lambda: [pj.read_json(p, parse_options=opts) for p in files])
+        return {"columns (pyarrow, needed fields)": (t, peak_mb()), "imports": imports}
+    import pyarrow.compute  # noqa: F401  (fade imports pyarrow where it reads: here, before the clock starts)
+
+    from fade.analyze import analyze_records, read_run
+    from fade.analyze.columns import arrow
+
+    arrow()
+    imports = peak_mb()
+    holder = {}
+    t_read = timed(lambda: holder.setdefault("run", read_run(folder)))
+    out = {"fade read (read_run)": (t_read, peak_mb()), "imports": imports}
+    run = holder["run"]
+    analyze_records(run, ["grpo", "dr_grpo", "maxrl", "rloo"])  # warm-up
+    t_stats = min(timed(lambda: analyze_records(run, ["grpo", "dr_grpo", "maxrl"])) for _ in range(3))
+    t_more = min(timed(lambda: analyze_records(run, ["grpo", "dr_grpo", "maxrl", "rloo"])) for _ in range(3))
+    out["fade analyze (read + 3 estimators)"] = (t_read + t_stats, peak_mb())
+    out["stats"], out["more"] = t_stats, t_more
+    return out
+
+
+def in_child(reader: str, folder: Path) -> dict:
+    done = subprocess.run([sys.executable, __file__, "--child", reader, str(folder)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"the {reader} child exited {done.returncode}:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=200)
@@ -82,14 +140,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--smoke", action="store_true", help="2 steps of 8 x 4 rollouts (measures nothing)")
     ap.add_argument("--skip-pandas", action="store_true")
     ap.add_argument("--keep", default=None, metavar="DIR", help="write the dump here and keep it")
+    ap.add_argument("--child", nargs=2, metavar=("READER", "DIR"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args.child[0], Path(args.child[1]))))
+        return 0
     if args.smoke:
         args.steps, args.prompts, args.n, args.text_bytes = 2, 8, 4, 256
 
     import pyarrow as pa
-    import pyarrow.json as pj
-
-    from fade.analyze import analyze_records, read_run
 
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="fade-analyze-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -100,45 +159,35 @@ def main(argv: list[str] | None = None) -> int:
         rollouts = args.steps * args.prompts * args.n
         for p in files:  # into the page cache for every reader alike
             p.read_bytes()
-        schema = pa.schema(
-            [("score", pa.float64()), ("step", pa.int64()), ("uid", pa.string()), ("input", pa.string())]
-        )
-        opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-        rows: list[tuple[str, float]] = []
-        if not args.skip_pandas:
-            import pandas as pd
-
-            rows.append(("pandas read_json(lines=True)", timed(lambda: [pd.read_json(p, lines=True) for p in files])))
-        rows.append(
-            ("columns (pyarrow, needed fields)", timed(lambda: [pj.read_json(p, parse_options=opts) for p in files]))
-        )
-        holder = {}
-        rows.append(("fade read (read_run)", timed(lambda: holder.setdefault("run", read_run(folder)))))
-        run = holder["run"]
-        analyze_records(run, ["grpo", "dr_grpo", "maxrl", "rloo"])  # warm-up
-        t_stats = min(timed(lambda: analyze_records(run, ["grpo", "dr_grpo", "maxrl"])) for _ in range(3))
-        t_more = min(timed(lambda: analyze_records(run, ["grpo", "dr_grpo", "maxrl", "rloo"])) for _ in range(3))
-        rows.append(("fade analyze (read + 3 estimators)", rows[-1][1] + t_stats))
+        results: dict[str, dict] = {}
+        for reader in ("columns", "fade") if args.skip_pandas else ("pandas", "columns", "fade"):
+            results[reader] = in_child(reader, folder)
     finally:
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
 
+    rows = [(name, *value) for r in results.values() for name, value in r.items() if isinstance(value, list)]
     pandas_t = rows[0][1] if not args.skip_pandas else None
-    columns_t = next(t for name, t in rows if name.startswith("columns"))
+    columns_t = next(t for name, t, _ in rows if name.startswith("columns"))
+    t_stats, t_more = results["fade"]["stats"], results["fade"]["more"]
     print(
         f"fade analyze benchmark: {args.steps} steps x {args.prompts} prompts x {args.n} rollouts = "
         f"{rollouts} rollouts, "
         f"{size / 1e9:.2f} GB ({args.text_bytes} B of text per line; generated in {t_gen:.0f} s)"
     )
-    print(f"python {platform.python_version()}, pyarrow {pa.__version__}, {platform.machine()}")
+    print(f"python {platform.python_version()}, pyarrow {pa.__version__}, {platform.machine()}, "
+          f"{os.cpu_count()} CPUs; each reader in a child process of its own")
     print()
-    print(f"| {'reader':<38} | {'seconds':>8} | {'rollouts/s':>11} | {'x pandas':>8} | {'x columns':>9} |")
-    print(f"|{'-' * 40}|{'-' * 10}:|{'-' * 12}:|{'-' * 9}:|{'-' * 10}:|")
-    for name, t in rows:
+    print(f"| {'reader':<38} | {'seconds':>8} | {'rollouts/s':>11} | {'x pandas':>8} | {'x columns':>9} | "
+          f"{'peak MB':>8} |")
+    print("|" + "-" * 40 + "|" + "|".join("-" * (w + 1) + ":" for w in (8, 11, 8, 9, 8)) + "|")
+    for name, t, mb in rows:
         vs = f"{pandas_t / t:.1f}" if pandas_t else "-"
-        print(f"| {name:<38} | {t:>8.2f} | {rollouts / t:>11.3g} | {vs:>8} | {t / columns_t:>9.2f} |")
+        print(f"| {name:<38} | {t:>8.2f} | {rollouts / t:>11.3g} | {vs:>8} | {t / columns_t:>9.2f} | {mb:>8.0f} |")
     per_1000 = (t_more - t_stats) / args.steps * 1000
     print()
+    print("peak MB: each child's peak resident memory, its imports included (after imports: "
+          + ", ".join(f"{reader} {r['imports']:.0f} MB" for reader, r in results.items()) + ")")
     print(f"statistics and 3 estimators: {t_stats:.2f} s ({t_stats / args.steps * 1000:.1f} ms per step); "
           f"one estimator more (rloo): {per_1000:.3f} s per 1,000 steps of {args.prompts * args.n} rollouts")
     return 0

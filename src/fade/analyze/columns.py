@@ -1,17 +1,23 @@
 """Columnar reading of JSON-lines and parquet files: only the fields asked for, with pyarrow.
 
-A JSON-lines file is parsed by pyarrow's multithreaded reader against an explicit schema of the
-fields needed; every other field is skipped without being built. The slow per-line path runs only
-to name the line of an error. A last line without its newline is a file still being written: in
-the newest file of a run it is dropped with a warning, elsewhere it is an error.
+Each file is read once, to the size it had when it was opened, so a file a live run is still
+appending to is read as it was at that moment: the bytes read are the bytes every later check and
+the error's line number see. A JSON-lines file is parsed by pyarrow's multithreaded reader against
+an explicit schema of the fields needed (its blocks sized to the file's longest line); every other
+field is skipped without being built. The slow per-line path runs only to name the line of an
+error, and for a key column that mixes text and integers. A last line without its newline is a
+file still being written: in the newest file of a run it is dropped with a warning, elsewhere it
+is an error.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +25,19 @@ import numpy as np
 
 from .records import DumpError, dense_ids
 
-__all__ = ["Field", "arrow", "encode_keys", "read_jsonl", "read_parquet"]
+__all__ = ["Field", "arrow", "encode_keys", "loads", "parquet_schema", "read_jsonl", "read_lines", "read_parquet",
+           "shown", "unreadable_parquet"]
 
 #: A field's kind: "float" (a finite number), "int" (within int64), "str" (text) or "key" (text or an integer).
 Field = str
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+#: pyarrow's JSON reader reads a file in blocks of this many bytes (its default), and a line must
+#: fit in one block; a file with a longer line is read in blocks of that line's length.
+BLOCK_SIZE = 1 << 20
+#: The largest block pyarrow takes (its block size is an int32).
+MAX_BLOCK_SIZE = 2**31 - 1
 
 
 def arrow():
@@ -39,25 +52,185 @@ def arrow():
     return pyarrow
 
 
-def _types(pa, fields: Mapping[str, Field]):
-    kinds = {"float": pa.float64(), "int": pa.int64(), "str": pa.string(), "key": pa.string()}
-    return pa.schema([(name, kinds[kind]) for name, kind in fields.items() if kind != "key"])
-
-
-def _line_error(path: Path, data: bytes, fields: Mapping[str, Field], required: tuple[str, ...]) -> DumpError:
-    """The first line of ``data`` that breaks the contract, as an error naming path:line (the
-    per-line reader finds it)."""
+def shown(value: Any, limit: int = 80) -> str:
+    """``value`` as an error message shows it: its repr, an integer of hundreds of digits by its
+    first digits and length, anything longer than ``limit`` cut short."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        digits = str(abs(value))
+        return f"{'-' if value < 0 else ''}{digits[:6]}... (an integer of {len(digits)} digits)"
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
     try:
-        _read_slow(path, data, fields, required, ())
+        text = repr(value)
+    except RecursionError:
+        return f"a {type(value).__name__} nested too deep to show"
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def loads(text: bytes | str, where: str, expected: str) -> Any:
+    """One JSON value, or an error naming ``where`` (``path:line``) and what was ``expected``:
+    text that is not JSON (or not UTF-8), an integer of more digits than Python converts, and JSON
+    nested deeper than Python's parser goes (its recursion limit)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise DumpError(f"{where}: JSON nested deeper than Python's JSON parser reads (its recursion limit): "
+                        f"expected {expected}") from None
+    except ValueError as exc:
+        raise DumpError(f"{where}: not valid JSON ({' '.join(str(exc).split())[:160]}): expected {expected}") from None
+
+
+def _complete(tail: bytes) -> bool:
+    """Whether a last line without its newline is a whole JSON value (not a line cut short)."""
+    try:
+        json.loads(tail)
+    except RecursionError:
+        return True  # too deep to tell here: the readers judge it
+    except ValueError:
+        return False
+    return True
+
+
+def read_lines(path: str | Path, *, newest: bool, stacklevel: int = 2) -> bytes:
+    """The bytes of ``path`` up to the size it had when opened, ending at a whole line.
+
+    Read once, so that a file a live run appends to meanwhile gives every later check the same
+    bytes. A last line without its newline that is no whole JSON value is a line still being
+    written: in the ``newest`` file of a run it is dropped with a ``RuntimeWarning`` naming it,
+    elsewhere it is an error.
+    """
+    path = Path(path)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        data = f.read(size)
+    if not data or data.endswith(b"\n"):
+        return data
+    cut = data.rfind(b"\n") + 1
+    tail = data[cut:]
+    if not tail.strip() or _complete(tail):
+        return data
+    lineno = data.count(b"\n", 0, cut) + 1
+    if newest and not data[:cut].strip():
+        raise DumpError(f"{path}:{lineno}: the only line is cut short (a file still being written): expected at least "
+                        "one complete JSON object")
+    if not newest:
+        raise DumpError(f"{path}:{lineno}: the last line is cut short: expected a complete JSON object "
+                        "(only the newest file of a run still being written may end so)")
+    warnings.warn(f"{path}:{lineno}: skipped the unfinished last line of a file still being written",
+                  RuntimeWarning, stacklevel=stacklevel)
+    return data[:cut]
+
+
+def _line_ends(data: bytes | memoryview) -> np.ndarray:
+    """The offset just past each line (its newline, or the end of the data for a last line without one)."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    step = 1 << 26  # in slices, so the comparison's temporary stays small for a large file
+    ends = [np.flatnonzero(arr[lo:lo + step] == 10) + (lo + 1) for lo in range(0, arr.size, step)]
+    out = np.concatenate(ends) if ends else np.empty(0, dtype=np.int64)
+    if not out.size or out[-1] != arr.size:
+        out = np.r_[out, arr.size]
+    return out.astype(np.int64)
+
+
+def _lines_fit(data: bytes, size: int) -> bool:
+    """Whether every line of ``data`` is shorter than ``size`` bytes: from each line's start the
+    next ``size`` bytes hold a newline (found from their end, a jump of about ``size`` at a time)."""
+    at = 0
+    while len(data) - at > size:
+        last = data.rfind(b"\n", at, at + size)
+        if last < 0:
+            return False
+        at = last + 1
+    return True
+
+
+def _block_size(path: Path, data: bytes) -> int:
+    """A pyarrow block that holds the longest line of ``data``."""
+    if _lines_fit(data, BLOCK_SIZE):
+        return BLOCK_SIZE
+    ends = _line_ends(data)
+    lengths = np.diff(np.r_[0, ends])
+    longest = int(lengths.max())
+    if longest + 1 > MAX_BLOCK_SIZE:
+        line = int(np.argmax(lengths)) + 1
+        raise DumpError(f"{path}:{line}: a line of {longest} bytes: expected lines shorter than 2 GiB, the longest "
+                        "pyarrow's JSON reader reads")
+    return max(BLOCK_SIZE, longest + 1)
+
+
+def _types(pa, fields: Mapping[str, Field], key_type=None):
+    kinds = {"float": pa.float64(), "int": pa.int64(), "str": pa.string(), "key": key_type}
+    return pa.schema([(name, kinds[kind]) for name, kind in fields.items() if kinds[kind] is not None])
+
+
+def _key_types(pa, data: bytes, keyed: list[str]) -> tuple:
+    """The types a key column is tried as, the first line's kind first (a file of integer keys is
+    then parsed once)."""
+    start = re.search(rb"\S", data)
+    end = data.find(b"\n", start.start()) if start else -1
+    first = data[start.start():end if end >= 0 else len(data)] if start else b""
+    try:
+        value = json.loads(first).get(keyed[0])
+    except (ValueError, RecursionError, AttributeError):
+        value = None
+    integer = isinstance(value, int) and not isinstance(value, bool)
+    return (pa.int64(), pa.string()) if integer else (pa.string(), pa.int64())
+
+
+def _parser(pa, schema, block_size: int) -> Callable[[Any], Any]:
+    options = pa.json.ReadOptions(block_size=block_size)
+    parse = pa.json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    return lambda data: pa.json.read_json(pa.BufferReader(pa.py_buffer(data)), read_options=options,
+                                          parse_options=parse)
+
+
+def _first_refused_line(data: bytes, parse: Callable[[Any], Any]) -> tuple[int, str] | None:
+    """The first line pyarrow refuses, and its message: the shortest prefix of whole lines it
+    refuses ends there (found by bisection: a refused line is refused in every longer prefix)."""
+    pa = arrow()
+    ends = _line_ends(data)
+    view = memoryview(data)
+    lo, hi, message = 0, len(ends) - 1, None
+    try:
+        parse(view)
+        return None
+    except pa.ArrowException as exc:
+        message = str(exc)
+    while lo < hi:  # the prefix ending at line hi is refused; find the first such line
+        mid = (lo + hi) // 2
+        try:
+            parse(view[:ends[mid]])
+            lo = mid + 1
+        except pa.ArrowException as exc:
+            hi, message = mid, str(exc)
+    return hi + 1, re.sub(r"\s*in row \d+$", "", " ".join(message.split()))
+
+
+def _line_error(path: Path, data: bytes, fields: Mapping[str, Field], required: tuple[str, ...],
+                parse: Callable[[Any], Any] | None = None) -> DumpError:
+    """The first line of ``data`` that breaks the contract, as an error naming path:line: the one
+    the per-line reader finds, else the one pyarrow refuses (a field written twice on one line)."""
+    try:
+        _read_slow(path, data, fields, required, (), parse)
     except DumpError as exc:
         return exc
+    found = None if parse is None else _first_refused_line(data, parse)
+    if found is not None:
+        line, message = found
+        return DumpError(f"{path}:{line}: pyarrow's JSON reader refuses this line ({message}): expected one JSON "
+                         "object per line, each field once")
     return DumpError(f"{path}: pyarrow could not read it, and no line breaks the contract: expected JSON lines")
 
 
 def _kind_problem(value: Any, kind: Field) -> str | None:
     if kind == "float":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
             return "a finite number"
+        try:
+            if not math.isfinite(value):
+                return "a finite number"
+        except OverflowError:  # an integer past the largest float
+            return "a finite number (within the float range, about 1.8e308)"
     elif kind == "int":
         if isinstance(value, bool) or not isinstance(value, int):
             return "an integer"
@@ -91,14 +264,17 @@ def _key_texts(values: list) -> list[str]:
 
 def encode_keys(values) -> tuple[np.ndarray, list]:
     """Dense ids 0..G-1 in first-appearance order for a key column, and the distinct keys in that
-    order. ``values`` is a pyarrow text array or a list of text and integers (None-free); the
-    integer 1 and the text "1" are different keys, whatever else the column holds."""
+    order. ``values`` is a pyarrow text or integer array (a dictionary one too) or a list of text
+    and integers (None-free); the integer 1 and the text "1" are different keys, whatever else the
+    column holds."""
     if not _has_arrow():  # then every column is a list (the per-line reader's)
         values = list(values)
         return _distinct(dense_ids(_key_texts(values))[0], values)
     pa = arrow()
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_decode()
         enc = arr.dictionary_encode()
         return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
     values = list(values)
@@ -122,96 +298,85 @@ def read_jsonl(path: str | Path, fields: Mapping[str, Field], *, required: tuple
     """The ``fields`` of every line of the JSON-lines file ``path`` as columns.
 
     Columns are numpy arrays for "float"/"int" fields (NaN / a mask where a line lacks an optional
-    one) and Python lists for "str"/"key" ones (None where absent). ``required`` fields must be on
-    every line; "float" values must be finite. ``raw_keys`` fields are returned as parsed Python
+    one), pyarrow arrays for "str" ones and for "key" ones that are all text or all integers, and
+    Python lists for a "key" field that mixes both (None where absent). ``required`` fields must be
+    on every line; "float" values must be finite. ``raw_keys`` fields are returned as parsed Python
     values (objects, lists) through the per-line path: use it only for small nested fields. With
     ``lines``, ``"__line__"`` holds each record's line number. Without pyarrow every line is parsed
-    with the json module (slower, the same columns).
+    with the json module (slower, the same columns, lists for text). The file is read once
+    (:func:`read_lines`).
     """
     path = Path(path)
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        f.seek(max(size - 1, 0))
-        torn = size > 0 and f.read(1) != b"\n"
-    data: bytes | None = None  # the bytes are loaded only where pyarrow cannot read the file itself
-    if torn:
-        data = path.read_bytes()
-        cut = data.rfind(b"\n") + 1
-        try:
-            json.loads(data[cut:])
-            data += b"\n"
-        except ValueError:
-            lineno = data.count(b"\n", 0, cut) + 1
-            if not newest:
-                raise DumpError(f"{path}:{lineno}: the last line is cut short: expected a complete JSON object "
-                                "(only the newest file of a run still being written may end so)") from None
-            warnings.warn(f"{path}:{lineno}: skipped the unfinished last line of a file still being written",
-                          RuntimeWarning, stacklevel=2)
-            data = data[:cut]
-
-    def load() -> bytes:
-        return data if data is not None else path.read_bytes()
-
-    empty = DumpError(f"{path}: no {what} (the file has no non-blank lines): expected one JSON object per line")
-    if size == 0 or (data is not None and not data.strip()):
-        raise empty
+    data = read_lines(path, newest=newest, stacklevel=3)
+    if not re.search(rb"\S", data):  # (data.strip() would copy the file)
+        raise DumpError(f"{path}: no {what} (the file has no non-blank lines): expected one JSON object per line")
     if raw_keys or not _has_arrow():
-        data = load()
-        if not data.strip():
-            raise empty
         out = _read_slow(path, data, fields, required, raw_keys)
-        if lines:
-            out["__line__"] = _line_numbers(data)
-        return out
+    else:
+        out = _read_arrow(path, data, fields, required)
+    if lines:
+        out["__line__"] = _line_numbers(data)
+    return out
+
+
+def _read_arrow(path: Path, data: bytes, fields: Mapping[str, Field], required: tuple[str, ...]) -> dict[str, Any]:
     pa = arrow()
+    block = _block_size(path, data)
     keyed = [n for n, k in fields.items() if k == "key"]
-    schema = _types(pa, fields)
-    try:
-        table = pa.json.read_json(
-            pa.BufferReader(data) if data is not None else str(path),
-            parse_options=pa.json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
-        )
-    except pa.ArrowInvalid:
-        raise _line_error(path, load(), fields, required) from None
-    if table.num_rows == 0:
-        raise empty
+    table = None
+    # a key column is all text or all integers in nearly every dump: pyarrow reads it as either; one
+    # that mixes both (or breaks the contract) takes the per-line path, which reads or names it
+    for key_type in _key_types(pa, data, keyed) if keyed else (None,):
+        parse = _parser(pa, _types(pa, fields, key_type), block)
+        try:
+            table = parse(data)
+            break
+        except pa.ArrowException:
+            continue
+    if table is None:
+        if keyed:
+            return _read_slow(path, data, fields, required, ())
+        raise _line_error(path, data, fields, required, parse)
     out: dict[str, Any] = {}
     for name, kind in fields.items():
-        if kind == "key":
-            continue
         col = table.column(name)
         if name in required and col.null_count:
-            raise _line_error(path, load(), fields, required)
+            raise _line_error(path, data, fields, required, parse)
         if kind == "float":
             arr = col.to_numpy(zero_copy_only=False).astype(np.float64)
             if not np.isfinite(arr[~np.isnan(arr)] if name not in required else arr).all() or (
                     name in required and np.isnan(arr).any()):
-                raise _line_error(path, load(), fields, required)
+                raise _line_error(path, data, fields, required, parse)
             out[name] = arr
         elif kind == "int":
             if col.null_count:
-                raise _line_error(path, load(), {name: kind}, (name,))
+                raise _line_error(path, data, {name: kind}, (name,), parse)
             out[name] = col.to_numpy().astype(np.int64)
         else:
+            if pa.types.is_string(col.type):
+                try:
+                    col.validate(full=True)  # pyarrow keeps bytes that are not UTF-8; the per-line path names them
+                except pa.ArrowInvalid:
+                    raise _line_error(path, data, fields, required, parse) from None
             out[name] = col
-    if keyed:  # text-or-integer fields: pyarrow needs one type per column, so these take the per-line path
-        slow = _read_slow(path, load(), {n: fields[n] for n in keyed}, tuple(n for n in required if n in keyed), ())
-        out.update(slow)
-    if lines:
-        out["__line__"] = _line_numbers(load())
     return out
 
 
 def _read_slow(path: Path, data: bytes, fields: Mapping[str, Field], required: tuple[str, ...],
-               raw_keys: tuple[str, ...]) -> dict[str, Any]:
+               raw_keys: tuple[str, ...], parse: Callable[[Any], Any] | None = None) -> dict[str, Any]:
+    """The per-line reader. With ``parse`` (pyarrow's, for ``fields``), a line nested deeper than
+    Python's parser goes is read by pyarrow, so that the error named is the line that breaks the
+    contract, not a deep line pyarrow reads."""
     cols: dict[str, list] = {name: [] for name in (*fields, *raw_keys)}
     for lineno, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            raise DumpError(f"{path}:{lineno}: not valid JSON ({exc}): expected one JSON object per line") from None
+            obj = loads(line, f"{path}:{lineno}", "one JSON object per line")
+        except DumpError:
+            obj = _deep_line(line, parse)
+            if obj is None:
+                raise
         if not isinstance(obj, dict):
             raise DumpError(f"{path}:{lineno}: a JSON {type(obj).__name__}, expected an object")
         for name, kind in fields.items():
@@ -222,7 +387,7 @@ def _read_slow(path: Path, data: bytes, fields: Mapping[str, Field], required: t
             else:
                 problem = _kind_problem(value, kind)
                 if problem:
-                    raise DumpError(f"{path}:{lineno}: {name!r} is {value!r}: expected {problem}")
+                    raise DumpError(f"{path}:{lineno}: {name!r} is {shown(value)}: expected {problem}")
             cols[name].append(value)
         for name in raw_keys:
             cols[name].append(obj.get(name))
@@ -240,10 +405,55 @@ def _read_slow(path: Path, data: bytes, fields: Mapping[str, Field], required: t
     return out
 
 
-def read_parquet(path: str | Path, columns: list[str] | None = None):
-    """The ``columns`` of a parquet file as a pyarrow table (all columns when None)."""
+def _deep_line(line: bytes, parse: Callable[[Any], Any] | None) -> dict | None:
+    """The fields of one line as pyarrow reads them, where Python's parser cannot (None where
+    pyarrow cannot either, or there is no pyarrow parser)."""
+    if parse is None:
+        return None
+    try:
+        json.loads(line)
+    except RecursionError:
+        pass
+    except ValueError:
+        return None
+    else:
+        return None
+    try:
+        rows = parse(line).to_pylist()
+    except arrow().ArrowException:
+        return None
+    return rows[0] if len(rows) == 1 else None
+
+
+def unreadable_parquet(path: Path, exc: Exception) -> DumpError:
+    """A file that is no parquet file, named with what it looks like (its first bytes): it is never
+    read as anything else (a pickle is never unpickled)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError:
+        head = b""
+    kind = ("a zip archive" if head.startswith(b"PK") else "a Python pickle" if head[:1] == b"\x80"
+            else "a gzip file" if head.startswith(b"\x1f\x8b") else "an empty file" if not head else None)
+    reason = " ".join(str(exc).split())
+    what = f"it is {kind}, not a parquet file" if kind else f"not a readable parquet file ({reason})"
+    return DumpError(f"{path}: {what}: expected a parquet file (it starts and ends with PAR1)")
+
+
+def parquet_schema(path: str | Path):
+    """The schema of a parquet file, or an error naming it."""
     pa = arrow()
     try:
-        return pa.parquet.read_table(path, columns=columns)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise DumpError(f"{path}: not a readable parquet file ({exc})") from None
+        return pa.parquet.read_schema(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise unreadable_parquet(Path(path), exc) from None
+
+
+def read_parquet(path: str | Path, columns: list[str] | None = None, *, dictionary: tuple[str, ...] = ()):
+    """The ``columns`` of a parquet file as a pyarrow table (all columns when None); the
+    ``dictionary`` columns are read dictionary-encoded (a text key is not built once per row)."""
+    pa = arrow()
+    try:
+        return pa.parquet.read_table(path, columns=columns, read_dictionary=list(dictionary) or None)
+    except (pa.ArrowException, OSError) as exc:
+        raise unreadable_parquet(Path(path), exc) from None

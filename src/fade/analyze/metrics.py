@@ -2,18 +2,29 @@
 logger (``{"step", "data": {...}}``), TRL's ``trainer_state.json`` (its ``log_history``) or
 prime-rl's ``metrics.jsonl`` (``{step, ...}``). It gives the entropy FADE is replayed with, the
 engine's own per-step numbers the report sets beside fade's, and whether the run filtered groups.
+
+A JSON-lines file is read once, as a dump's file is (a live run's unfinished last line is skipped
+with a warning). A step that is no int64 integer, and an entropy that is not a finite number >= 0,
+stop the analysis naming the line (or the ``log_history`` entry): FADE would be replayed with it.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+from .columns import INT64_MAX, INT64_MIN, loads, read_lines, shown
 from .records import DumpError, RunRecords
 
-__all__ = ["check_metrics_file", "read_metrics"]
+__all__ = ["ENTROPY_KEYS", "check_metrics_file", "history_step", "read_metrics", "trainer_state"]
+
+#: The keys of the mean token entropy, in the order they are looked for: verl's, then TRL's and prime-rl's.
+ENTROPY_KEYS = ("actor/entropy", "entropy")
+#: The engine's own per-step numbers the report sets beside fade's.
+ENGINE_KEYS = ("frac_reward_zero_std", "reward_std")
 
 
 def check_metrics_file(path: Path) -> None:
@@ -28,41 +39,68 @@ def check_metrics_file(path: Path) -> None:
         raise DumpError(f"--metrics {path} is {kind}: expected a regular file of per-step metrics")
 
 
+def trainer_state(path: Path) -> dict:
+    """TRL's ``trainer_state.json``, checked to hold a ``log_history`` list."""
+    state = loads(path.read_bytes(), str(path), "TRL's trainer_state.json")
+    if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
+        raise DumpError(f"{path}: no log_history list: expected TRL's trainer_state.json")
+    return state
+
+
+def history_step(where: str, value: Any) -> int:
+    """A logged step: an integer within int64, or an error naming ``where`` it was logged."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise DumpError(f"{where}: step {shown(value)}: expected an integer")
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise DumpError(f"{where}: step {shown(value)}: expected an integer within int64")
+    return value
+
+
+def _rows(path: Path) -> Iterator[tuple[str, int, dict]]:
+    """(where, step, the step's scalars) for each logged step of the file."""
+    if path.suffix == ".json":
+        for i, entry in enumerate(trainer_state(path)["log_history"]):
+            if isinstance(entry, dict) and "step" in entry:
+                where = f"{path}: log_history[{i}]"
+                yield where, history_step(where, entry["step"]), entry
+        return
+    for lineno, line in enumerate(read_lines(path, newest=True, stacklevel=5).split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        obj = loads(line, where, "one metrics object per line")
+        if not isinstance(obj, dict) or "step" not in obj:
+            raise DumpError(f"{where}: expected an object with an integer 'step'")
+        yield where, history_step(where, obj["step"]), obj["data"] if isinstance(obj.get("data"), dict) else obj
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def read_metrics(run: RunRecords, path: Path) -> None:
     """Per-step scalars: verl's file logger ({"step", "data": {...}}), TRL's trainer_state.json
     (its log_history) or prime-rl's metrics.jsonl ({step, ...})."""
-    rows: list[tuple[int, dict]] = []
-    if path.suffix == ".json":
-        try:
-            history = json.loads(path.read_text(encoding="utf-8")).get("log_history")
-        except (ValueError, AttributeError):
-            history = None
-        if not isinstance(history, list):
-            raise DumpError(f"{path}: no log_history list: expected TRL's trainer_state.json")
-        rows = [(int(h["step"]), h) for h in history if isinstance(h, dict) and "step" in h]
-    else:
-        with open(path, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
+    for where, step, data in _rows(path):
+        key = next((k for k in ENTROPY_KEYS if data.get(k) is not None), None)
+        if key is not None:
+            value = data[key]
+            try:
+                good = _number(value) and math.isfinite(value) and value >= 0
+            except OverflowError:  # an integer past the largest float
+                good = False
+            if not good:
+                raise DumpError(f"{where}: {key!r} is {shown(value)}: expected a mean token entropy, a finite number "
+                                ">= 0 (FADE is replayed with it)")
+            run.entropy[step] = float(value)
+        for name in ENGINE_KEYS:
+            if _number(data.get(name)):
                 try:
-                    obj = json.loads(line)
-                except ValueError:
-                    raise DumpError(f"{path}:{lineno}: not valid JSON: expected one metrics object per line") from None
-                if not isinstance(obj, dict) or not isinstance(obj.get("step"), int):
-                    raise DumpError(f"{path}:{lineno}: expected an object with an integer 'step'")
-                rows.append((obj["step"], obj["data"] if isinstance(obj.get("data"), dict) else obj))
-    for step, data in rows:
-        for key in ("actor/entropy", "entropy"):
-            if isinstance(data.get(key), (int, float)) and math.isfinite(data[key]):
-                run.entropy[step] = float(data[key])
-                break
-        for key in ("frac_reward_zero_std", "reward_std"):
-            if isinstance(data.get(key), (int, float)):
-                run.engine_metrics.setdefault(step, {})[key] = float(data[key])
-        evicted = [k for k, v in data.items() if "filter_groups" in k and isinstance(v, (int, float)) and v > 0]
+                    run.engine_metrics.setdefault(step, {})[name] = float(data[name])
+                except OverflowError:
+                    raise DumpError(f"{where}: {name!r} is {shown(data[name])}: expected a number within the float "
+                                    "range") from None
+        evicted = [k for k, v in data.items() if "filter_groups" in k and _number(v) and v > 0]
         if evicted and run.filtered is None:
             run.filtered = (f"the run filtered groups ({evicted[0]} > 0 at step {step}): the groups it dropped are "
                             "not in the dump, so the zero-spread share is a lower bound")
-
-

@@ -14,11 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from ..columns import INT64_MAX, INT64_MIN, arrow, encode_keys
+from ..columns import INT64_MAX, INT64_MIN, arrow, encode_keys, loads, parquet_schema, shown
 from ..records import DumpError, RunRecords, StepBatch
 
-__all__ = ["Format", "Progress", "ReadOptions", "blocks", "first_object", "int_column", "not_int64",
-           "numbered_files", "one_per_step", "probe", "prompt_runs", "split_runs", "step_files", "strict_json"]
+__all__ = ["Format", "Progress", "ReadOptions", "blocks", "first_object", "int_column", "name_step", "not_int64",
+           "number_column", "numbered_files", "one_per_step", "probe", "prompt_runs", "split_runs", "step_files",
+           "strict_json"]
 
 #: ``progress(done, total)``, called after each file is read.
 Progress = Callable[[int, int], None]
@@ -58,10 +59,7 @@ def probe(path: Path) -> frozenset[str]:
     if suffix in (".jsonl", ".json"):
         return frozenset(first_object(path))
     if suffix == ".parquet":
-        try:
-            return frozenset(arrow().parquet.read_schema(path).names)
-        except (arrow().ArrowInvalid, OSError) as exc:
-            raise DumpError(f"{path}: not a readable parquet file ({exc})") from None
+        return frozenset(parquet_schema(path).names)
     return frozenset()
 
 
@@ -85,6 +83,8 @@ class ReadOptions:
         if success_threshold is not None and not math.isfinite(success_threshold):
             raise ValueError(f"--success-threshold {success_threshold:g}: expected a finite number "
                              "(a rollout with reward >= T is a success)")
+        if group_size is not None and not 1 <= group_size <= INT64_MAX:
+            raise ValueError(f"--group-size {shown(group_size)}: expected a number of rows from 1 to 2**63 - 1")
         self.group_size = group_size
         self.reward_column = reward_column
         self.reward_weights = reward_weights
@@ -94,8 +94,16 @@ class ReadOptions:
 
 
 def numbered_files(folder: Path, pattern: re.Pattern) -> list[tuple[int, Path]]:
-    found = [(int(m.group(1)), p) for p in folder.iterdir() if p.is_file() and (m := pattern.match(p.name))]
+    found = [(name_step(m.group(1), p), p) for p in folder.iterdir() if p.is_file() and (m := pattern.match(p.name))]
     return one_per_step(sorted(found), folder)
+
+
+def name_step(digits: str, path: Path, what: str = "step") -> int:
+    """The step (or ``what``) a file's or a folder's name gives in ``digits``, an integer within int64."""
+    significant = digits.lstrip("0")
+    if len(significant) > 19 or int(significant or "0") > INT64_MAX:
+        raise DumpError(f"{path}: {what} {shown(digits)} in its name: expected an integer within int64")
+    return int(significant or "0")
 
 
 def one_per_step(numbered: list[tuple[int, Path]], where: Path) -> list[tuple[int, Path]]:
@@ -112,10 +120,7 @@ def first_object(path: Path) -> dict:
     with open(path, "rb") as f:
         for lineno, line in enumerate(f, start=1):
             if line.strip():
-                try:
-                    obj = json.loads(line)
-                except ValueError:
-                    raise DumpError(f"{path}:{lineno}: not valid JSON: expected one JSON object per line") from None
+                obj = loads(line, f"{path}:{lineno}", "one JSON object per line")
                 if not isinstance(obj, dict):
                     raise DumpError(f"{path}:{lineno}: a JSON {type(obj).__name__}, expected an object")
                 return obj
@@ -190,31 +195,92 @@ def blocks(keys: list[str], where: str, group_size: int | None) -> tuple[np.ndar
     return split_runs(starts, lengths, size, where, how), size
 
 
-def int_column(table, name: str, where: Path) -> np.ndarray:
+def int_column(table, name: str, where: Path, first_row: int = 0) -> np.ndarray:
     """A column of integers within int64 (as CSV text, or an integer or float parquet column), or
-    an error naming the first row that is not one: a step of 2.5 is no step, and is not cut to 2."""
+    an error naming the first row that is not one: a step of 2.5 is no step, and is not cut to 2.
+    Checked columnwise: a text or float column is turned into Python values only on an error.
+    ``first_row``: how many of the file's rows come before the table's first (a file read in
+    batches)."""
     pa = arrow()
     import pyarrow.compute as pc
 
+    def refuse(row: int, what: str) -> DumpError:
+        return DumpError(f"{where}: row {first_row + int(row) + 1}: {what}")
+
     column = table.column(name)
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
     if column.null_count:
-        row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
-        raise DumpError(f"{where}: row {row + 1}: no {name!r}: expected every row to have it")
+        row = np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0]
+        raise refuse(row, f"no {name!r}: expected every row to have it")
     kind = column.type
     if pa.types.is_integer(kind):
         if pa.types.is_unsigned_integer(kind) and column.length() and pc.max(column).as_py() > INT64_MAX:
             row = int(np.flatnonzero(column.to_numpy(zero_copy_only=False) > INT64_MAX)[0])
-            raise DumpError(f"{where}: row {row + 1}: {name} {column[row].as_py()}: expected an integer within int64")
-        return column.to_numpy(zero_copy_only=False).astype(np.int64)
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_floating(kind):
-        for row, value in enumerate(column.to_pylist()):
-            problem = not_int64(value)
-            if problem:
-                raise DumpError(f"{where}: row {row + 1}: {name} {value!r}: expected {problem}")
-        if pa.types.is_floating(kind):
-            raise DumpError(f"{where}: column {name!r} is {kind}: expected integers")
-        return np.array([int(v) for v in column.to_pylist()], dtype=np.int64)
+            raise refuse(row, f"{name} {column[row].as_py()}: expected an integer within int64")
+        return _writable(column.to_numpy(zero_copy_only=False).astype(np.int64, copy=False))
+    if pa.types.is_floating(kind):
+        values = column.to_numpy(zero_copy_only=False).astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            bad = np.flatnonzero(~np.isfinite(values) | (values != np.floor(values)))
+        if bad.size:
+            raise refuse(bad[0], f"{name} {float(values[bad[0]])!r}: expected an integer")
+        raise DumpError(f"{where}: column {name!r} is {kind}: expected integers")
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        text = pc.utf8_trim_whitespace(column)
+        bad = np.flatnonzero(~pc.match_substring_regex(text, r"^[+-]?[0-9]+$").to_numpy(zero_copy_only=False))
+        if bad.size:
+            raise refuse(bad[0], f"{name} {shown(column[int(bad[0])].as_py())}: expected an integer")
+        try:
+            return pc.cast(pc.replace_substring_regex(text, r"^\+", ""), pa.int64()).to_numpy(
+                zero_copy_only=False).astype(np.int64, copy=False)
+        except pa.ArrowInvalid:  # past int64: name the first such row
+            for row, value in enumerate(column.to_pylist()):
+                problem = not_int64(value)
+                if problem:
+                    raise refuse(row, f"{name} {shown(value)}: expected {problem}") from None
+            raise
     raise DumpError(f"{where}: column {name!r} is {kind}: expected integers")
+
+
+def number_column(table, name: str, where: Path, first_row: int = 0) -> np.ndarray:
+    """A numeric column (integers, floats or decimals) as float64, a missing value NaN; a column of
+    another type is refused, naming the first row of a text column that is not a number (a CSV
+    column is text where one cell is not a number). ``first_row`` as for :func:`int_column`."""
+    pa = arrow()
+    import pyarrow.compute as pc
+
+    column = table.column(name)
+    kind = column.type
+    if pa.types.is_dictionary(kind):
+        column, kind = column.cast(kind.value_type), kind.value_type
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
+        try:
+            values = pc.cast(column, pa.float64(), safe=False).to_numpy(zero_copy_only=False)  # 2**53 + 1 too
+            return _writable(values.astype(np.float64, copy=False))
+        except pa.ArrowInvalid as exc:
+            raise DumpError(f"{where}: column {name!r} ({kind}) does not convert to floats ({exc}): expected "
+                            "numbers") from None
+    if pa.types.is_null(kind):
+        return np.full(len(column), np.nan)
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        for row, value in enumerate(column.to_pylist()):
+            if value is not None and not _number_text(value):
+                raise DumpError(f"{where}: row {first_row + row + 1}: {name} {shown(value)}: expected a finite number")
+    raise DumpError(f"{where}: column {name!r} is {kind}: expected numbers")
+
+
+def _writable(values: np.ndarray) -> np.ndarray:
+    """``values``, copied where they are arrow's read-only memory (torch warns on such an array)."""
+    return values if values.flags.writeable else values.copy()
+
+
+def _number_text(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def not_int64(value: Any) -> str | None:

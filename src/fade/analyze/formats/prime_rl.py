@@ -53,9 +53,9 @@ from typing import BinaryIO
 
 import numpy as np
 
-from ..columns import INT64_MAX, INT64_MIN, encode_keys, read_jsonl
+from ..columns import INT64_MAX, INT64_MIN, encode_keys, read_jsonl, shown
 from ..records import DumpError, RunRecords, StepBatch, dense_ids
-from .base import Format, ReadOptions, one_per_step, step_files, strict_json
+from .base import Format, ReadOptions, name_step, one_per_step, step_files, strict_json
 
 __all__ = ["FORMAT"]
 
@@ -85,12 +85,14 @@ def _chunks(stream: Path) -> list[tuple[int, Path, bool]]:
     found: dict[int, tuple[Path, bool]] = {}
     for path in stream.iterdir():
         m = _CHUNK.match(path.name)
-        if m and path.is_file() and (int(m.group(1)) not in found or not m.group(2)):
-            found[int(m.group(1))] = (path, bool(m.group(2)))
+        number = name_step(m.group(1), path, "chunk") if m else None
+        if m and path.is_file() and (number not in found or not m.group(2)):
+            found[number] = (path, bool(m.group(2)))
     if not found:
         raise DumpError(f"{stream}: no chunks: expected prime-rl's stream/NNNNN.jsonl (or .jsonl.zst)")
     numbers = sorted(found)
-    missing = sorted(set(range(numbers[-1] + 1)) - set(numbers))
+    # the first number not there, found without range(last + 1): a chunk may be named 10**18
+    missing = [i for i, n in enumerate(numbers) if n != i][:1]
     if missing:
         shown = ", ".join(f"{n:05d}" for n in numbers[:6]) + (", ..." if len(numbers) > 6 else "")
         raise DumpError(f"{stream}: chunk {missing[0]:05d} is missing (chunks {shown}): expected every chunk from "
@@ -178,20 +180,30 @@ def _advantages(paths: list[Path], progress) -> dict[str, float]:
             if info is None:
                 continue
             if not isinstance(info, dict):
-                raise DumpError(f"{path}:{line}: info {info!r}: expected an object (update.py:21-25)")
+                raise DumpError(f"{path}:{line}: info {shown(info)}: expected an object (update.py:21-25)")
             if "advantage" in info:
                 value = info["advantage"]
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                    raise DumpError(f"{path}:{line}: trace {tid!r}: advantage {value!r}: expected a finite number "
+                if not _finite(value):
+                    raise DumpError(f"{path}:{line}: trace {tid!r}: advantage {shown(value)}: expected a finite number "
                                     "(a NaN is written as null)")
                 mine[tid] = (float(value), f"{path}:{line}")
         for tid, (value, where) in mine.items():
             if tid in found and found[tid][0] != value:
-                raise DumpError(f"{where}: trace {tid!r} has advantage {value!r}, but {found[tid][1]} gives "
+                raise DumpError(f"{where}: trace {tid!r} has advantage {shown(value)}, but {found[tid][1]} gives "
                                 f"{found[tid][0]!r}: expected one advantage per trace")
             found[tid] = (value, where)
         progress()
     return {tid: value for tid, (value, _) in found.items()}
+
+
+def _finite(value) -> bool:
+    """Whether ``value`` is a finite number (an integer past the largest float is not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _kind(record: dict, traces: list[dict], where: str) -> str:
@@ -216,7 +228,7 @@ def _step(record: dict, where: str) -> int:
     work = run.get("work") if isinstance(run, dict) else None
     step = work.get("step") if isinstance(work, dict) else None
     if isinstance(step, bool) or not isinstance(step, int) or not INT64_MIN <= step <= INT64_MAX:
-        raise DumpError(f"{where}: run.work.step {step!r}: expected an integer within int64, the step that "
+        raise DumpError(f"{where}: run.work.step {shown(step)}: expected an integer within int64, the step that "
                         "dispatched the episode's group")
     return step
 
@@ -224,7 +236,8 @@ def _step(record: dict, where: str) -> int:
 def _group(record: dict, where: str) -> str:
     group = record.get("group")
     if not isinstance(group, dict) or not isinstance(group.get("id"), str):
-        raise DumpError(f"{where}: group {group!r}: expected {{\"id\": text}}, the episode's group (episode.py:24-27)")
+        raise DumpError(f"{where}: group {shown(group)}: expected {{\"id\": text}}, the episode's group "
+                        "(episode.py:24-27)")
     return group["id"]
 
 
@@ -240,18 +253,19 @@ def _reward(traces: list[dict], where: str) -> float | None:
         if not rewards:
             continue
         if not isinstance(rewards, dict):
-            raise DumpError(f"{where}: rewards {rewards!r}: expected an object of {{score, weight}} by reward name")
+            raise DumpError(f"{where}: rewards {shown(rewards)}: expected an object of {{score, weight}} by reward "
+                            "name")
         total = 0.0
         for name, r in rewards.items():
             if r is None:
                 continue
             if not isinstance(r, dict):
-                raise DumpError(f"{where}: reward {name!r} is {r!r}: expected {{score, weight}}")
+                raise DumpError(f"{where}: reward {name!r} is {shown(r)}: expected {{score, weight}}")
             score, weight = r.get("score"), 1.0 if r.get("weight") is None else r.get("weight")
             for what, value in (("score", score), ("weight", weight)):
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                    raise DumpError(f"{where}: reward {name!r} {what} {value!r}: expected a finite number (a NaN is "
-                                    "written as null)")
+                if not _finite(value):
+                    raise DumpError(f"{where}: reward {name!r} {what} {shown(value)}: expected a finite number "
+                                    "(a NaN is written as null)")
             total += float(score) * float(weight)
         sums.append(total)
     if not sums:
@@ -291,7 +305,7 @@ def _read_stream(traces: Path, progress) -> RunRecords:
                 raise DumpError(f"{where}: episode id {eid!r}: expected text (verifiers' Episode.id)")
             seats = record.get("traces", [])
             if not isinstance(seats, list) or not all(isinstance(t, dict) for t in seats):
-                raise DumpError(f"{where}: traces {seats!r}: expected a list of trace records")
+                raise DumpError(f"{where}: traces {shown(seats)}: expected a list of trace records")
             ids = [eid] + [t.get("id") for t in seats]
             for n, tid in enumerate(ids):
                 what = "episode" if n == 0 else "trace"
@@ -317,7 +331,7 @@ def _read_stream(traces: Path, progress) -> RunRecords:
                 continue
             for trace in seats:
                 value = trace["info"].get("advantage") if isinstance(trace.get("info"), dict) else None
-                if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                if _finite(value):
                     record_advantages[trace["id"]] = float(value)
             task = record.get("task")
             key = task.get("key") if isinstance(task, dict) else None
@@ -341,7 +355,7 @@ def _stream_steps(traces: Path, train: list, advantages: dict[str, float], evals
     for i, (step, group, reward, _, _, where) in enumerate(train):
         at = opened.setdefault(group, (step, where))
         if at[0] != step:
-            raise DumpError(f"{where}: group {group!r} at step {step}, but {at[1]} has it at step {at[0]}: "
+            raise DumpError(f"{where}: group {shown(group)} at step {step}, but {at[1]} has it at step {at[0]}: "
                             "expected one step per group, the step that opened it (dispatcher.py:542)")
         if reward is None:
             unrewarded += 1
@@ -383,27 +397,27 @@ def _rollouts_dir(folder: Path) -> Path | None:
 
 
 def _rollouts_step(n: int, p: Path, newest: bool) -> StepBatch:
-    cols = read_jsonl(p, {}, newest=newest, raw_keys=("group", "task", "traces", "run"))
+    cols = read_jsonl(p, {}, newest=newest, raw_keys=("group", "task", "traces", "run"), lines=True)
     rewards, gkeys, tkeys = [], [], []
-    for row, (group, task, traces, run) in enumerate(zip(cols["group"], cols["task"], cols["traces"], cols["run"])):
-        where_row = f"{p}: row {row + 1}"
+    rows = zip(cols["__line__"].tolist(), cols["group"], cols["task"], cols["traces"], cols["run"])
+    for line, group, task, traces, run in rows:
+        at = f"{p}:{line}"
         if not isinstance(group, dict) or "id" not in group:
-            raise DumpError(f"{where_row}: no group.id: expected prime-rl's episode record")
-        step = ((run or {}).get("work") or {}).get("step")
+            raise DumpError(f"{at}: no group.id: expected prime-rl's episode record")
+        if not _key(group["id"]):
+            raise DumpError(f"{at}: group.id is {shown(group['id'])}: expected text or an integer")
+        step = _field(at, run, "run", "work", "step")
         if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step != n):
-            raise DumpError(f"{where_row}: run.work.step {step}: expected {n}, as the folder step_{n} names it")
-        if not traces:
-            raise DumpError(f"{where_row}: no traces: expected at least one trace with rewards")
-        total = 0.0
-        for name, r in (traces[-1].get("rewards") or {}).items():
-            if not isinstance(r, dict) or not isinstance(r.get("score"), (int, float)):
-                raise DumpError(f"{where_row}: reward {name!r} is {r!r}: expected {{score, weight}}")
-            total += float(r["score"]) * float(r.get("weight", 1.0))
-        if not math.isfinite(total):
-            raise DumpError(f"{where_row}: reward {total!r}: expected a finite number")
-        rewards.append(total)
+            raise DumpError(f"{at}: run.work.step {shown(step)}: expected {n}, as the folder step_{n} names it")
+        key = _field(at, task, "task", "key")
+        if key is not None and not _key(key):
+            raise DumpError(f"{at}: task.key is {shown(key)}: expected text or an integer")
+        if not isinstance(traces, list) or not traces:
+            raise DumpError(f"{at}: {'no traces' if not traces else f'traces is {shown(traces)}'}: expected a "
+                            "list of traces, the last with the episode's rewards")
+        rewards.append(_final_reward(at, traces[-1]))
         gkeys.append(str(group["id"]))
-        tkeys.append(str((task or {}).get("key", group["id"])))
+        tkeys.append(str(group["id"] if key is None else key))
     groups, _ = encode_keys(gkeys)
     first: dict[int, str] = {}
     for g, t in zip(groups.tolist(), tkeys):
@@ -412,10 +426,48 @@ def _rollouts_step(n: int, p: Path, newest: bool) -> StepBatch:
                      prompt_keys=[first[g] for g in range(len(first))], source=str(p))
 
 
+def _key(value) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+def _field(at: str, obj, *path: str):
+    """``obj[path[1]][path[2]]...`` (None where a level is missing), refusing a level that is no object."""
+    for depth, name in enumerate(path[1:], start=1):
+        if obj is None:
+            return None
+        if not isinstance(obj, dict):
+            raise DumpError(f"{at}: {'.'.join(path[:depth])} is {shown(obj)}: expected an object")
+        obj = obj.get(name)
+    return obj
+
+
+def _final_reward(at: str, trace) -> float:
+    """The episode's reward in the rollouts folder: the final trace's sum of score x weight over its
+    reward functions (verifiers' weight defaults to 1)."""
+    if not isinstance(trace, dict):
+        raise DumpError(f"{at}: the last trace is {shown(trace)}: expected an object with the episode's rewards")
+    named = trace.get("rewards") or {}
+    if not isinstance(named, dict):
+        raise DumpError(f"{at}: the last trace's rewards is {shown(named)}: expected an object of {{score, weight}}")
+    total = 0.0
+    for name, r in named.items():
+        score = r.get("score") if isinstance(r, dict) else None
+        weight = r.get("weight", 1.0) if isinstance(r, dict) else None
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (score, weight)):
+            raise DumpError(f"{at}: reward {name!r} is {shown(r)}: expected {{score, weight}}, both numbers")
+        try:
+            total += float(score) * float(weight)
+        except OverflowError:  # an integer past the largest float
+            total = math.inf
+    if not math.isfinite(total):
+        raise DumpError(f"{at}: reward {shown(total)}: expected a finite number")
+    return total
+
+
 def _read_rollouts(where: Path, options: ReadOptions, progress) -> RunRecords:
     split = options.prime_split
     numbered = one_per_step(sorted(
-        (int(m.group(1)), d / "train" / split / "traces.jsonl")
+        (name_step(m.group(1), d), d / "train" / split / "traces.jsonl")
         for d in where.iterdir() if d.is_dir() and (m := _PRIME_DIR.match(d.name))
         and (d / "train" / split / "traces.jsonl").is_file()
     ), where)
@@ -453,7 +505,7 @@ def _read_file(path: Path, options: ReadOptions, progress) -> RunRecords:
     if m is None:
         raise DumpError(f"{path}: a prime-rl episode file outside its run's folders: expected "
                         "rollouts/step_N/train/SPLIT/traces.jsonl or monitors/file/traces/")
-    batch = _rollouts_step(int(m.group(1)), path, True)
+    batch = _rollouts_step(name_step(m.group(1), path.parents[2]), path, True)
     progress(1, 1)
     return RunRecords("prime-rl", str(path), [batch])
 

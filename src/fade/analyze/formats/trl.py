@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from ..columns import arrow, read_parquet
-from ..metrics import read_metrics
+from ..columns import arrow, parquet_schema, read_parquet, shown
+from ..metrics import history_step, read_metrics, trainer_state
 from ..records import DumpError, RunRecords, StepBatch
-from .base import Format, ReadOptions, int_column, numbered_files, prompt_runs, split_runs, step_files
+from .base import Format, ReadOptions, int_column, number_column, numbered_files, prompt_runs, split_runs, step_files
 
 __all__ = ["FORMAT", "KNOWN_EXTRA_COLUMNS", "TrlRecord"]
 
@@ -46,27 +46,21 @@ class TrlRecord:
     _REWARD_KEY = re.compile(r"^(?:eval_)?rewards/(.+)/(?:mean|std)$")
 
     def __init__(self, path: Path) -> None:
-        try:
-            state = json.loads(path.read_text(encoding="utf-8"))
-            history = state.get("log_history")
-        except (ValueError, AttributeError):
-            history = None
-        if not isinstance(history, list):
-            raise DumpError(f"{path}: no log_history list: expected TRL's trainer_state.json")
+        state = trainer_state(path)
         self.path = path
         self.reward_functions: list[str] = []
         self.evaluated: set[int] = set()
         self.fade_trainer = False
-        for entry in history:
+        for i, entry in enumerate(state["log_history"]):
             for key in entry if isinstance(entry, dict) else ():
                 self.fade_trainer |= key.startswith("fade/")
                 m = self._REWARD_KEY.match(key)
                 if m and m.group(1) not in self.reward_functions:
                     self.reward_functions.append(m.group(1))
-                if key.startswith("eval_") and isinstance(entry.get("step"), int):
-                    self.evaluated.add(entry["step"])
+                if key.startswith("eval_") and "step" in entry:
+                    self.evaluated.add(history_step(f"{path}: log_history[{i}]", entry["step"]))
         step = state.get("global_step")
-        self.last_step = step if isinstance(step, int) else None
+        self.last_step = step if isinstance(step, int) and not isinstance(step, bool) else None
 
 
 def _trl_record(where: Path, options: ReadOptions) -> TrlRecord | None:
@@ -98,7 +92,7 @@ def _trl_reward_columns(schema, options: ReadOptions, record: TrlRecord | None,
     types = {f.name: f.type for f in schema}
     candidates = [n for n in types if n not in _TRL_FIXED]
     numeric = [n for n in candidates if pa.types.is_floating(types[n]) or pa.types.is_integer(types[n])
-               or pa.types.is_boolean(types[n])]
+               or pa.types.is_boolean(types[n]) or pa.types.is_decimal(types[n])]
     if options.reward_column is not None:
         columns = _names(options.reward_column)
         if not columns or len(set(columns)) != len(columns):
@@ -118,6 +112,11 @@ def _trl_reward_columns(schema, options: ReadOptions, record: TrlRecord | None,
                             f"expected a column per reward function ({', '.join(record.reward_functions)}; "
                             "give --reward-column NAME,... to choose)")
         columns = [n for n in candidates if n in record.reward_functions]  # the file's order is TRL's weights' order
+        other = next((n for n in columns if n not in numeric), None)
+        if other is not None:
+            raise DumpError(f"{where}: column {other!r} is {types[other]}, a reward function {record.path} names: "
+                            "expected a numeric reward column, as TRL writes one (give --reward-column NAME,... "
+                            "to choose)")
         how = f"the reward functions the run's {record.path.name} names"
     else:
         columns = [n for n in candidates if n not in KNOWN_EXTRA_COLUMNS and pa.types.is_floating(types[n])]
@@ -139,7 +138,7 @@ def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
     evaluation: list[str] = []
 
     def read(n: int, p: Path, newest: bool) -> StepBatch | None:
-        schema = arrow().parquet.read_schema(p)
+        schema = parquet_schema(p)
         missing = [c for c in ("step", "prompt", "advantage") if c not in schema.names]
         if missing:
             raise DumpError(f"{p}: no column {missing[0]!r}: expected TRL's completions parquet")
@@ -162,6 +161,8 @@ def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
             raise DumpError(f"{p}: reward columns {columns}, not {state['columns']} as in the earlier files: "
                             "expected one run's files")
         table = read_parquet(p, ["step", "prompt", "advantage", *columns])
+        if table.num_rows == 0:
+            raise DumpError(f"{p}: no rows: expected TRL's completions of one step")
         steps = np.unique(int_column(table, "step", p))
         if steps.size != 1:
             raise DumpError(f"{p}: holds steps {', '.join(map(str, steps[:5]))}: expected one step per file")
@@ -169,17 +170,15 @@ def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
         if n >= 0 and step != n:  # TRL writes the step column and the name from one global_step
             raise DumpError(f"{p}: holds step {step}: expected step {n}, as TRL names the file "
                             "(completions_{global_step:05d}.parquet)")
-        parts = np.stack([table.column(c).to_numpy(zero_copy_only=False).astype(np.float64) for c in columns], 1)
+        parts = np.stack([_floats(table, c, p) for c in columns], 1)
         with np.errstate(over="ignore", invalid="ignore"):
             rewards = np.nansum(parts * state["weights"], axis=1)  # a None-returning function is left out, as TRL does
         if not np.isfinite(rewards).all():
             row = int(np.flatnonzero(~np.isfinite(rewards))[0])
-            raise DumpError(f"{p}: row {row + 1}: total reward {rewards[row]!r} (from {parts[row].tolist()}): "
+            raise DumpError(f"{p}: row {row + 1}: total reward {shown(rewards[row])} (from {parts[row].tolist()}): "
                             "expected a finite number")
-        adv = table.column("advantage").to_numpy(zero_copy_only=False).astype(np.float64)
-        prompt = table.column("prompt")
-        keys = prompt.to_pylist() if arrow().types.is_string(prompt.type) else [
-            json.dumps(v, sort_keys=True) for v in prompt.to_pylist()]
+        adv = number_column(table, "advantage", p)
+        keys = _prompt_keys(table.column("prompt"), p)
         fingerprint = (step, rewards.tobytes(), adv.tobytes(), tuple(keys))
         repeats = state["previous"] is not None and fingerprint[1:] == state["previous"][1:]
         # TRL 1.16 logs an evaluation's completions with the training ones: one table (_logs, bounded
@@ -195,7 +194,7 @@ def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
             return None
         if not np.isfinite(adv).all():
             row = int(np.flatnonzero(~np.isfinite(adv))[0])
-            raise DumpError(f"{p}: row {row + 1}: advantage {adv[row]!r}: expected a finite number")
+            raise DumpError(f"{p}: row {row + 1}: advantage {shown(adv[row])}: expected a finite number")
         if repeats:
             notes.append(f"{p.name} repeats the batch of step {state['previous'][0]}: counted once")
             return None
@@ -232,6 +231,39 @@ def _read_trl(where: Path, options: ReadOptions, progress) -> RunRecords:
     if state_file is not None and options.metrics is None:
         read_metrics(run, state_file)
     return run
+
+
+def _floats(table, name: str, where: Path) -> np.ndarray:
+    """A reward column as floats: TRL writes floats; a column named as a reward may be integers,
+    decimals or booleans (1 for True)."""
+    pa = arrow()
+    column = table.column(name)
+    if pa.types.is_boolean(column.type):
+        return column.cast(pa.float64()).to_numpy(zero_copy_only=False)
+    return number_column(table, name, where)
+
+
+def _prompt_keys(prompt, where: Path) -> list[str]:
+    """Each row's prompt as a key: its text, or a conversation (TRL's list of messages) as JSON."""
+    pa = arrow()
+    kind = prompt.type
+    text = pa.types.is_string(kind) or pa.types.is_large_string(kind)
+    if not (text or pa.types.is_list(kind) or pa.types.is_large_list(kind)):
+        raise DumpError(f"{where}: column 'prompt' is {kind}: expected text or a list of messages, as TRL writes "
+                        "the prompt")
+    values = prompt.to_pylist()
+    if prompt.null_count:
+        raise DumpError(f"{where}: row {values.index(None) + 1}: no prompt: expected every row to have one")
+    if text:
+        return values
+    keys = []
+    for row, value in enumerate(values):
+        try:
+            keys.append(json.dumps(value, sort_keys=True))
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise DumpError(f"{where}: row {row + 1}: a prompt that is no JSON value ({exc}): expected text or a "
+                            "list of messages") from None
+    return keys
 
 
 def _trl_groups(runs: list[tuple[StepBatch, list, np.ndarray, np.ndarray]], group_size: int | None,
@@ -292,10 +324,11 @@ def _trl_state(where: Path) -> Path | None:
     out = where.parent.parent if where.is_file() else where.parent
     if (out / "trainer_state.json").is_file():
         return out / "trainer_state.json"
-    checkpoints = sorted(
-        out.glob("checkpoint-*/trainer_state.json"),
-        key=lambda p: int(p.parent.name.split("-")[-1]) if p.parent.name.split("-")[-1].isdigit() else -1,
-    )
+    def number(p: Path) -> tuple[int, str]:  # compared as digits, never int(): "²" is a digit int() refuses
+        digits = p.parent.name.split("-")[-1]
+        return (len(digits.lstrip("0")), digits.lstrip("0")) if re.fullmatch(r"[0-9]+", digits) else (-1, "")
+
+    checkpoints = sorted(out.glob("checkpoint-*/trainer_state.json"), key=number)
     return checkpoints[-1] if checkpoints else None
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..columns import arrow, encode_keys, read_jsonl
+from ..columns import arrow, encode_keys, read_jsonl, shown
 from ..records import DumpError, RunRecords, StepBatch, dense_ids
 from .base import Format, ReadOptions, numbered_files, step_files
 
@@ -77,15 +77,17 @@ def _verl_v1_groups(p: Path, uids, rewards: np.ndarray, inputs):
     if parts.null_count:
         row = int(np.flatnonzero(parts.is_null().to_numpy(zero_copy_only=False))[0])
         raise DumpError(
-            f"{p}: row {row + 1}: uid {uids[row].as_py()!r}: expected verl's {{prompt}}_{{session}}_{{index}}"
+            f"{p}: row {row + 1}: uid {shown(uids[row].as_py())}: expected verl's {{prompt}}_{{session}}_{{index}}"
         )
     prompt, prompt_names = encode_keys(pc.struct_field(parts, "prompt"))
     session, _ = encode_keys(pc.struct_field(parts, "session"))
     try:
         index = pc.cast(pc.struct_field(parts, "index"), pa.int64()).to_numpy(zero_copy_only=False)
     except pa.ArrowInvalid:
-        big = next(i for i, u in enumerate(uids.to_pylist()) if int(u.rsplit("_", 1)[1]) >= 2**63)
-        raise DumpError(f"{p}: row {big + 1}: uid {uids[big].as_py()!r}: expected an index within int64") from None
+        index = pc.struct_field(parts, "index").to_pylist()
+        digits = [d.lstrip("0") for d in index]  # an index of thousands of digits is past int() too
+        big = next(i for i, d in enumerate(digits) if len(d) > 19 or int(d or "0") >= 2**63)
+        raise DumpError(f"{p}: row {big + 1}: uid {shown(uids[big].as_py())}: expected an index within int64") from None
     order = np.lexsort((np.arange(len(prompt)), index, session, prompt))  # a uid's rows together, in file order
     same = (np.diff(prompt[order]) == 0) & (np.diff(session[order]) == 0) & (np.diff(index[order]) == 0)
     if same.any():

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fade.cli.sweep import custom_preset
 from fade.experiments.costs import estimate_seconds
 from fade.experiments.design import Preset, TaskPlan, comparisons
 from fade.experiments.presets import PRESETS, get_preset
@@ -63,8 +64,8 @@ def test_the_confirm_preset_fixes_its_comparisons_on_seeds_no_other_preset_used(
     assert len(runs) == 60 and all(r.num_evals == 21 for r in runs)
     assert 3 * 3600 < sum(estimate_seconds(r) for r in runs) < 6 * 3600  # the cost model's 4.8 CPU hours
     # a custom list of estimators carries none of the fixed comparisons
-    assert confirm.with_overrides(seeds=[5]).comparisons == confirm.comparisons
-    assert confirm.with_overrides(estimators=["grpo"]).comparisons == ()
+    assert custom_preset(confirm, seeds=[5]).comparisons == confirm.comparisons
+    assert custom_preset(confirm, estimators=["grpo"]).comparisons == ()
 
 
 def test_the_shift_preset_runs_the_piloted_setting_on_new_seeds_with_its_comparisons_fixed():

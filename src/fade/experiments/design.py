@@ -21,7 +21,7 @@ costs is :mod:`fade.experiments.costs`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -416,77 +416,6 @@ class Preset:
     def pending_tuned(self) -> list[tuple[TaskPlan, str, int]]:
         """(plan, estimator name, seed) of each tuned run, before its parameters are chosen."""
         return [(plan, tuned, seed) for plan in self.plans for tuned in plan.tuned for seed in self.seeds]
-
-    def with_overrides(
-        self,
-        *,
-        estimators: Sequence[str] | None = None,
-        seeds: Sequence[int] | None = None,
-        tasks: Sequence[str] | None = None,
-        steps: int | None = None,
-    ) -> Preset:
-        """A custom sweep built on this preset's trainer settings.
-
-        ``tasks`` keeps those of the preset's tasks (a task the preset does not plan takes the
-        first plan's settings); ``estimators`` replaces every task's estimator list and drops the
-        tuning (a custom list has no candidates to tune on); ``seeds`` replaces the seeds;
-        ``steps`` sets every run's length (evaluations stay every ``eval_every`` steps, and the
-        last step is always evaluated).
-        """
-        plans = list(self.plans)
-        tuning = self.tuning
-        if tasks is not None:
-            from fade.testbed.tasks import TASKS
-
-            if not tasks:
-                raise ValueError("--tasks is empty: expected at least one task")
-            by_task = {plan.task: plan for plan in plans}
-            known = sorted({*TASKS, *by_task})
-            unknown = [t for t in tasks if t not in known]
-            if unknown:
-                raise ValueError(f"unknown task(s) {unknown}; known tasks: {', '.join(known)}")
-            plans = [
-                by_task.get(t) or dataclasses.replace(plans[0], task=t, tuned=(), trains_on=None)
-                for t in dict.fromkeys(tasks)
-            ]
-            if tuning is not None and tuning.task not in tasks:
-                tuning = None
-                plans = [dataclasses.replace(plan, tuned=()) for plan in plans]
-        if estimators is not None:
-            if not estimators:
-                raise ValueError("--estimators is empty: expected at least one estimator spec")
-            for text in estimators:
-                check_spec(text)
-            specs = tuple(dict.fromkeys(canonical_spec(t) for t in estimators))
-            plans = [dataclasses.replace(plan, estimators=specs, tuned=()) for plan in plans]
-            tuning = None
-        if steps is not None:
-            if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-                raise ValueError(f"--steps must be a positive integer, got {steps!r}")
-            plans = [dataclasses.replace(plan, steps=steps) for plan in plans]
-        new_seeds = self.seeds
-        if seeds is not None:
-            if not seeds:
-                raise ValueError("--seeds is empty: expected at least one seed")
-            bad = [s for s in seeds if isinstance(s, bool) or not isinstance(s, int) or s < 0]
-            if bad:
-                raise ValueError(f"seeds must be integers >= 0, got {bad}")
-            new_seeds = tuple(dict.fromkeys(seeds))
-        custom = any(x is not None for x in (estimators, seeds, tasks, steps))
-        # A custom list of estimators has none of the preset's fixed comparisons to make.
-        fixed = self.comparisons if estimators is None else ()
-        return Preset(
-            name=self.name if not custom else f"{self.name} (custom)",
-            description=self.description
-            if not custom
-            else f"A custom sweep with the {self.name} preset's trainer settings.",
-            seeds=new_seeds,
-            plans=tuple(plans),
-            tuning=tuning,
-            comparisons=fixed,
-            claims=self.claims if estimators is None else None,
-            pins_code=self.pins_code,
-        )
 
     def check(self) -> None:
         """Raise ValueError naming the first arm that does not build: an estimator spec, or a

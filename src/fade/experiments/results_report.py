@@ -29,21 +29,17 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
 from fade.atomic import write_json_atomic
 from fade.geometry import PAPER_RANK1_SHARE
-from fade.specs import parse_spec
 from fade.testbed.evaluation import EVAL_KS, ks_text
 from fade.testbed.report import compare_runs
 
 from . import design, figures, report_numbers
-from .claims import fade_spec
+from .claims import CHECKS, fade_spec
+from .claims.base import TaskFigures
 from .claims.controls import Controls
 from .claims.entropy_check import EntropyCheck
 from .claims.entropy_formula import EntropyFormula
-from .claims.regime import REGIME_NOT_CALIBRATED
-from .claims.sign_knob import REQUIREMENT_NOT_MET
 from .costs import estimate_seconds
 from .design import FADE, Arm, Preset, RunSpec, as_arm
 from .presets import entropy as entropy_preset
@@ -158,6 +154,7 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
     for s in sorted(summaries, key=lambda s: s.seed):
         runs_by_spec[s.run.arm.text].append(s)
         arms.setdefault(s.run.arm.text, s.run.arm)
+    view = TaskFigures(task, dict(runs_by_spec), arms, palette, fade)
     present = list(runs_by_spec)
     groups = _role_groups(arms, fade)
     ks = _ks_label(summaries)
@@ -195,18 +192,9 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
             draw(f"{task}-controls.png", "FADE against the entropy controls: the final pass@k against k and the "
                  "training entropy against step, every arm (seed means)",
                  lambda p, arms=shown: figures.draw_controls(arms, p, title=task))
-    delta_arms = [(spec, runs_by_spec[spec]) for spec in present if arms[spec].estimator.startswith(FADE)
-                  and any(np.isfinite(r.curves["delta"]).any() for r in runs_by_spec[spec])]
-    if delta_arms:
-        draw(f"{task}-delta.png", "FADE's sign knob: delta against step for each FADE arm",
-             lambda p: figures.draw_delta(delta_arms, palette, p, title=task))
-    scheduled = [(spec, runs_by_spec[spec]) for spec in present if arms[spec].estimator.startswith("fade")
-                 and any(np.isfinite(r.curves["alpha"]).any() for r in runs_by_spec[spec])]
-    if scheduled:
-        reference = _written_path([arms[spec] for spec, _ in scheduled])
-        draw(f"{task}-schedule.png", "FADE's knobs alpha, delta and p_hat against step for every scheduled arm"
-             + (f", beside the path `{reference[0]}` written in advance" if reference else ""),
-             lambda p: figures.draw_schedule(scheduled, palette, p, title=task, reference=reference))
+    for claim in CHECKS:
+        for drawing in claim.figures.of_runs(view):
+            draw(drawing.name, drawing.caption, drawing.draw)
     levels = [(f"alpha={a} ({spec})", runs_by_spec.get(spec, [])) for a, spec in design.POWER_LEVELS]
     levels = [(label, runs) for label, runs in levels if runs]
     if len(levels) > 1 and any(r.buckets() for _, runs in levels for r in runs):
@@ -222,20 +210,6 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
             lambda p: compare_runs(dirs, p),
         )
     return drawn
-
-
-def _written_path(arms: Sequence[Arm]) -> tuple[str, np.ndarray, np.ndarray, np.ndarray] | None:
-    """The path a ``fade_fixed`` arm among ``arms`` follows, as (its text, steps, alpha, delta) at
-    every step of its knots' span; None without such an arm."""
-    from fade.adaptive import FIXED_PATHS, fixed_knobs
-
-    for arm in arms:
-        name, params = parse_spec(arm.estimator)
-        if name == "fade_fixed" and params.get("path") in FIXED_PATHS:
-            steps = np.arange(1, FIXED_PATHS[params["path"]][-1][0] + 1)
-            knobs = np.array([fixed_knobs(params["path"], int(s)) for s in steps])
-            return arm.text, steps, knobs[:, 0], knobs[:, 1]
-    return None
 
 
 def _timing_table(runs: Sequence[RunSpec], summaries: Sequence[SweepRun]) -> Table:
@@ -479,24 +453,10 @@ def write_report(
 
     not_reproduced = [(s, v) for s, v in verdict_rows if v.outcome not in (SUPPORTED, NOT_MEASURED)]
     lines += ["## Where the claims do not reproduce at this scale", ""]
-    uncalibrated = [s for s in checks if s.key == "regime" and s.check.outcome == REGIME_NOT_CALIBRATED]
-    for section in uncalibrated:
-        why = " and ".join(([_REGIME_LATE] if section.result.late else [])
-                           + ([_REGIME_STALLED] if section.result.stalled else []))
-        reads_peaks = any(report_numbers.reads_peaks(v) for s, v in verdict_rows if s.task == section.task)
-        consequence = ("so claims about peaks, declines and reaching a peak earlier are read where there is little "
-                       "decline to prevent" if reads_peaks else "but no claim of this plan reads a peak")
-        lines += [f"- {section.task}: the regime check failed (**{REGIME_NOT_CALIBRATED}**): {why}, {consequence}. "
-                  f"<sub>{section.check.detail}</sub>"]
-    collapsed = [s for s in checks if s.key == "collapse" and s.result.collapsed]
-    for section in collapsed:
-        lines += [
-            f"- {section.task}: some runs collapsed (**{REQUIREMENT_NOT_MET}**), and every claim that compares "
-            "them reads the collapse rather than the estimator. <sub>"
-            + "; ".join(f"{spec}: seeds {', '.join(map(str, seeds))}" for spec, seeds in section.result.seeds.items())
-            + "</sub>"
-        ]
-    if uncalibrated or collapsed:
+    cautions = [section for section in checks if section.caveat is not None]
+    for section in cautions:
+        lines += [f"- {section.task}: " + section.caveat([v for s, v in verdict_rows if s.task == section.task])]
+    if cautions:
         lines += [""]
     if not verdict_rows:
         lines += ["Nothing was measured.", ""]
@@ -561,6 +521,3 @@ def write_report(
     )
     return readme
 
-
-_REGIME_LATE = "a balanced baseline was still climbing late in the run"
-_REGIME_STALLED = "a balanced baseline never rose above its base evaluation (it diverged or learnt nothing)"

@@ -17,7 +17,7 @@ from fade.specs import parse_spec
 from ..design import ABLATIONS, FADE, H_STAR_LEVELS
 from ..runs import Runs
 from ..stats import compare
-from .base import Claim, Context, Judgement, StatTable, judge, stat_table
+from .base import Claim, Context, Judgement, Reads, StatTable, judge, stat_table
 
 #: The scalars the ablation table shows for FADE and every variant.
 COLUMNS = ("peak_pass1", "pass@16", "pass@64", "passk_mean", "entropy_final", "rank1_final", "alpha_mean", "delta_mean")
@@ -101,4 +101,4 @@ def measure(task: str, context: Context) -> Ablations | None:
     )
 
 
-CLAIM = Claim("ablations", measure)
+CLAIM = Claim("ablations", Reads(), measure)

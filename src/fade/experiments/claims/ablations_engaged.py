@@ -16,7 +16,7 @@ from fade.specs import format_spec, parse_spec
 
 from ..design import ABLATIONS, FADE
 from .ablations import Ablation, ablate
-from .base import Claim, Context, StatTable, stat_table
+from .base import Claim, Context, Reads, StatTable, stat_table
 
 #: The FADE arm whose sign knob acts from the start (H* at the first entropy): the reference the
 #: ablations without a target of their own are measured against.
@@ -64,4 +64,4 @@ def measure(task: str, context: Context) -> AblationsEngaged | None:
     )
 
 
-CLAIM = Claim("ablations_engaged", measure)
+CLAIM = Claim("ablations_engaged", Reads(), measure)

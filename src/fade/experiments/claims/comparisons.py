@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ..design import Comparison
 from ..stats import MIN_PAIRED_SEEDS, Stat, Verdict, compare, holm, paired_differences, paired_seeds, paired_t_pvalue
-from .base import Claim, Context, Judgement, judge
+from .base import Claim, Context, Judgement, Reads, judge
 
 
 @dataclass(frozen=True)
@@ -84,4 +84,4 @@ def _p_value(a: Stat, b: Stat) -> float:
     return paired_t_pvalue(diffs) if diffs.size >= MIN_PAIRED_SEEDS else math.nan
 
 
-CLAIM = Claim("comparisons", measure, reads_overrides=True)
+CLAIM = Claim("comparisons", Reads(overrides=True), measure)

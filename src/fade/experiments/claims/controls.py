@@ -20,7 +20,7 @@ from ..design import Control
 from ..presets.entropy import ENTROPY_COMPARED, ENTROPY_CONTROLS, ENTROPY_FADE
 from ..runs import Runs
 from ..stats import compare
-from .base import Claim, Context, Judgement, StatTable, judge, stat_table
+from .base import Claim, Context, Judgement, Reads, StatTable, judge, stat_table
 
 #: The measures, each (scalar of the run summaries, its name in a comparison, its name in words).
 MEASURES: tuple[tuple[str, str, str], ...] = (
@@ -74,4 +74,4 @@ def measure(task: str, context: Context) -> Controls | None:
     return Controls(task=task, fade=ENTROPY_FADE, arms=tuple(arms), ks=tuple(ks), stats=stats, verdicts=verdicts)
 
 
-CLAIM = Claim("controls", measure, reads_overrides=True)
+CLAIM = Claim("controls", Reads(overrides=True), measure)

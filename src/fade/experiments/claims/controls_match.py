@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from ..design import Control
 from ..presets.entropy import ENTROPY_FADE, ENTROPY_FADE_COMBINED
 from ..stats import CONTRADICTED, SUPPORTED, Verdict, compare
-from .base import Claim, Context, Judgement, judge
+from .base import Claim, Context, Judgement, Reads, judge
 from .controls import compared
 
 #: Half-width of the band "equal pass@1": the paper preset's minimum detectable peak-pass@1 difference.
@@ -97,4 +97,4 @@ def measure(task: str, context: Context) -> MatchedPassk | None:
     return MatchedPassk(task=task, fade=ENTROPY_FADE, margin=EQUAL_PASS1_MARGIN, rows=tuple(rows), unmatched=unmatched)
 
 
-CLAIM = Claim("controls_match", measure, reads_overrides=True)
+CLAIM = Claim("controls_match", Reads(overrides=True), measure)

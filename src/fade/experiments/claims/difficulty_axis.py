@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..design import POWER_LEVELS
 from ..stats import compare
-from .base import Claim, Context, Judgement, StatTable, judge, stat_table
+from .base import Claim, Context, Judgement, Reads, StatTable, judge, stat_table
 
 
 @dataclass(frozen=True)
@@ -59,4 +59,4 @@ def measure(task: str, context: Context) -> DifficultyAxis | None:
                           hard_gains=hard_gains, top_bucket=tuple(top))
 
 
-CLAIM = Claim("difficulty", measure)
+CLAIM = Claim("difficulty", Reads(), measure)

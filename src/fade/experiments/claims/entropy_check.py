@@ -22,7 +22,7 @@ from fade.testbed.summary import ENTROPY_BLOCK, early_steps, entropy_blocks, mas
 
 from ..runs import SweepRun
 from ..stats import Stat, Verdict, compare, pearson
-from .base import Claim, Context, Judgement, judge
+from .base import Claim, Context, Judgement, Reads, judge
 
 
 @dataclass(frozen=True)
@@ -100,4 +100,4 @@ def measure(task: str, context: Context) -> EntropyCheck | None:
     )
 
 
-CLAIM = Claim("entropy_check", measure)
+CLAIM = Claim("entropy_check", Reads(), measure)

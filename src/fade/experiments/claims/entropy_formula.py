@@ -30,7 +30,7 @@ from fade.testbed.summary import (
 
 from ..runs import SweepRun
 from ..stats import SUPPORTED, Stat, compare, pearson
-from .base import Claim, Context, Judgement, judge
+from .base import Claim, Context, Judgement, Reads, judge
 from .entropy_check import logs_formula
 
 #: A block pair of one run: (sign group, spec, block-mean drive, its mass term, its covariance term,
@@ -133,4 +133,4 @@ def measure(task: str, context: Context) -> EntropyFormula | None:
     )
 
 
-CLAIM = Claim("entropy_formula", measure)
+CLAIM = Claim("entropy_formula", Reads(), measure)

@@ -14,7 +14,7 @@ from fade.specs import parse_spec
 
 from ..design import BALANCED, FADE
 from ..stats import compare
-from .base import Claim, Context, Judgement, StatTable, judge, stat_table
+from .base import Claim, Context, Judgement, Reads, StatTable, judge, stat_table
 
 #: The axes of the verdicts: (scalar, the name of a comparison on it).
 AXES = (("peak_pass1", "peak"), ("passk_mean", "pass@k mean"), ("entropy_final", "entropy"))
@@ -52,4 +52,4 @@ def measure(task: str, context: Context) -> FadeArms | None:
     return FadeArms(task=task, arms=tuple(arms), balanced=tuple(balanced), stats=stats, verdicts=verdicts, best=best)
 
 
-CLAIM = Claim("fade_arms", measure)
+CLAIM = Claim("fade_arms", Reads(), measure)

@@ -18,7 +18,7 @@ from .. import stats
 from ..design import STATIC_BASELINES
 from ..runs import Runs
 from ..stats import Stat, Verdict, compare
-from .base import Claim, Context, Judgement, StatTable, judge, stat_table
+from .base import Claim, Context, Judgement, Reads, StatTable, judge, stat_table
 
 #: The scalars the claim's table shows for every estimator (besides the reach columns).
 COLUMNS = ("peak_pass1", "peak_step", "final_pass1", "passk_mean", "entropy_final")
@@ -123,4 +123,4 @@ def measure(task: str, context: Context) -> FadeVsBaselines | None:
     )
 
 
-CLAIM = Claim("fade_vs_baselines", measure)
+CLAIM = Claim("fade_vs_baselines", Reads(), measure)

@@ -14,7 +14,7 @@ from fade.testbed.summary import early_steps
 
 from ..design import BALANCED, FAILURE_BIASED, SUCCESS_BIASED
 from ..stats import compare
-from .base import Claim, Context, Judgement, StatTable, judge, stat_table
+from .base import Claim, Context, Judgement, Reads, StatTable, judge, stat_table
 
 #: The scalars the claim's table shows for every estimator.
 COLUMNS = ("sign_balance_mean", "entropy_drop_rate", "entropy_first", "entropy_final", "rank1_final", "peak_pass1")
@@ -62,4 +62,4 @@ def measure(task: str, context: Context) -> SignAxis | None:
     )
 
 
-CLAIM = Claim("sign", measure)
+CLAIM = Claim("sign", Reads(), measure)

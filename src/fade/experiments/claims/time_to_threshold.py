@@ -28,7 +28,7 @@ from fade.testbed.summary import THRESHOLD_SHARE, threshold, threshold_step
 from ..design import STATIC_BASELINES, canonical_spec
 from ..runs import Runs, SweepRun
 from ..stats import Stat, Verdict, compare
-from .base import Claim, Context, Judgement, judge
+from .base import Claim, Context, Judgement, Reads, judge
 
 #: The static arms the threshold's best arm is chosen from: the static baselines and FADE's static
 #: twin power:alpha=3. The sign-axis probes (psr, nsr, asym_grpo:delta=2) are not baselines: a
@@ -115,4 +115,4 @@ def measure(task: str, context: Context) -> TimeToThreshold | None:
                            arms=tuple(compared), verdicts=verdicts)
 
 
-CLAIM = Claim("time_to_threshold", measure, reads_overrides=True)
+CLAIM = Claim("time_to_threshold", Reads(overrides=True), measure)

@@ -4,7 +4,7 @@ the report, with its tables, verdict lines and notes.
 A claim's result type has one wording function, registered with :func:`words`: it turns the
 result into a :class:`~.base.ClaimSection` (a title, tables of formatted cells, a verdict line per
 verdict, notes, and for a design check its ``check`` line). The themed modules hold them:
-:mod:`.checks`, :mod:`.axes`, :mod:`.entropy`, :mod:`.fade`, :mod:`.controls`, :mod:`.fixed`. :func:`evaluate` and
+:mod:`.axes`, :mod:`.entropy`, :mod:`.fade`, :mod:`.controls`, :mod:`.fixed`. :func:`evaluate` and
 :func:`design_checks` measure and word in one call, for :mod:`~fade.experiments.results_report`
 and the tests.
 """
@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import claims
+from ..claims import base as claim_base
 from ..design import Preset
 from ..runs import SweepRun
-from . import axes, checks, controls, entropy, fade, fixed  # noqa: F401  (each registers its wording on import)
+from . import axes, controls, entropy, fade, fixed  # noqa: F401  (each registers its wording on import)
 from .base import ClaimSection, Table, VerdictLine, line, section, words
 
 __all__ = ["ClaimSection", "Table", "VerdictLine", "design_checks", "evaluate", "line", "section", "words"]
@@ -27,7 +28,7 @@ def evaluate(
 ) -> list[ClaimSection]:
     """Every claim the runs can answer, per task, in the report's order, in words (the design
     checks that come before them: :func:`design_checks`)."""
-    return [section(f) for f in claims.measure(summaries, preset, choice)]
+    return [claim_base.section(f) if f.claim.words else section(f) for f in claims.measure(summaries, preset, choice)]
 
 
 def design_checks(summaries: Sequence[SweepRun]) -> list[ClaimSection]:
@@ -35,4 +36,5 @@ def design_checks(summaries: Sequence[SweepRun]) -> list[ClaimSection]:
     then FADE's sign knob, then the collapse check, each with its ``check`` line whose outcome is
     one of its module's outcome words or ``not measured``; a section is absent where nothing it
     needs ran."""
-    return [section(f) for f in claims.measure_checks(summaries)]
+    return [claim_base.section(f, check=True) if f.claim.words else section(f)
+            for f in claims.measure_checks(summaries)]

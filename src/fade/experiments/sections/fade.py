@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..claims.ablations import COLUMNS, LEVEL_COLUMNS, LOSSES, Ablation, Ablations
 from ..claims.ablations_engaged import ENGAGED_FADE, AblationsEngaged
-from ..claims.defaults import Confirm, Defaults
+from ..claims.carry_over import Confirm
+from ..claims.defaults import Defaults
 from ..claims.fade_arms import FadeArms
 from ..claims.fade_vs_baselines import FadeVsBaselines
 from ..design import FADE

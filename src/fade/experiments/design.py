@@ -36,14 +36,10 @@ __all__ = [
     "ARM_SETTINGS",
     "BALANCED",
     "FADE",
-    "FAILURE_BIASED",
     "H_STAR_LEVELS",
-    "POWER_LEVELS",
     "STATIC_BASELINES",
-    "SUCCESS_BIASED",
     "Arm",
     "Comparison",
-    "Control",
     "Preset",
     "RunSpec",
     "TaskPlan",
@@ -59,15 +55,10 @@ __all__ = [
 
 # -- roles in the claims ------------------------------------------------------------------------
 
-#: Sign axis (docs/method.md, section 1): success-biased weights put more mass on successes (m_S > m_F),
-#: balanced ones equal mass, failure-biased ones more on failures.
-SUCCESS_BIASED: tuple[str, ...] = ("psr", "asym_grpo:delta=2")
+#: The balanced baselines (docs/method.md, section 1: equal mass on successes and failures, m_S = m_F),
+#: the sign axis's middle, whose peaks the regime check reads and whose spread sizes the report's
+#: minimum detectable difference.
 BALANCED: tuple[str, ...] = ("grpo", "dr_grpo")
-FAILURE_BIASED: tuple[str, ...] = ("nsr", "asym_grpo:delta=0.5")
-
-#: Difficulty axis: Power(alpha), m_S = m_F = p q^alpha. alpha = 1 is exactly dr_grpo (the same
-#: advantages bit for bit), so the dr_grpo runs stand in for it instead of training it twice.
-POWER_LEVELS: tuple[tuple[int, str], ...] = ((1, "dr_grpo"), (2, "power:alpha=2"), (3, "power:alpha=3"))
 
 #: The static baselines FADE is measured against (the issue's list; asym_grpo at its default delta).
 STATIC_BASELINES: tuple[str, ...] = (
@@ -458,13 +449,3 @@ def ordered(*groups: Iterable[str]) -> tuple[str, ...]:
         for text in group:
             seen.setdefault(text, None)
     return tuple(seen)
-
-
-@dataclass(frozen=True)
-class Control:
-    """One arm of the entropy comparison in words: its ``name`` (the control and its setting), the
-    :class:`Arm` it trains, and the ``source`` of the setting."""
-
-    name: str
-    arm: Arm
-    source: str

@@ -35,11 +35,9 @@ from fade.testbed.evaluation import EVAL_KS, ks_text
 from fade.testbed.report import compare_runs
 
 from . import design, figures, report_numbers
-from .claims import CHECKS, fade_spec
+from .claims import CHECKS, CLAIMS, fade_spec
 from .claims.base import TaskFigures
 from .claims.controls import Controls
-from .claims.entropy_check import EntropyCheck
-from .claims.entropy_formula import EntropyFormula
 from .costs import estimate_seconds
 from .design import FADE, Arm, Preset, RunSpec, as_arm
 from .presets import entropy as entropy_preset
@@ -115,20 +113,14 @@ def _machine() -> str:
     )
 
 
-def _role_groups(arms: dict[str, Arm], fade: str) -> list[tuple[str, list[str]]]:
-    """The claim groups the figures are organised by, each with the present arms (by text) it
-    covers; arms in no group go to a last "other estimators" group."""
-    present = list(arms)
-    by_identity = {arm.identity: text for text, arm in arms.items()}
-
-    def pick(specs) -> list[str]:
-        return list(
-            dict.fromkeys(by_identity[i] for i in (as_arm(spec).identity for spec in specs) if i in by_identity)
-        )
-
-    groups = [
-        ("sign axis", pick([*design.SUCCESS_BIASED, *design.BALANCED, *design.FAILURE_BIASED])),
-        ("difficulty axis: Power(alpha)", pick([spec for _, spec in design.POWER_LEVELS])),
+def _role_groups(view: TaskFigures) -> list[tuple[str, list[str]]]:
+    """The claim groups the figures are organised by: each claim's panel (:class:`~.claims.base.Figures`)
+    with the present arms (by text) it shows, in the report's order; arms in no group go to a last
+    "other estimators" group."""
+    present, pick, fade = view.present, view.pick, view.fade
+    groups = [(claim.figures.group, list(claim.figures.arms(view))) for claim in (*CHECKS, *CLAIMS)
+              if claim.figures.group]
+    groups += [
         ("FADE vs static baselines", pick([fade, *design.STATIC_BASELINES])),
         ("FADE ablations and H*", pick([FADE, *design.ABLATIONS, *(spec for _, spec in design.H_STAR_LEVELS)])),
     ]
@@ -156,7 +148,7 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
         arms.setdefault(s.run.arm.text, s.run.arm)
     view = TaskFigures(task, dict(runs_by_spec), arms, palette, fade)
     present = list(runs_by_spec)
-    groups = _role_groups(arms, fade)
+    groups = _role_groups(view)
     ks = _ks_label(summaries)
     drawn: list[tuple[str, str]] = []
 
@@ -179,27 +171,16 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
          lambda p: figures.draw_plane_paths(runs_by_spec, p, title=task))
     for section in sections:
         result = section.result
-        if isinstance(result, EntropyCheck) and result.points:
-            draw(f"{task}-entropy-check.png", "first-order entropy check: predicted against observed change",
-                 lambda p, r=result: figures.draw_entropy_check(r.points, r.eta, palette, p, title=task))
-        if isinstance(result, EntropyFormula) and result.points:
-            draw(f"{task}-entropy-formula.png",
-                 "entropy formula with both terms: observed entropy change per step against the block-mean drive and "
-                 "each term, coloured by the run's sign of m_S - m_F",
-                 lambda p, r=result: figures.draw_entropy_formula(r.points, p, title=task))
+        for drawing in section.claim.figures.of_result(result, view):
+            draw(drawing.name, drawing.caption, drawing.draw)
         if isinstance(result, Controls):
             shown = [(c.name, palette[c.arm.text], runs_by_spec[c.arm.text]) for c in (result.fade, *result.arms)]
             draw(f"{task}-controls.png", "FADE against the entropy controls: the final pass@k against k and the "
                  "training entropy against step, every arm (seed means)",
                  lambda p, arms=shown: figures.draw_controls(arms, p, title=task))
-    for claim in CHECKS:
+    for claim in (*CHECKS, *CLAIMS):
         for drawing in claim.figures.of_runs(view):
             draw(drawing.name, drawing.caption, drawing.draw)
-    levels = [(f"alpha={a} ({spec})", runs_by_spec.get(spec, [])) for a, spec in design.POWER_LEVELS]
-    levels = [(label, runs) for label, runs in levels if runs]
-    if len(levels) > 1 and any(r.buckets() for _, runs in levels for r in runs):
-        draw(f"{task}-buckets.png", "pass@1 gain per difficulty bucket under Power(alpha)",
-             lambda p: figures.draw_bucket_gains(levels, p, title=task))
     family = [spec for spec in present if arms[spec].estimator.startswith("fade")]
     if len(family) > 1:
         seed = min(s.seed for spec in family for s in runs_by_spec[spec])
@@ -438,11 +419,6 @@ def write_report(
             lines += [""]
         for note in section.notes:
             lines += [note, ""]
-        if section.key == "sign":
-            lines += [
-                f"The runs' paths and entropy: `{section.task}-plane.png`, `{section.task}-entropy-rank1.png` (below).",
-                "",
-            ]
 
     for task, pictures in drawn.items():
         if not pictures:

@@ -22,11 +22,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..design import Control
-from ..presets.entropy import ENTROPY_FADE, ENTROPY_FADE_COMBINED
 from ..stats import CONTRADICTED, SUPPORTED, Verdict, compare
 from .base import Claim, Context, Judgement, Reads, judge
-from .controls import compared
+from .controls import ENTROPY_FADE, ENTROPY_FADE_COMBINED, Control, compared
 
 #: Half-width of the band "equal pass@1": the paper preset's minimum detectable peak-pass@1 difference.
 EQUAL_PASS1_MARGIN = 0.045

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+from fade.experiments.claims.difficulty_axis import POWER_LEVELS
+from fade.experiments.claims.sign_axis import FAILURE_BIASED, SUCCESS_BIASED
 from fade.experiments.design import (
     ABLATIONS,
     BALANCED,
     FADE,
-    FAILURE_BIASED,
     H_STAR_LEVELS,
-    POWER_LEVELS,
     STATIC_BASELINES,
-    SUCCESS_BIASED,
     Preset,
     TaskPlan,
     Tuning,

@@ -32,11 +32,9 @@ from fade.specs import identity as spec_identity
 from fade.testbed.config import TrainConfig
 
 __all__ = [
-    "ABLATIONS",
     "ARM_SETTINGS",
     "BALANCED",
     "FADE",
-    "H_STAR_LEVELS",
     "STATIC_BASELINES",
     "Arm",
     "Comparison",
@@ -65,15 +63,8 @@ STATIC_BASELINES: tuple[str, ...] = (
     "grpo", "dr_grpo", "rloo", "maxrl", "w_reinforce", "passk:k=4", "power:alpha=2", "asym_grpo:delta=0.5",
 )
 
-#: FADE with its defaults, and its ablations (docs/method.md, section 3): fixed delta = 1 (fade_alpha),
-#: fixed alpha = 1 (fade_delta), both knobs from the entropy, a fixed log-decay schedule.
+#: FADE with its defaults.
 FADE = "fade"
-ABLATIONS: tuple[str, ...] = ("fade_alpha", "fade_delta", "fade_entropy_only", "fade_decay")
-
-#: H* sensitivity: the target entropy as a fraction of the first observed entropy.
-H_STAR_LEVELS: tuple[tuple[float, str], ...] = (
-    (0.3, "fade:h_star_ratio=0.3"), (0.5, FADE), (0.7, "fade:h_star_ratio=0.7"),
-)
 
 # -- estimator specs ----------------------------------------------------------------------------
 # Presets write estimators in the spec grammar of fade.specs; a run carries the parsed (name,

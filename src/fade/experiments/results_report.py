@@ -32,14 +32,13 @@ from pathlib import Path
 from fade.atomic import write_json_atomic
 from fade.geometry import PAPER_RANK1_SHARE
 from fade.testbed.evaluation import EVAL_KS, ks_text
-from fade.testbed.report import compare_runs
 
 from . import design, figures, report_numbers
 from .claims import CHECKS, CLAIMS, fade_spec
 from .claims.base import TaskFigures
 from .claims.controls import Controls
 from .costs import estimate_seconds
-from .design import FADE, Arm, Preset, RunSpec, as_arm
+from .design import Arm, Preset, RunSpec, as_arm
 from .presets import entropy as entropy_preset
 from .report_numbers import POWER
 from .runs import SweepRun, copies
@@ -117,13 +116,9 @@ def _role_groups(view: TaskFigures) -> list[tuple[str, list[str]]]:
     """The claim groups the figures are organised by: each claim's panel (:class:`~.claims.base.Figures`)
     with the present arms (by text) it shows, in the report's order; arms in no group go to a last
     "other estimators" group."""
-    present, pick, fade = view.present, view.pick, view.fade
+    present, pick = view.present, view.pick
     groups = [(claim.figures.group, list(claim.figures.arms(view))) for claim in (*CHECKS, *CLAIMS)
               if claim.figures.group]
-    groups += [
-        ("FADE vs static baselines", pick([fade, *design.STATIC_BASELINES])),
-        ("FADE ablations and H*", pick([FADE, *design.ABLATIONS, *(spec for _, spec in design.H_STAR_LEVELS)])),
-    ]
     if pick(c.arm for c in entropy_preset.ENTROPY_CONTROLS):
         everyone = (entropy_preset.ENTROPY_FADE, *entropy_preset.ENTROPY_COMPARED)
         groups.append(("FADE vs the entropy controls", pick(c.arm for c in everyone)))
@@ -147,7 +142,6 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
         runs_by_spec[s.run.arm.text].append(s)
         arms.setdefault(s.run.arm.text, s.run.arm)
     view = TaskFigures(task, dict(runs_by_spec), arms, palette, fade)
-    present = list(runs_by_spec)
     groups = _role_groups(view)
     ks = _ks_label(summaries)
     drawn: list[tuple[str, str]] = []
@@ -181,15 +175,6 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
     for claim in (*CHECKS, *CLAIMS):
         for drawing in claim.figures.of_runs(view):
             draw(drawing.name, drawing.caption, drawing.draw)
-    family = [spec for spec in present if arms[spec].estimator.startswith("fade")]
-    if len(family) > 1:
-        seed = min(s.seed for spec in family for s in runs_by_spec[spec])
-        dirs = [s.directory for spec in family for s in runs_by_spec[spec] if s.seed == seed]
-        draw(
-            f"{task}-fade-family-seed{seed}.png",
-            f"FADE and its variants on seed {seed} (fade.testbed.report.compare_runs)",
-            lambda p: compare_runs(dirs, p),
-        )
     return drawn
 
 

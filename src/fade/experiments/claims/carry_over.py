@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 from ..design import STATIC_BASELINES
 from ..stats import Stat, compare
-from .base import Claim, Context, Judgement, Reads, judge
+from .base import Claim, Context, Judgement, Reads, Table, VerdictLine, Words, judge, line
 from .defaults import choose_tuned
 
-#: The scalars the confirmation ranks FADE by.
-RANKED = ("peak_pass1", "passk_mean")
+#: The scalars the confirmation ranks FADE by, with their names in words.
+RANKED = {"peak_pass1": "peak pass@1", "passk_mean": "pass@k mean"}
 
 
 @dataclass(frozen=True)
@@ -73,4 +73,24 @@ def measure(task: str, context: Context) -> Confirm:
     return Confirm(task=task, tuning_task=tuning.task, chosen=chosen, ranks=tuple(ranks), best=best, carries=carries)
 
 
-CLAIM = Claim("confirm", Reads(tasks=_confirm_tasks), measure)
+def verdict(r: Confirm) -> list[VerdictLine]:
+    if r.carries is None:
+        return []
+    return [line(f"The defaults chosen on {r.tuning_task} carry over: FADE's pass@k mean on {r.task} beats the best "
+                 f"static baseline's ({r.best})", r.carries)]
+
+
+def words(r: Confirm) -> Words:
+    said = Words(f"FADE with the {r.tuning_task} defaults ({r.chosen}) on {r.task}")
+    if r.carries is None:
+        said.notes.append(f"No finished run of {r.chosen} with baselines on {r.task}.")
+        return said
+    rank = Table(["by", "FADE's rank", "first", "FADE", "first's value"])
+    for rk in r.ranks:
+        rank.rows.append([RANKED[rk.key], f"{rk.order.index(r.chosen) + 1} of {len(rk.order)}", rk.order[0],
+                          rk.fade.text(), rk.first.text()])
+    said.tables.append(rank)
+    return said
+
+
+CLAIM = Claim("confirm", Reads(tasks=_confirm_tasks), measure, verdict, words)

@@ -16,7 +16,7 @@ from fade.specs import parse_spec
 from ..design import Tuning, canonical_spec
 from ..runs import Runs, SweepRun
 from ..stats import Stat
-from .base import Claim, Context, Reads
+from .base import Claim, Context, Reads, Table, VerdictLine, Words
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,23 @@ def measure(task: str, context: Context) -> Defaults:
     return Defaults(task=task, tuning=tuning, rows=tuple(rows), chosen=chosen)
 
 
-CLAIM = Claim("defaults", Reads(tasks=_tuning_task), measure)
+def verdict(r: Defaults) -> list[VerdictLine]:
+    return []  # a choice, not a claim: the candidates' scores are its table
+
+
+def words(r: Defaults) -> Words:
+    tuning = r.tuning
+    table = Table(["candidate", f"{tuning.score} (selection score)", "peak pass@1", "chosen"],
+                  caption=f"rule: the highest seed-mean {tuning.score} on {tuning.task}; ties to the earlier candidate")
+    for row in r.rows:
+        table.rows.append([row.candidate, row.score.text(), row.peak_pass1.text(),
+                           "**yes**" if row.candidate == r.chosen else ""])
+    said = Words(f"FADE's defaults: chosen on {tuning.task}, confirmed without retuning", [table])
+    if r.chosen is None:
+        said.notes.append("No candidate finished: nothing was chosen.")
+    return said
+
+
+CLAIM = Claim("defaults", Reads(tasks=_tuning_task), measure, verdict, words)
 
 

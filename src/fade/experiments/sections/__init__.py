@@ -4,7 +4,7 @@ the report, with its tables, verdict lines and notes.
 A claim's result type has one wording function, registered with :func:`words`: it turns the
 result into a :class:`~.base.ClaimSection` (a title, tables of formatted cells, a verdict line per
 verdict, notes, and for a design check its ``check`` line). The themed modules hold them:
-:mod:`.fade`, :mod:`.controls`, :mod:`.fixed`. :func:`evaluate` and
+:mod:`.controls`, :mod:`.fixed`. :func:`evaluate` and
 :func:`design_checks` measure and word in one call, for :mod:`~fade.experiments.results_report`
 and the tests.
 """
@@ -17,7 +17,7 @@ from .. import claims
 from ..claims import base as claim_base
 from ..design import Preset
 from ..runs import SweepRun
-from . import controls, fade, fixed  # noqa: F401  (each registers its wording on import)
+from . import controls, fixed  # noqa: F401  (each registers its wording on import)
 from .base import ClaimSection, Table, VerdictLine, line, section, words
 
 __all__ = ["ClaimSection", "Table", "VerdictLine", "design_checks", "evaluate", "line", "section", "words"]

@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from fade.cli.sweep import custom_preset
+from fade.experiments.claims import evaluate
 from fade.experiments.costs import estimate_seconds
 from fade.experiments.design import Preset, TaskPlan, comparisons
 from fade.experiments.presets import PRESETS, get_preset
 from fade.experiments.presets.confirm import CONFIRM_FADE, CONFIRM_MEASURES, CONFIRM_STATIC
 from fade.experiments.presets.paper import PAPER_SCHEDULE
 from fade.experiments.runs import copies, summarise
-from fade.experiments.sections import evaluate
 from fade.experiments.stats import CONTRADICTED, SUPPORTED, UNRESOLVED
 from fade.experiments.sweep import DESIGN_FILE, check_claims, check_design, fix_design, report_sweep, run_sweep
 

@@ -15,13 +15,13 @@ import pytest
 
 from fade.cli import main
 from fade.cli.sweep import custom_preset
+from fade.experiments.claims import design_checks, evaluate
 from fade.experiments.claims.defaults import choose_tuned
 from fade.experiments.claims.regime import REGIME_CALIBRATED, REGIME_NOT_CALIBRATED
 from fade.experiments.claims.sign_knob import REQUIREMENT_MET, REQUIREMENT_NOT_MET
 from fade.experiments.design import Preset, TaskPlan, Tuning
 from fade.experiments.presets import PRESETS, get_preset
 from fade.experiments.runs import summarise
-from fade.experiments.sections import design_checks, evaluate
 from fade.experiments.stats import (
     CONTRADICTED,
     FEW_SEEDS,

@@ -1,5 +1,6 @@
-"""The experimental design's machinery: which estimators play which role in the paper's claims,
-and the records a sweep preset is written in.
+"""The experimental design's machinery: the records a sweep preset is written in, and the roles
+more than one claim reads (the balanced baselines, the static baselines, FADE's defaults); a role
+only one claim reads is a constant of that claim's module (:mod:`fade.experiments.claims`).
 
 A :class:`Preset` lists, per task, the arms to train, the seeds, and the trainer settings. An arm
 is an estimator spec (``name`` or ``name:key=value:...``, the command line's syntax), or an
@@ -15,7 +16,8 @@ candidates have finished). Run specs are small frozen data, so they travel cheap
 processes.
 
 The presets themselves are data, one module each, in :mod:`fade.experiments.presets`; what a run
-costs is :mod:`fade.experiments.costs`.
+costs is :mod:`fade.experiments.costs`; what the command line's ``--estimators``, ``--seeds``,
+``--tasks`` and ``--steps`` make of a preset is :func:`fade.cli.sweep.custom_preset`.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ __all__ = [
     "spec_label",
 ]
 
-# -- roles in the claims ------------------------------------------------------------------------
+# -- roles that several claims read ---------------------------------------------------------------
 
 #: The balanced baselines (docs/method.md, section 1: equal mass on successes and failures, m_S = m_F),
 #: the sign axis's middle, whose peaks the regime check reads and whose spread sizes the report's

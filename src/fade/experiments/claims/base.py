@@ -51,6 +51,7 @@ __all__ = [
     "TaskFigures",
     "VerdictLine",
     "Words",
+    "difference",
     "fade_spec",
     "judge",
     "line",
@@ -166,6 +167,13 @@ def line(statement: str, judgement: Judgement) -> VerdictLine:
         return VerdictLine(statement, judgement.outcome, parts[0][1].detail, parts)
     detail = "; ".join(f"{name}: {v.outcome}, {v.detail}" for name, v in parts)
     return VerdictLine(statement, judgement.outcome, detail, parts)
+
+
+def difference(verdict: Verdict | None, digits: int = 3) -> str:
+    """``+0.031 [+0.012, +0.050]``: a comparison's paired difference and its 95% interval, or a dash
+    without one."""
+    iv = None if verdict is None else verdict.interval
+    return "—" if iv is None else f"{iv.mean:+.{digits}f} [{iv.low:+.{digits}f}, {iv.high:+.{digits}f}]"
 
 
 def reads_peaks(verdict: VerdictLine) -> bool:
@@ -291,8 +299,8 @@ class Claim(Generic[R]):
     key: str
     reads: Reads
     measure: Callable[[str, Context], R | None]
-    verdict: Callable[[R], Sequence[VerdictLine]] | None = None
-    words: Callable[[R], Words] | None = None
+    verdict: Callable[[R], Sequence[VerdictLine]]
+    words: Callable[[R], Words]
     figures: Figures = Figures()
 
 

@@ -189,5 +189,11 @@ def family_figure(view: TaskFigures) -> list[Drawing]:
                     lambda p: figures.draw_side_by_side(dirs, p))]
 
 
-CLAIM = Claim("ablations", Reads(), measure, verdict, words,
-              Figures("FADE ablations and H*", arms, of_runs=family_figure))
+CLAIM = Claim(
+    "ablations",
+    reads=Reads(),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures("FADE ablations and H*", arms, of_runs=family_figure),
+)

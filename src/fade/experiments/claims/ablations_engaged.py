@@ -16,7 +16,7 @@ from fade.specs import format_spec, parse_spec
 
 from ..design import FADE
 from .ablations import ABLATIONS, Ablation, ablate, losses
-from .base import Claim, Context, Reads, StatTable, Table, VerdictLine, Words, line, stat_table
+from .base import Claim, Context, Figures, Reads, StatTable, Table, VerdictLine, Words, line, stat_table
 
 #: The FADE arm whose sign knob acts from the start (H* at the first entropy): the reference the
 #: ablations without a target of their own are measured against.
@@ -105,4 +105,11 @@ def words(r: AblationsEngaged) -> Words:
     return Words("Ablations of FADE with its sign knob engaged", [table])
 
 
-CLAIM = Claim("ablations_engaged", Reads(), measure, verdict, words)
+CLAIM = Claim(
+    "ablations_engaged",
+    reads=Reads(),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(),
+)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..design import STATIC_BASELINES
 from ..stats import Stat, compare
-from .base import Claim, Context, Judgement, Reads, Table, VerdictLine, Words, judge, line
+from .base import Claim, Context, Figures, Judgement, Reads, Table, VerdictLine, Words, judge, line
 from .defaults import choose_tuned
 
 #: The scalars the confirmation ranks FADE by, with their names in words.
@@ -93,4 +93,11 @@ def words(r: Confirm) -> Words:
     return said
 
 
-CLAIM = Claim("confirm", Reads(tasks=_confirm_tasks), measure, verdict, words)
+CLAIM = Claim(
+    "confirm",
+    reads=Reads(tasks=_confirm_tasks),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(),
+)

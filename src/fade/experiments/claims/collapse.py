@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .base import Claim, Context, Reads, Table, VerdictLine, Words
+from .base import Claim, Context, Figures, Reads, Table, VerdictLine, Words
 from .sign_knob import REQUIREMENT_MET, REQUIREMENT_NOT_MET
 
 COLLAPSE_FRACTION = 0.5
@@ -97,4 +97,11 @@ def words(r: Collapse) -> Words:
     return said
 
 
-CLAIM = Claim("collapse", Reads(overrides=True), measure, verdict, words)
+CLAIM = Claim(
+    "collapse",
+    reads=Reads(overrides=True),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(),
+)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ..design import Comparison
 from ..stats import MIN_PAIRED_SEEDS, Stat, Verdict, compare, holm, paired_differences, paired_seeds, paired_t_pvalue
-from .base import Claim, Context, Judgement, Reads, Table, VerdictLine, Words, difference, judge, line
+from .base import Claim, Context, Figures, Judgement, Reads, Table, VerdictLine, Words, difference, judge, line
 
 #: The run scalars a preset may compare, in words (a scalar not listed is named by its key).
 MEASURE_WORDS = {
@@ -167,4 +167,11 @@ def words(r: Comparisons) -> Words:
         "the runs."], tally=tally)
 
 
-CLAIM = Claim("comparisons", Reads(overrides=True), measure, verdict, words)
+CLAIM = Claim(
+    "comparisons",
+    reads=Reads(overrides=True),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(),
+)

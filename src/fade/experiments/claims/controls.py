@@ -235,5 +235,11 @@ def controls_figure(r: Controls, view: TaskFigures) -> list[Drawing]:
                     lambda p: figures.draw_controls(shown, p, title=view.task))]
 
 
-CLAIM = Claim("controls", Reads(overrides=True), measure, verdict, words,
-              Figures("FADE vs the entropy controls", arms, of_result=controls_figure))
+CLAIM = Claim(
+    "controls",
+    reads=Reads(overrides=True),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures("FADE vs the entropy controls", arms, of_result=controls_figure),
+)

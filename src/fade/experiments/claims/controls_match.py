@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..stats import CONTRADICTED, SUPPORTED, Verdict, compare
-from .base import Claim, Context, Judgement, Reads, Table, VerdictLine, Words, difference, judge, line
+from .base import Claim, Context, Figures, Judgement, Reads, Table, VerdictLine, Words, difference, judge, line
 from .controls import ENTROPY_FADE, ENTROPY_FADE_COMBINED, Control, compared
 
 #: Half-width of the band "equal pass@1": the paper preset's minimum detectable peak-pass@1 difference.
@@ -128,4 +128,11 @@ def words(r: MatchedPassk) -> Words:
     return said
 
 
-CLAIM = Claim("controls_match", Reads(overrides=True), measure, verdict, words)
+CLAIM = Claim(
+    "controls_match",
+    reads=Reads(overrides=True),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(),
+)

@@ -16,7 +16,7 @@ from fade.specs import parse_spec
 from ..design import Tuning, canonical_spec
 from ..runs import Runs, SweepRun
 from ..stats import Stat
-from .base import Claim, Context, Reads, Table, VerdictLine, Words
+from .base import Claim, Context, Figures, Reads, Table, VerdictLine, Words
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,11 @@ def words(r: Defaults) -> Words:
     return said
 
 
-CLAIM = Claim("defaults", Reads(tasks=_tuning_task), measure, verdict, words)
-
-
+CLAIM = Claim(
+    "defaults",
+    reads=Reads(tasks=_tuning_task),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(),
+)

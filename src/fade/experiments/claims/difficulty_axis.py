@@ -131,5 +131,11 @@ def bucket_figure(view: TaskFigures) -> list[Drawing]:
                     lambda p: figures.draw_bucket_gains(levels, p, title=view.task))]
 
 
-CLAIM = Claim("difficulty", Reads(), measure, verdict, words,
-              Figures("difficulty axis: Power(alpha)", arms, of_runs=bucket_figure))
+CLAIM = Claim(
+    "difficulty",
+    reads=Reads(),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures("difficulty axis: Power(alpha)", arms, of_runs=bucket_figure),
+)

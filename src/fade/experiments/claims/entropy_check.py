@@ -185,4 +185,11 @@ def check_figure(r: EntropyCheck, view: TaskFigures) -> list[Drawing]:
                     lambda p: figures.draw_entropy_check(r.points, r.eta, view.palette, p, title=view.task))]
 
 
-CLAIM = Claim("entropy_check", Reads(), measure, verdict, words, Figures(of_result=check_figure))
+CLAIM = Claim(
+    "entropy_check",
+    reads=Reads(),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(of_result=check_figure),
+)

@@ -207,4 +207,11 @@ def formula_figure(r: EntropyFormula, view: TaskFigures) -> list[Drawing]:
                     lambda p: figures.draw_entropy_formula(r.points, p, title=view.task))]
 
 
-CLAIM = Claim("entropy_formula", Reads(), measure, verdict, words, Figures(of_result=formula_figure))
+CLAIM = Claim(
+    "entropy_formula",
+    reads=Reads(),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(of_result=formula_figure),
+)

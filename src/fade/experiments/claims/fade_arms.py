@@ -14,7 +14,20 @@ from fade.specs import parse_spec
 
 from ..design import BALANCED, FADE
 from ..stats import compare
-from .base import Claim, Context, Judgement, Reads, StatTable, Table, VerdictLine, Words, judge, line, stat_table
+from .base import (
+    Claim,
+    Context,
+    Figures,
+    Judgement,
+    Reads,
+    StatTable,
+    Table,
+    VerdictLine,
+    Words,
+    judge,
+    line,
+    stat_table,
+)
 
 #: The axes of the verdicts: (scalar, the name of a comparison on it).
 AXES = (("peak_pass1", "peak"), ("passk_mean", "pass@k mean"), ("entropy_final", "entropy"))
@@ -83,4 +96,11 @@ def words(r: FadeArms) -> Words:
     return said
 
 
-CLAIM = Claim("fade_arms", Reads(), measure, verdict, words)
+CLAIM = Claim(
+    "fade_arms",
+    reads=Reads(),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(),
+)

@@ -181,4 +181,11 @@ def arms(view: TaskFigures) -> list[str]:
     return view.pick([view.fade, *STATIC_BASELINES])
 
 
-CLAIM = Claim("fade_vs_baselines", Reads(), measure, verdict, words, Figures("FADE vs static baselines", arms))
+CLAIM = Claim(
+    "fade_vs_baselines",
+    reads=Reads(),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures("FADE vs static baselines", arms),
+)

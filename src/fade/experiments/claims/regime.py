@@ -22,7 +22,7 @@ from fade.testbed.summary import PEAK_WINDOW, RISE_SHARE, smoothed_peak
 from ..design import BALANCED
 from ..runs import SweepRun
 from ..stats import NOT_MEASURED
-from .base import Claim, Context, Reads, Table, VerdictLine, Words, reads_peaks
+from .base import Claim, Context, Figures, Reads, Table, VerdictLine, Words, reads_peaks
 
 #: A balanced baseline whose pass@1 peaks later than this fraction of its run is still climbing,
 #: and a regime where it does has no decline for FADE to prevent.
@@ -207,4 +207,11 @@ def words(r: Regime) -> Words:
     return said
 
 
-CLAIM = Claim("regime", Reads(), measure, verdict, words)
+CLAIM = Claim(
+    "regime",
+    reads=Reads(),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(),
+)

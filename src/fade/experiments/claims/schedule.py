@@ -189,4 +189,11 @@ def schedule_figure(view: TaskFigures) -> list[Drawing]:
                     lambda p: figures.draw_schedule(scheduled, view.palette, p, title=view.task, reference=reference))]
 
 
-CLAIM = Claim("schedule", Reads(overrides=True), measure, verdict, words, Figures(of_runs=schedule_figure))
+CLAIM = Claim(
+    "schedule",
+    reads=Reads(overrides=True),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(of_runs=schedule_figure),
+)

@@ -121,4 +121,11 @@ def arms(view: TaskFigures) -> list[str]:
     return view.pick([*SUCCESS_BIASED, *BALANCED, *FAILURE_BIASED])
 
 
-CLAIM = Claim("sign", Reads(), measure, verdict, words, Figures("sign axis", arms))
+CLAIM = Claim(
+    "sign",
+    reads=Reads(),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures("sign axis", arms),
+)

@@ -2,7 +2,8 @@
 of at least one FADE arm (seed mean), or the sign half of FADE was never tested (project issue 12).
 
 Applies to a task where a FADE arm logged delta. delta = clip(1 + H_hat - H*, 0.3, 1) per step;
-delta < 1 amplifies the failures' weight (docs/method.md, section 3).
+delta < 1 amplifies the failures' weight (docs/method.md, section 3). Its figure draws delta against
+step for each FADE arm that logged it, whether or not the check is read.
 """
 
 from __future__ import annotations
@@ -99,4 +100,11 @@ def delta_figure(view: TaskFigures) -> list[Drawing]:
                     lambda p: figures.draw_delta(arms, view.palette, p, title=view.task))]
 
 
-CLAIM = Claim("sign_knob", Reads(), measure, verdict, words, Figures(of_runs=delta_figure))
+CLAIM = Claim(
+    "sign_knob",
+    reads=Reads(),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(of_runs=delta_figure),
+)

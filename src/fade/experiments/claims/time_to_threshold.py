@@ -28,7 +28,7 @@ from fade.testbed.summary import THRESHOLD_SHARE, threshold, threshold_step
 from ..design import STATIC_BASELINES, canonical_spec
 from ..runs import Runs, SweepRun
 from ..stats import Stat, Verdict, compare
-from .base import Claim, Context, Judgement, Reads, Table, VerdictLine, Words, difference, judge, line
+from .base import Claim, Context, Figures, Judgement, Reads, Table, VerdictLine, Words, difference, judge, line
 
 #: The static arms the threshold's best arm is chosen from: the static baselines and FADE's static
 #: twin power:alpha=3. The sign-axis probes (psr, nsr, asym_grpo:delta=2) are not baselines: a
@@ -150,4 +150,11 @@ def words(r: TimeToThreshold) -> Words:
         "area under the pass@1 curve over the evaluated steps, per step: the mean pass@1 over training."])
 
 
-CLAIM = Claim("time_to_threshold", Reads(overrides=True), measure, verdict, words)
+CLAIM = Claim(
+    "time_to_threshold",
+    reads=Reads(overrides=True),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(),
+)

@@ -237,3 +237,10 @@ def test_the_report_writes_a_claim_it_has_never_seen(tmp_path):
     (entry,) = results["claims"]
     assert entry["key"] == "unseen" and entry["verdicts"][0]["outcome"] == SUPPORTED
     assert [c["key"] for c in results["design_checks"]] == ["regime", "collapse"]
+
+
+def test_the_architecture_map_lists_every_claim_module():
+    text = (EXPERIMENTS.parents[2] / "docs" / "architecture.md").read_text()
+    missing = [name for name in (*CHECK_MODULES, *CLAIM_MODULES) if f"{name}.py" not in text]
+    assert not missing, f"docs/architecture.md's map of experiments/claims/ lacks {missing}"
+    assert "sections/" not in text

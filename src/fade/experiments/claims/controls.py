@@ -132,7 +132,7 @@ def compared(runs: Runs) -> list[Control]:
 
 @dataclass(frozen=True)
 class Controls:
-    """FADE's arm and the arms it is compared with (each a :class:`~fade.experiments.design.Control`,
+    """FADE's arm and the arms it is compared with (each a :class:`Control`,
     keyed in ``stats`` and ``verdicts`` by its arm's text), the final pass@k of each at every logged
     k (``ks``), the measures over seeds, and per arm one verdict per measure, "FADE is higher"."""
 

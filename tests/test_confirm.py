@@ -13,13 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fade.cli.sweep import custom_preset
+from fade.experiments.claims import evaluate
 from fade.experiments.costs import estimate_seconds
 from fade.experiments.design import Preset, TaskPlan, comparisons
 from fade.experiments.presets import PRESETS, get_preset
 from fade.experiments.presets.confirm import CONFIRM_FADE, CONFIRM_MEASURES, CONFIRM_STATIC
 from fade.experiments.presets.paper import PAPER_SCHEDULE
 from fade.experiments.runs import copies, summarise
-from fade.experiments.sections import evaluate
 from fade.experiments.stats import CONTRADICTED, SUPPORTED, UNRESOLVED
 from fade.experiments.sweep import DESIGN_FILE, check_claims, check_design, fix_design, report_sweep, run_sweep
 
@@ -63,8 +64,8 @@ def test_the_confirm_preset_fixes_its_comparisons_on_seeds_no_other_preset_used(
     assert len(runs) == 60 and all(r.num_evals == 21 for r in runs)
     assert 3 * 3600 < sum(estimate_seconds(r) for r in runs) < 6 * 3600  # the cost model's 4.8 CPU hours
     # a custom list of estimators carries none of the fixed comparisons
-    assert confirm.with_overrides(seeds=[5]).comparisons == confirm.comparisons
-    assert confirm.with_overrides(estimators=["grpo"]).comparisons == ()
+    assert custom_preset(confirm, seeds=[5]).comparisons == confirm.comparisons
+    assert custom_preset(confirm, estimators=["grpo"]).comparisons == ()
 
 
 def test_the_shift_preset_runs_the_piloted_setting_on_new_seeds_with_its_comparisons_fixed():

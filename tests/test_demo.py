@@ -10,6 +10,7 @@ from pathlib import Path
 import matplotlib.image
 
 from fade.cli import main
+from fade.cli.sweep import custom_preset
 from fade.experiments import demo
 from fade.experiments.execution import planned_config
 from fade.testbed.config import TrainConfig
@@ -56,7 +57,7 @@ _DEMO_PRESET = demo.demo_preset
 
 def _tiny_demo_preset():
     """The demo's two runs, two steps long with a small evaluation: the plumbing, in seconds."""
-    preset = _DEMO_PRESET().with_overrides(steps=2)
+    preset = custom_preset(_DEMO_PRESET(), steps=2)
     plans = [
         dataclasses.replace(p, eval_every=1, eval_prompts=4, eval_samples=4, prompts_per_step=2) for p in preset.plans
     ]

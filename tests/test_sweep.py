@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 
 from fade.cli import main
+from fade.cli.sweep import custom_preset
+from fade.experiments.claims import design_checks, evaluate
 from fade.experiments.claims.defaults import choose_tuned
 from fade.experiments.claims.regime import REGIME_CALIBRATED, REGIME_NOT_CALIBRATED
 from fade.experiments.claims.sign_knob import REQUIREMENT_MET, REQUIREMENT_NOT_MET
 from fade.experiments.design import Preset, TaskPlan, Tuning
 from fade.experiments.presets import PRESETS, get_preset
 from fade.experiments.runs import summarise
-from fade.experiments.sections import design_checks, evaluate
 from fade.experiments.stats import (
     CONTRADICTED,
     FEW_SEEDS,
@@ -243,8 +244,8 @@ def test_the_paper_preset_is_the_calibrated_paired_design_within_eight_cpu_hours
     kwargs = run.train_kwargs("OUT")
     assert kwargs["task"] == "countdown_multi" and kwargs["optimizer"] == "sgd" and kwargs["grad_clip"] >= 1e6
     assert kwargs["out"].replace("\\", "/").endswith("runs/countdown_multi-sgd/nsr/seed0")
-    assert {r.key for r in runs} == {r.key for r in paper.with_overrides(tasks=list(paper.tasks)).runs()}
-    only_sgd = paper.with_overrides(tasks=["countdown_multi-sgd"]).runs()
+    assert {r.key for r in runs} == {r.key for r in custom_preset(paper, tasks=list(paper.tasks)).runs()}
+    only_sgd = custom_preset(paper, tasks=["countdown_multi-sgd"]).runs()
     assert {r.task for r in only_sgd} == {"countdown_multi-sgd"} and len(only_sgd) == 15
 
 

@@ -4,13 +4,19 @@ report."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .extras import import_testbed
 from .output import console
 from .parsing import SPEC_HELP, check_workers
 
-__all__ = ["add", "print_failures", "run", "runs_intact"]
+if TYPE_CHECKING:
+    from fade.experiments.design import Preset
+
+__all__ = ["add", "custom_preset", "print_failures", "run", "runs_intact"]
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -106,10 +112,10 @@ def run(args: argparse.Namespace) -> int:
         if bad:
             raise ValueError(f"--seeds {args.seeds!r}: {bad[0]!r} is not a non-negative integer; expected e.g. 0,1,2")
     check_workers(args.workers)
-    preset = presets.get_preset(args.preset).with_overrides(
+    preset = custom_preset(
+        presets.get_preset(args.preset),
         estimators=None if args.estimators is None else split_specs(args.estimators),
-        seeds=None if seeds is None else [int(s) for s in seeds],
-        tasks=items(args.tasks), steps=args.steps,
+        seeds=None if seeds is None else [int(s) for s in seeds], tasks=items(args.tasks), steps=args.steps,
     )
     preset.check()
     shown = console()
@@ -147,6 +153,81 @@ def run(args: argparse.Namespace) -> int:
     )
     shown.print(f"wrote {outcome.readme}")
     return 1 if print_failures(outcome.failed) else 0
+
+
+def custom_preset(
+    preset: Preset,
+    *,
+    estimators: Sequence[str] | None = None,
+    seeds: Sequence[int] | None = None,
+    tasks: Sequence[str] | None = None,
+    steps: int | None = None,
+) -> Preset:
+    """The sweep ``--estimators``, ``--seeds``, ``--tasks`` and ``--steps`` make of ``preset``: a
+    custom sweep on its trainer settings (the preset unchanged when none is given).
+
+    ``tasks`` keeps those of the preset's tasks (a task the preset does not plan takes the
+    first plan's settings); ``estimators`` replaces every task's estimator list and drops the
+    tuning (a custom list has no candidates to tune on); ``seeds`` replaces the seeds;
+    ``steps`` sets every run's length (evaluations stay every ``eval_every`` steps, and the
+    last step is always evaluated). A bad value raises ValueError naming its flag.
+    """
+    from fade.experiments.design import Preset, canonical_spec, check_spec
+
+    plans = list(preset.plans)
+    tuning = preset.tuning
+    if tasks is not None:
+        from fade.testbed.tasks import TASKS
+
+        if not tasks:
+            raise ValueError("--tasks is empty: expected at least one task")
+        by_task = {plan.task: plan for plan in plans}
+        known = sorted({*TASKS, *by_task})
+        unknown = [t for t in tasks if t not in known]
+        if unknown:
+            raise ValueError(f"unknown task(s) {unknown}; known tasks: {', '.join(known)}")
+        plans = [
+            by_task.get(t) or dataclasses.replace(plans[0], task=t, tuned=(), trains_on=None)
+            for t in dict.fromkeys(tasks)
+        ]
+        if tuning is not None and tuning.task not in tasks:
+            tuning = None
+            plans = [dataclasses.replace(plan, tuned=()) for plan in plans]
+    if estimators is not None:
+        if not estimators:
+            raise ValueError("--estimators is empty: expected at least one estimator spec")
+        for text in estimators:
+            check_spec(text)
+        specs = tuple(dict.fromkeys(canonical_spec(t) for t in estimators))
+        plans = [dataclasses.replace(plan, estimators=specs, tuned=()) for plan in plans]
+        tuning = None
+    if steps is not None:
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"--steps must be a positive integer, got {steps!r}")
+        plans = [dataclasses.replace(plan, steps=steps) for plan in plans]
+    new_seeds = preset.seeds
+    if seeds is not None:
+        if not seeds:
+            raise ValueError("--seeds is empty: expected at least one seed")
+        bad = [s for s in seeds if isinstance(s, bool) or not isinstance(s, int) or s < 0]
+        if bad:
+            raise ValueError(f"seeds must be integers >= 0, got {bad}")
+        new_seeds = tuple(dict.fromkeys(seeds))
+    custom = any(x is not None for x in (estimators, seeds, tasks, steps))
+    # A custom list of estimators has none of the preset's fixed comparisons to make.
+    fixed = preset.comparisons if estimators is None else ()
+    return Preset(
+        name=preset.name if not custom else f"{preset.name} (custom)",
+        description=preset.description
+        if not custom
+        else f"A custom sweep with the {preset.name} preset's trainer settings.",
+        seeds=new_seeds,
+        plans=tuple(plans),
+        tuning=tuning,
+        comparisons=fixed,
+        claims=preset.claims if estimators is None else None,
+        pins_code=preset.pins_code,
+    )
 
 
 def print_failures(failed: dict[str, str]) -> bool:

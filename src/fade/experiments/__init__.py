@@ -1,13 +1,13 @@
 """Experiments on the testbed: the paper's claims tested at small scale by one resumable sweep.
 
-:mod:`.design` holds the design's records (which estimators play which role, arms, run specs,
-presets), :mod:`.presets` the presets themselves as data, one module each, and :mod:`.costs` the
-cost model; :mod:`.sweep` runs a preset's grid in parallel worker
-processes and skips what is finished; :mod:`.runs` reads the finished runs (each summarised by
-:mod:`fade.testbed.summary`); :mod:`.claims` measures each claim on them, one module per claim,
-with the statistics of :mod:`.stats`; :mod:`.sections` words the claims, and :mod:`.figures` and
-:mod:`.results_report` write the report (``README.md``, PNGs, ``results.json``). ``fade sweep`` is the command
-line over all of it. The
+:mod:`.design` holds the design's records (arms, run specs, presets, and the roles several
+claims share), :mod:`.presets` the presets themselves as data, one module each, and :mod:`.costs`
+the cost model; :mod:`.sweep` runs a preset's grid in parallel worker processes and skips what is
+finished; :mod:`.runs` reads the finished runs (each summarised by :mod:`fade.testbed.summary`);
+:mod:`.claims` holds the claims, one module per claim with what it reads, measures (with the
+statistics of :mod:`.stats`), its verdict, its words and its figures; :mod:`.figures` draws, and
+:mod:`.report_numbers` and :mod:`.results_report` write the report (``README.md``, PNGs,
+``results.json``). ``fade sweep`` is the command line over all of it. The
 package sits above the testbed and imports it, never the reverse; it needs the testbed extra.
 """
 

@@ -31,6 +31,7 @@ finished) and returns their folders; the command line then draws them with
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,10 +49,13 @@ FIGURE = "compare.png"
 
 
 def demo_preset() -> Preset:
-    """The paper preset narrowed to the demo's two runs (its settings otherwise unchanged)."""
-    return get_preset("paper").with_overrides(
-        estimators=[DEMO_BASELINE, DEMO_FADE], seeds=[DEMO_SEED], tasks=[PAPER_TASK]
-    )
+    """The paper preset narrowed to the demo's two runs: its plan of :data:`PAPER_TASK` with the
+    two estimators, on :data:`DEMO_SEED`, its settings otherwise unchanged (what ``fade sweep
+    --preset paper --tasks countdown_multi --estimators dr_grpo,fade --seeds 0`` trains)."""
+    paper = get_preset("paper")
+    plan = dataclasses.replace(paper.plan(PAPER_TASK), estimators=(DEMO_BASELINE, DEMO_FADE), tuned=())
+    return Preset(name=f"{paper.name} (custom)", description=f"A custom sweep with the {paper.name} preset's "
+                  "trainer settings.", seeds=(DEMO_SEED,), plans=(plan,), pins_code=paper.pins_code)
 
 
 @dataclass

@@ -1,5 +1,6 @@
-"""The experimental design's machinery: which estimators play which role in the paper's claims,
-and the records a sweep preset is written in.
+"""The experimental design's machinery: the records a sweep preset is written in, and the roles
+more than one claim reads (the balanced baselines, the static baselines, FADE's defaults); a role
+only one claim reads is a constant of that claim's module (:mod:`fade.experiments.claims`).
 
 A :class:`Preset` lists, per task, the arms to train, the seeds, and the trainer settings. An arm
 is an estimator spec (``name`` or ``name:key=value:...``, the command line's syntax), or an
@@ -15,13 +16,14 @@ candidates have finished). Run specs are small frozen data, so they travel cheap
 processes.
 
 The presets themselves are data, one module each, in :mod:`fade.experiments.presets`; what a run
-costs is :mod:`fade.experiments.costs`.
+costs is :mod:`fade.experiments.costs`; what the command line's ``--estimators``, ``--seeds``,
+``--tasks`` and ``--steps`` make of a preset is :func:`fade.cli.sweep.custom_preset`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,18 +34,12 @@ from fade.specs import identity as spec_identity
 from fade.testbed.config import TrainConfig
 
 __all__ = [
-    "ABLATIONS",
     "ARM_SETTINGS",
     "BALANCED",
     "FADE",
-    "FAILURE_BIASED",
-    "H_STAR_LEVELS",
-    "POWER_LEVELS",
     "STATIC_BASELINES",
-    "SUCCESS_BIASED",
     "Arm",
     "Comparison",
-    "Control",
     "Preset",
     "RunSpec",
     "TaskPlan",
@@ -57,32 +53,20 @@ __all__ = [
     "spec_label",
 ]
 
-# -- roles in the claims ------------------------------------------------------------------------
+# -- roles that several claims read ---------------------------------------------------------------
 
-#: Sign axis (docs/method.md, section 1): success-biased weights put more mass on successes (m_S > m_F),
-#: balanced ones equal mass, failure-biased ones more on failures.
-SUCCESS_BIASED: tuple[str, ...] = ("psr", "asym_grpo:delta=2")
+#: The balanced baselines (docs/method.md, section 1: equal mass on successes and failures, m_S = m_F),
+#: the sign axis's middle, whose peaks the regime check reads and whose spread sizes the report's
+#: minimum detectable difference.
 BALANCED: tuple[str, ...] = ("grpo", "dr_grpo")
-FAILURE_BIASED: tuple[str, ...] = ("nsr", "asym_grpo:delta=0.5")
-
-#: Difficulty axis: Power(alpha), m_S = m_F = p q^alpha. alpha = 1 is exactly dr_grpo (the same
-#: advantages bit for bit), so the dr_grpo runs stand in for it instead of training it twice.
-POWER_LEVELS: tuple[tuple[int, str], ...] = ((1, "dr_grpo"), (2, "power:alpha=2"), (3, "power:alpha=3"))
 
 #: The static baselines FADE is measured against (the issue's list; asym_grpo at its default delta).
 STATIC_BASELINES: tuple[str, ...] = (
     "grpo", "dr_grpo", "rloo", "maxrl", "w_reinforce", "passk:k=4", "power:alpha=2", "asym_grpo:delta=0.5",
 )
 
-#: FADE with its defaults, and its ablations (docs/method.md, section 3): fixed delta = 1 (fade_alpha),
-#: fixed alpha = 1 (fade_delta), both knobs from the entropy, a fixed log-decay schedule.
+#: FADE with its defaults.
 FADE = "fade"
-ABLATIONS: tuple[str, ...] = ("fade_alpha", "fade_delta", "fade_entropy_only", "fade_decay")
-
-#: H* sensitivity: the target entropy as a fraction of the first observed entropy.
-H_STAR_LEVELS: tuple[tuple[float, str], ...] = (
-    (0.3, "fade:h_star_ratio=0.3"), (0.5, FADE), (0.7, "fade:h_star_ratio=0.7"),
-)
 
 # -- estimator specs ----------------------------------------------------------------------------
 # Presets write estimators in the spec grammar of fade.specs; a run carries the parsed (name,
@@ -417,77 +401,6 @@ class Preset:
         """(plan, estimator name, seed) of each tuned run, before its parameters are chosen."""
         return [(plan, tuned, seed) for plan in self.plans for tuned in plan.tuned for seed in self.seeds]
 
-    def with_overrides(
-        self,
-        *,
-        estimators: Sequence[str] | None = None,
-        seeds: Sequence[int] | None = None,
-        tasks: Sequence[str] | None = None,
-        steps: int | None = None,
-    ) -> Preset:
-        """A custom sweep built on this preset's trainer settings.
-
-        ``tasks`` keeps those of the preset's tasks (a task the preset does not plan takes the
-        first plan's settings); ``estimators`` replaces every task's estimator list and drops the
-        tuning (a custom list has no candidates to tune on); ``seeds`` replaces the seeds;
-        ``steps`` sets every run's length (evaluations stay every ``eval_every`` steps, and the
-        last step is always evaluated).
-        """
-        plans = list(self.plans)
-        tuning = self.tuning
-        if tasks is not None:
-            from fade.testbed.tasks import TASKS
-
-            if not tasks:
-                raise ValueError("--tasks is empty: expected at least one task")
-            by_task = {plan.task: plan for plan in plans}
-            known = sorted({*TASKS, *by_task})
-            unknown = [t for t in tasks if t not in known]
-            if unknown:
-                raise ValueError(f"unknown task(s) {unknown}; known tasks: {', '.join(known)}")
-            plans = [
-                by_task.get(t) or dataclasses.replace(plans[0], task=t, tuned=(), trains_on=None)
-                for t in dict.fromkeys(tasks)
-            ]
-            if tuning is not None and tuning.task not in tasks:
-                tuning = None
-                plans = [dataclasses.replace(plan, tuned=()) for plan in plans]
-        if estimators is not None:
-            if not estimators:
-                raise ValueError("--estimators is empty: expected at least one estimator spec")
-            for text in estimators:
-                check_spec(text)
-            specs = tuple(dict.fromkeys(canonical_spec(t) for t in estimators))
-            plans = [dataclasses.replace(plan, estimators=specs, tuned=()) for plan in plans]
-            tuning = None
-        if steps is not None:
-            if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-                raise ValueError(f"--steps must be a positive integer, got {steps!r}")
-            plans = [dataclasses.replace(plan, steps=steps) for plan in plans]
-        new_seeds = self.seeds
-        if seeds is not None:
-            if not seeds:
-                raise ValueError("--seeds is empty: expected at least one seed")
-            bad = [s for s in seeds if isinstance(s, bool) or not isinstance(s, int) or s < 0]
-            if bad:
-                raise ValueError(f"seeds must be integers >= 0, got {bad}")
-            new_seeds = tuple(dict.fromkeys(seeds))
-        custom = any(x is not None for x in (estimators, seeds, tasks, steps))
-        # A custom list of estimators has none of the preset's fixed comparisons to make.
-        fixed = self.comparisons if estimators is None else ()
-        return Preset(
-            name=self.name if not custom else f"{self.name} (custom)",
-            description=self.description
-            if not custom
-            else f"A custom sweep with the {self.name} preset's trainer settings.",
-            seeds=new_seeds,
-            plans=tuple(plans),
-            tuning=tuning,
-            comparisons=fixed,
-            claims=self.claims if estimators is None else None,
-            pins_code=self.pins_code,
-        )
-
     def check(self) -> None:
         """Raise ValueError naming the first arm that does not build: an estimator spec, or a
         training setting an arm may not set or sets to a bad value (:data:`ARM_SETTINGS`)."""
@@ -529,13 +442,3 @@ def ordered(*groups: Iterable[str]) -> tuple[str, ...]:
         for text in group:
             seen.setdefault(text, None)
     return tuple(seen)
-
-
-@dataclass(frozen=True)
-class Control:
-    """One arm of the entropy comparison in words: its ``name`` (the control and its setting), the
-    :class:`Arm` it trains, and the ``source`` of the setting."""
-
-    name: str
-    arm: Arm
-    source: str

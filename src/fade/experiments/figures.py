@@ -17,6 +17,8 @@
 - :func:`draw_bucket_gains`: pass@1 gain per difficulty bucket for each Power(alpha).
 - :func:`draw_controls`: FADE against the entropy controls, every arm in one figure: the final
   pass@k against k and the training entropy against step.
+- :func:`draw_side_by_side`: several runs on shared axes (the testbed's
+  :func:`~fade.testbed.report.compare_runs`), for FADE and its variants on one seed.
 - :func:`draw_calibration`: where a base policy starts (``fade calibrate``): its pass@1 per bucket
   and the spread of its per-prompt solve rates.
 
@@ -53,6 +55,7 @@ __all__ = [
     "draw_controls",
     "draw_delta",
     "draw_schedule",
+    "draw_side_by_side",
     "draw_entropy_check",
     "draw_entropy_formula",
     "draw_entropy_rank1",
@@ -459,6 +462,14 @@ def draw_controls(arms: Sequence[tuple[str, object, list[SweepRun]]], path: str 
         return _save(fig, Path(path))
     finally:
         plt.close(fig)
+
+
+def draw_side_by_side(directories: Sequence[str | Path], path: str | Path) -> Path:
+    """The runs in ``directories`` on shared axes, read from their logs: the testbed's
+    :func:`fade.testbed.report.compare_runs` (its pass@1, pass@k, entropy and plane panels)."""
+    from fade.testbed.report import compare_runs
+
+    return compare_runs(directories, path)
 
 
 def draw_calibration(cal: Calibration, path: str | Path) -> Path:

@@ -15,10 +15,9 @@ from typing import Any
 from fade.testbed.summary import early_steps
 
 from . import design
-from .claims.comparisons import Comparisons
+from .claims.base import ClaimSection, Table, VerdictLine
 from .design import Preset
 from .runs import Runs, SweepRun
-from .sections import ClaimSection, Table, VerdictLine
 from .stats import (
     CONTRADICTED,
     MIN_PAIRED_SEEDS,
@@ -35,13 +34,13 @@ from .stats import (
 __all__ = [
     "POWER",
     "check_lines",
+    "claim_lines",
     "interval_verdicts",
     "md_table",
     "minimum_detectable",
     "num",
     "numbers",
     "paired",
-    "reads_peaks",
     "results_json",
     "verdict_count",
     "verdict_table",
@@ -73,9 +72,18 @@ def check_lines(section: ClaimSection) -> list[str]:
     return lines
 
 
-def reads_peaks(verdict: VerdictLine) -> bool:
-    """Whether a claim compares peak pass@1 or the step of a peak (its statement or a part says so)."""
-    return "peak" in verdict.statement or any("peak" in name for name, _ in verdict.parts)
+def claim_lines(section: ClaimSection) -> list[str]:
+    """A claim in the README: its tables, then each verdict with its outcome and numbers, then notes."""
+    lines = [f"## {section.title} — {section.task}", ""]
+    for table in section.tables:
+        lines += md_table(table) + [""]
+    for verdict in section.verdicts:
+        lines += [f"- **{verdict.outcome}** — {verdict.statement}. <sub>{verdict.detail}</sub>"]
+    if section.verdicts:
+        lines += [""]
+    for note in section.notes:
+        lines += [note, ""]
+    return lines
 
 
 def interval_verdicts(sections: Sequence[ClaimSection]) -> list[Verdict]:
@@ -113,7 +121,8 @@ def verdict_count(verdict_rows, paired: bool, sections: Sequence[ClaimSection] =
     """One line: how many claims got each verdict, and, for paired intervals, how many the report
     computed (each 95% on its own; nothing corrects for their number) and how many of them are
     distinct: a comparison that involves an arm whose runs copy another arm's repeats that
-    comparison's numbers exactly, so it is counted once, and so is a claim resting on it."""
+    comparison's numbers exactly, so it is counted once, and so is a claim resting on it; then what
+    a section adds to the count (its ``tally``: the fixed comparisons read as one family)."""
     counts = Counter(v.outcome for _, v in verdict_rows)
     resolved = counts[SUPPORTED] + counts[CONTRADICTED]
     others = [f"{n} {outcome}" for outcome, n in counts.items() if outcome not in (SUPPORTED, CONTRADICTED)]
@@ -133,11 +142,7 @@ def verdict_count(verdict_rows, paired: bool, sections: Sequence[ClaimSection] =
                  f"correction for their number: were no difference real, about {0.05 * distinct:.0f} of them would "
                  "exclude 0 by chance, so a claim resting on one comparison is weaker evidence than one whose "
                  "comparisons agree.")
-        for section in sections:
-            if isinstance(section.result, Comparisons) and (rows := section.result.rows):
-                text += (f" The {len(rows)} comparisons fixed before the runs ({section.task}) are also read as one "
-                         f"family under Holm's correction: {sum(row.survives_holm for row in rows)} of them survive it "
-                         "(see that section).")
+        text += "".join(section.tally for section in sections if section.tally)
     return text
 
 

@@ -2,20 +2,20 @@
 to it, and ``results.json`` with every number behind them.
 
 :func:`write_report` takes the finished runs' summaries and the claims in words
-(:mod:`fade.experiments.sections`) and writes, into the sweep's output folder: ``README.md`` headed
-by the exact command that regenerates it and then the design checks (is the regime calibrated, does
-FADE's sign knob act: :func:`~fade.experiments.sections.design_checks`); ``atlas.png`` (the
-gradient-mass atlas of every estimator trained); per task ``<task>-pass1.png``,
-``<task>-passk.png``, ``<task>-entropy-rank1.png``, ``<task>-plane.png``,
-``<task>-entropy-check.png``, ``<task>-entropy-formula.png``, ``<task>-delta.png``, ``<task>-schedule.png``
-(alpha, delta and p_hat of every scheduled arm),
-``<task>-buckets.png``, ``<task>-fade-family-seed<k>.png`` (the testbed's
-:func:`~fade.testbed.report.compare_runs` on FADE and its ablations) and ``<task>-controls.png``
-(FADE against the entropy controls: every arm's pass@k curve and entropy) where the runs exist;
-and ``results.json``. Runs are shown per arm (:class:`~fade.experiments.design.Arm`): an
-estimator, with the training settings of its own when it has some. A hand-written
-``ANALYSIS.md`` in the same folder, if present, is included verbatim, so an analysis survives
-regeneration.
+(:func:`fade.experiments.claims.evaluate`) and writes, into the sweep's output folder: ``README.md``
+headed by the exact command that regenerates it and then the design checks (is the regime
+calibrated, does FADE's sign knob act: :func:`~fade.experiments.claims.design_checks`), the setup,
+how to read the verdicts, every verdict at a glance, each claim's section, the figures, and where
+the claims do not reproduce; ``atlas.png`` (the gradient-mass atlas of every estimator trained);
+per task ``<task>-pass1.png``, ``<task>-passk.png``, ``<task>-entropy-rank1.png`` (one panel per
+claim's group of arms) and ``<task>-plane.png``, then the figures the claims draw themselves
+(:class:`~fade.experiments.claims.base.Figures`: the entropy checks', the controls', FADE's delta
+and schedule, the Power(alpha) buckets, FADE's family side by side); and ``results.json``. It
+knows no claim: it loops over the sections and over the claims of
+:data:`~fade.experiments.claims.CHECKS` and :data:`~fade.experiments.claims.CLAIMS`. Runs are shown
+per arm (:class:`~fade.experiments.design.Arm`): an estimator, with the training settings of its
+own when it has some. A hand-written ``ANALYSIS.md`` in the same folder, if present, is included
+verbatim, so an analysis survives regeneration.
 """
 
 from __future__ import annotations
@@ -29,27 +29,17 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
 from fade.atomic import write_json_atomic
 from fade.geometry import PAPER_RANK1_SHARE
-from fade.specs import parse_spec
 from fade.testbed.evaluation import EVAL_KS, ks_text
-from fade.testbed.report import compare_runs
 
 from . import design, figures, report_numbers
-from .claims import fade_spec
-from .claims.controls import Controls
-from .claims.entropy_check import EntropyCheck
-from .claims.entropy_formula import EntropyFormula
-from .claims.regime import REGIME_NOT_CALIBRATED
-from .claims.sign_knob import REQUIREMENT_NOT_MET
+from .claims import CHECKS, CLAIMS, design_checks, fade_spec
+from .claims.base import ClaimSection, Table, TaskFigures, VerdictLine
 from .costs import estimate_seconds
-from .design import FADE, Arm, Preset, RunSpec, as_arm
-from .presets import entropy as entropy_preset
+from .design import Arm, Preset, RunSpec, as_arm
 from .report_numbers import POWER
 from .runs import SweepRun, copies
-from .sections import ClaimSection, Table, VerdictLine, design_checks
 from .stats import (
     CONTRADICTED,
     FEW_SEEDS,
@@ -119,26 +109,13 @@ def _machine() -> str:
     )
 
 
-def _role_groups(arms: dict[str, Arm], fade: str) -> list[tuple[str, list[str]]]:
-    """The claim groups the figures are organised by, each with the present arms (by text) it
-    covers; arms in no group go to a last "other estimators" group."""
-    present = list(arms)
-    by_identity = {arm.identity: text for text, arm in arms.items()}
-
-    def pick(specs) -> list[str]:
-        return list(
-            dict.fromkeys(by_identity[i] for i in (as_arm(spec).identity for spec in specs) if i in by_identity)
-        )
-
-    groups = [
-        ("sign axis", pick([*design.SUCCESS_BIASED, *design.BALANCED, *design.FAILURE_BIASED])),
-        ("difficulty axis: Power(alpha)", pick([spec for _, spec in design.POWER_LEVELS])),
-        ("FADE vs static baselines", pick([fade, *design.STATIC_BASELINES])),
-        ("FADE ablations and H*", pick([FADE, *design.ABLATIONS, *(spec for _, spec in design.H_STAR_LEVELS)])),
-    ]
-    if pick(c.arm for c in entropy_preset.ENTROPY_CONTROLS):
-        everyone = (entropy_preset.ENTROPY_FADE, *entropy_preset.ENTROPY_COMPARED)
-        groups.append(("FADE vs the entropy controls", pick(c.arm for c in everyone)))
+def _role_groups(view: TaskFigures) -> list[tuple[str, list[str]]]:
+    """The claim groups the figures are organised by: each claim's panel (:class:`~.claims.base.Figures`)
+    with the present arms (by text) it shows, in the report's order; arms in no group go to a last
+    "other estimators" group."""
+    present = view.present
+    groups = [(claim.figures.group, list(claim.figures.arms(view))) for claim in (*CHECKS, *CLAIMS)
+              if claim.figures.group]
     covered = {spec for _, specs in groups for spec in specs}
     groups.append(("other estimators", [spec for spec in present if spec not in covered]))
     kept: list[tuple[str, list[str]]] = []
@@ -158,8 +135,8 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
     for s in sorted(summaries, key=lambda s: s.seed):
         runs_by_spec[s.run.arm.text].append(s)
         arms.setdefault(s.run.arm.text, s.run.arm)
-    present = list(runs_by_spec)
-    groups = _role_groups(arms, fade)
+    view = TaskFigures(task, dict(runs_by_spec), arms, palette, fade)
+    groups = _role_groups(view)
     ks = _ks_label(summaries)
     drawn: list[tuple[str, str]] = []
 
@@ -180,62 +157,15 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
          lambda p: figures.draw_entropy_rank1(groups, runs_by_spec, palette, p, title=task))
     draw(f"{task}-plane.png", "each run's path over the sign-balance / difficulty plane",
          lambda p: figures.draw_plane_paths(runs_by_spec, p, title=task))
+    # Each measured claim's figures of its result, in the report's order; then every claim's figures of
+    # the runs, whether or not it was measured here.
     for section in sections:
-        result = section.result
-        if isinstance(result, EntropyCheck) and result.points:
-            draw(f"{task}-entropy-check.png", "first-order entropy check: predicted against observed change",
-                 lambda p, r=result: figures.draw_entropy_check(r.points, r.eta, palette, p, title=task))
-        if isinstance(result, EntropyFormula) and result.points:
-            draw(f"{task}-entropy-formula.png",
-                 "entropy formula with both terms: observed entropy change per step against the block-mean drive and "
-                 "each term, coloured by the run's sign of m_S - m_F",
-                 lambda p, r=result: figures.draw_entropy_formula(r.points, p, title=task))
-        if isinstance(result, Controls):
-            shown = [(c.name, palette[c.arm.text], runs_by_spec[c.arm.text]) for c in (result.fade, *result.arms)]
-            draw(f"{task}-controls.png", "FADE against the entropy controls: the final pass@k against k and the "
-                 "training entropy against step, every arm (seed means)",
-                 lambda p, arms=shown: figures.draw_controls(arms, p, title=task))
-    delta_arms = [(spec, runs_by_spec[spec]) for spec in present if arms[spec].estimator.startswith(FADE)
-                  and any(np.isfinite(r.curves["delta"]).any() for r in runs_by_spec[spec])]
-    if delta_arms:
-        draw(f"{task}-delta.png", "FADE's sign knob: delta against step for each FADE arm",
-             lambda p: figures.draw_delta(delta_arms, palette, p, title=task))
-    scheduled = [(spec, runs_by_spec[spec]) for spec in present if arms[spec].estimator.startswith("fade")
-                 and any(np.isfinite(r.curves["alpha"]).any() for r in runs_by_spec[spec])]
-    if scheduled:
-        reference = _written_path([arms[spec] for spec, _ in scheduled])
-        draw(f"{task}-schedule.png", "FADE's knobs alpha, delta and p_hat against step for every scheduled arm"
-             + (f", beside the path `{reference[0]}` written in advance" if reference else ""),
-             lambda p: figures.draw_schedule(scheduled, palette, p, title=task, reference=reference))
-    levels = [(f"alpha={a} ({spec})", runs_by_spec.get(spec, [])) for a, spec in design.POWER_LEVELS]
-    levels = [(label, runs) for label, runs in levels if runs]
-    if len(levels) > 1 and any(r.buckets() for _, runs in levels for r in runs):
-        draw(f"{task}-buckets.png", "pass@1 gain per difficulty bucket under Power(alpha)",
-             lambda p: figures.draw_bucket_gains(levels, p, title=task))
-    family = [spec for spec in present if arms[spec].estimator.startswith("fade")]
-    if len(family) > 1:
-        seed = min(s.seed for spec in family for s in runs_by_spec[spec])
-        dirs = [s.directory for spec in family for s in runs_by_spec[spec] if s.seed == seed]
-        draw(
-            f"{task}-fade-family-seed{seed}.png",
-            f"FADE and its variants on seed {seed} (fade.testbed.report.compare_runs)",
-            lambda p: compare_runs(dirs, p),
-        )
+        for drawing in section.claim.figures.of_result(section.result, view):
+            draw(drawing.name, drawing.caption, drawing.draw)
+    for claim in (*CHECKS, *CLAIMS):
+        for drawing in claim.figures.of_runs(view):
+            draw(drawing.name, drawing.caption, drawing.draw)
     return drawn
-
-
-def _written_path(arms: Sequence[Arm]) -> tuple[str, np.ndarray, np.ndarray, np.ndarray] | None:
-    """The path a ``fade_fixed`` arm among ``arms`` follows, as (its text, steps, alpha, delta) at
-    every step of its knots' span; None without such an arm."""
-    from fade.adaptive import FIXED_PATHS, fixed_knobs
-
-    for arm in arms:
-        name, params = parse_spec(arm.estimator)
-        if name == "fade_fixed" and params.get("path") in FIXED_PATHS:
-            steps = np.arange(1, FIXED_PATHS[params["path"]][-1][0] + 1)
-            knobs = np.array([fixed_knobs(params["path"], int(s)) for s in steps])
-            return arm.text, steps, knobs[:, 0], knobs[:, 1]
-    return None
 
 
 def _timing_table(runs: Sequence[RunSpec], summaries: Sequence[SweepRun]) -> Table:
@@ -328,7 +258,12 @@ def write_report(
     workers: int,
     choice: str | None = None,
 ) -> Path:
-    """Write README.md, the PNGs and results.json into ``out``; returns the README's path."""
+    """Write README.md, the PNGs and results.json into ``out``; returns the README's path.
+
+    ``sections`` are the claims in words (:func:`~fade.experiments.claims.evaluate`); the design
+    checks are measured here, on every run. Nothing below knows a claim: each section says its own
+    tables, verdicts, notes and caveat, and each claim draws its own figures.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     summaries = list(summaries)
@@ -371,69 +306,8 @@ def write_report(
     paired = report_numbers.paired(verdict_rows)
     # the design's minimum detectable difference per task: stated in the README and in results.json
     detectable = {task: m for task in tasks if (m := report_numbers.minimum_detectable(task, summaries))}
-    spread_rule = (  # follows "a claim that X "
-        f"exceeds Y is **{SUPPORTED}** when X's seed mean is above Y's and the intervals mean ± std do "
-        f"not overlap, **{NOT_SUPPORTED}** when the opposite ordering holds with non-overlapping intervals, and "
-        f"**{OVERLAP}** otherwise; with fewer than {MIN_SEEDS} seeds a comparison is **{FEW_SEEDS}**. ")
-    glossary = (
-        "The entropy drop rate is the least-squares slope of the training entropy over "
-        "the first third of the run (sign flipped); final entropy is the mean over the last tenth of the steps; "
-        f"pass@k mean is the mean of the final pass@k over {_ks_label(summaries)}."
-    )
-    lines += ["## How to read the verdicts", ""]
-    if not paired:
-        lines += [
-            "Every number is a mean ± standard deviation over seeds (n = seeds with a finished run). A claim that X "
-            + spread_rule
-            + "A claim made of several comparisons is supported when all "
-            "are, not supported when any contradicts it, and inconclusive otherwise. " + glossary,
-            "",
-        ]
-    else:
-        lines += [
-            f"Rule in force: **paired by seed**. Seed s gives every estimator the same base policy and the same prompt "
-            f"stream, so where both sides of a comparison share at least {MIN_PAIRED_SEEDS} seeds, a claim that X "
-            f"exceeds Y is judged on the per-seed differences X_s − Y_s: the 95% interval of their mean is a seeded "
-            f"bootstrap (10,000 resamples, expanded percentile interval; `fade.experiments.stats`). The claim is "
-            f"**{SUPPORTED}** when the interval lies above 0, **{CONTRADICTED}** when it lies below 0, and "
-            f"**{UNRESOLVED}** otherwise, printed with the interval's half-width. Against a constant (a step ratio of "
-            f"1, a correlation of 0) the same rule runs on X_s − c. A comparison with fewer than {MIN_PAIRED_SEEDS} "
-            f"shared seeds keeps the spread rule: a claim that X "
-            + spread_rule
-            + "A claim made of several comparisons is supported "
-            "when all are, contradicted when any contradicts it, and unresolved otherwise. Tables show mean ± "
-            "standard deviation over seeds. " + glossary,
-            "",
-        ]
-        if detectable:
-            lines += [
-                f"Minimum detectable pass@1 difference of this design (paired, two-sided 95%, power "
-                f"{POWER:.0%}: (t_0.975 + t_{POWER}) · SD / √n with t on n − 1 degrees of freedom, SD the observed "
-                "standard deviation of paired peak-pass@1 differences. A true difference of this size clears 0 "
-                f"in {POWER:.0%} of such experiments, a smaller one less often; the bootstrap interval behaves "
-                "like the t-test this formula is for. The SD is itself estimated from n seeds, so the figure is "
-                "a guide, not a guarantee):",
-                "",
-            ]
-            lines += [f"- {task}: {m['text']}" for task, m in detectable.items()] + [""]
-
-    if verdict_rows:
-        summary = Table(["task", "claim", "verdict"])
-        summary.rows = [[s.task, v.statement, f"**{v.outcome}**"] for s, v in verdict_rows]
-        lines += ["## Verdicts at a glance", "", report_numbers.verdict_count(verdict_rows, paired, sections), ""]
-        lines += report_numbers.md_table(summary) + [""]
-        if copied:
-            lines += ["Arms that are copies of one another: their runs are the same on every seed, bit for bit (every "
-                      "evaluation, reward and entropy), so they are one experiment under several names and a claim "
-                      "resting on one of them is counted once:", ""]
-            lines += [f"- {task}: " + " = ".join(f"`{arm}`" for arm in arms) for task, arms in copied] + [""]
-    else:
-        lines += ["## Verdicts at a glance", "", "No claim could be measured: no finished run covers one.", ""]
-    if paired:
-        lines += ["## Verdict table", "", "Each comparison behind each claim: the mean paired difference (the claim's "
-                  "first side minus its second, over the seeds both share), its 95% bootstrap interval and the verdict "
-                  "read off it; a claim's own verdict (above) combines its rows.", ""]
-        lines += report_numbers.md_table(report_numbers.verdict_table(verdict_rows)) + [""]
+    lines += _how_to_read(paired, detectable, _ks_label(summaries))
+    lines += _at_a_glance(verdict_rows, paired, sections, copied)
 
     atlas_specs = list(dict.fromkeys(s.run.estimator for s in summaries))
     if atlas_specs:
@@ -455,20 +329,7 @@ def write_report(
                                    fade_spec(preset, task, choice), palette)
 
     for section in sections:
-        lines += [f"## {section.title} — {section.task}", ""]
-        for table in section.tables:
-            lines += report_numbers.md_table(table) + [""]
-        for verdict in section.verdicts:
-            lines += [f"- **{verdict.outcome}** — {verdict.statement}. <sub>{verdict.detail}</sub>"]
-        if section.verdicts:
-            lines += [""]
-        for note in section.notes:
-            lines += [note, ""]
-        if section.key == "sign":
-            lines += [
-                f"The runs' paths and entropy: `{section.task}-plane.png`, `{section.task}-entropy-rank1.png` (below).",
-                "",
-            ]
+        lines += report_numbers.claim_lines(section)
 
     for task, pictures in drawn.items():
         if not pictures:
@@ -477,39 +338,7 @@ def write_report(
         for name, caption in pictures:
             lines += [f"**{caption}**", "", f"![{caption}]({name})", ""]
 
-    not_reproduced = [(s, v) for s, v in verdict_rows if v.outcome not in (SUPPORTED, NOT_MEASURED)]
-    lines += ["## Where the claims do not reproduce at this scale", ""]
-    uncalibrated = [s for s in checks if s.key == "regime" and s.check.outcome == REGIME_NOT_CALIBRATED]
-    for section in uncalibrated:
-        why = " and ".join(([_REGIME_LATE] if section.result.late else [])
-                           + ([_REGIME_STALLED] if section.result.stalled else []))
-        reads_peaks = any(report_numbers.reads_peaks(v) for s, v in verdict_rows if s.task == section.task)
-        consequence = ("so claims about peaks, declines and reaching a peak earlier are read where there is little "
-                       "decline to prevent" if reads_peaks else "but no claim of this plan reads a peak")
-        lines += [f"- {section.task}: the regime check failed (**{REGIME_NOT_CALIBRATED}**): {why}, {consequence}. "
-                  f"<sub>{section.check.detail}</sub>"]
-    collapsed = [s for s in checks if s.key == "collapse" and s.result.collapsed]
-    for section in collapsed:
-        lines += [
-            f"- {section.task}: some runs collapsed (**{REQUIREMENT_NOT_MET}**), and every claim that compares "
-            "them reads the collapse rather than the estimator. <sub>"
-            + "; ".join(f"{spec}: seeds {', '.join(map(str, seeds))}" for spec, seeds in section.result.seeds.items())
-            + "</sub>"
-        ]
-    if uncalibrated or collapsed:
-        lines += [""]
-    if not verdict_rows:
-        lines += ["Nothing was measured.", ""]
-    elif not not_reproduced:
-        lines += ["Every claim measured here is supported by the rule above.", ""]
-    else:
-        for section, verdict in not_reproduced:
-            lines += [f"- {section.task}: {verdict.statement} — **{verdict.outcome}**: {_explain(verdict)}. "
-                      f"<sub>{verdict.detail}</sub>"]
-        lines += ["", "Measured scale of these runs, against which to read them:", ""]
-        for task in tasks:
-            lines += [f"- {task}: {fact}." for fact in _context(task, summaries)]
-        lines += [""]
+    lines += _not_reproduced(checks, verdict_rows, tasks, summaries)
     analysis = out / ANALYSIS
     if analysis.is_file():
         lines += ["## Analysis", "", f"<sub>Hand-written in {ANALYSIS}, kept when the report is regenerated.</sub>", "",
@@ -524,24 +353,7 @@ def write_report(
         ]
         lines += [f"- `{key}`: {message}" for key, message in sorted(failures.items())] + [""]
 
-    lines += ["## Every run", "", "<details><summary>per-run numbers</summary>", ""]
-    table = Table(["run", "CPU min", "peak pass@1 (step)", "final pass@1", "final pass@64", "entropy first → final",
-                   "final rank1_share"])
-    for s in summaries:
-        sc = s.scalars
-        cpu = s.timing.get("cpu_seconds", math.nan) / 60
-        table.rows.append(
-            [
-                f"`{s.run.key}`",
-                "—" if not math.isfinite(cpu) else f"{cpu:.1f}",
-                f"{report_numbers.num(sc['peak_pass1'])} ({report_numbers.num(sc['peak_step'], 0)})",
-                report_numbers.num(sc["final_pass1"]),
-                report_numbers.num(sc.get("pass@64", math.nan)),
-                f"{report_numbers.num(sc['entropy_first'], 2)} → {report_numbers.num(sc['entropy_final'], 2)}",
-                report_numbers.num(sc["rank1_final"]),
-            ]
-        )
-    lines += report_numbers.md_table(table) + ["", "</details>", ""]
+    lines += _every_run(summaries)
 
     readme = out / README
     tmp = readme.with_suffix(".md.tmp")
@@ -562,5 +374,122 @@ def write_report(
     return readme
 
 
-_REGIME_LATE = "a balanced baseline was still climbing late in the run"
-_REGIME_STALLED = "a balanced baseline never rose above its base evaluation (it diverged or learnt nothing)"
+def _how_to_read(paired: bool, detectable: dict[str, dict], ks: str) -> list[str]:
+    """The rule in force (paired by seed, or the spread rule), the glossary, and the design's minimum
+    detectable difference."""
+    spread_rule = (  # follows "a claim that X "
+        f"exceeds Y is **{SUPPORTED}** when X's seed mean is above Y's and the intervals mean ± std do "
+        f"not overlap, **{NOT_SUPPORTED}** when the opposite ordering holds with non-overlapping intervals, and "
+        f"**{OVERLAP}** otherwise; with fewer than {MIN_SEEDS} seeds a comparison is **{FEW_SEEDS}**. ")
+    glossary = (
+        "The entropy drop rate is the least-squares slope of the training entropy over "
+        "the first third of the run (sign flipped); final entropy is the mean over the last tenth of the steps; "
+        f"pass@k mean is the mean of the final pass@k over {ks}."
+    )
+    lines = ["## How to read the verdicts", ""]
+    if not paired:
+        return lines + [
+            "Every number is a mean ± standard deviation over seeds (n = seeds with a finished run). A claim that X "
+            + spread_rule
+            + "A claim made of several comparisons is supported when all "
+            "are, not supported when any contradicts it, and inconclusive otherwise. " + glossary,
+            "",
+        ]
+    lines += [
+        f"Rule in force: **paired by seed**. Seed s gives every estimator the same base policy and the same prompt "
+        f"stream, so where both sides of a comparison share at least {MIN_PAIRED_SEEDS} seeds, a claim that X "
+        f"exceeds Y is judged on the per-seed differences X_s − Y_s: the 95% interval of their mean is a seeded "
+        f"bootstrap (10,000 resamples, expanded percentile interval; `fade.experiments.stats`). The claim is "
+        f"**{SUPPORTED}** when the interval lies above 0, **{CONTRADICTED}** when it lies below 0, and "
+        f"**{UNRESOLVED}** otherwise, printed with the interval's half-width. Against a constant (a step ratio of "
+        f"1, a correlation of 0) the same rule runs on X_s − c. A comparison with fewer than {MIN_PAIRED_SEEDS} "
+        f"shared seeds keeps the spread rule: a claim that X "
+        + spread_rule
+        + "A claim made of several comparisons is supported "
+        "when all are, contradicted when any contradicts it, and unresolved otherwise. Tables show mean ± "
+        "standard deviation over seeds. " + glossary,
+        "",
+    ]
+    if detectable:
+        lines += [
+            f"Minimum detectable pass@1 difference of this design (paired, two-sided 95%, power "
+            f"{POWER:.0%}: (t_0.975 + t_{POWER}) · SD / √n with t on n − 1 degrees of freedom, SD the observed "
+            "standard deviation of paired peak-pass@1 differences. A true difference of this size clears 0 "
+            f"in {POWER:.0%} of such experiments, a smaller one less often; the bootstrap interval behaves "
+            "like the t-test this formula is for. The SD is itself estimated from n seeds, so the figure is "
+            "a guide, not a guarantee):",
+            "",
+        ]
+        lines += [f"- {task}: {m['text']}" for task, m in detectable.items()] + [""]
+    return lines
+
+
+def _at_a_glance(verdict_rows: Sequence[tuple[ClaimSection, VerdictLine]], paired: bool,
+                 sections: Sequence[ClaimSection], copied: Sequence[tuple[str, Sequence[str]]]) -> list[str]:
+    """Every claim's verdict in one table, their count, the arms that copy one another, and with the
+    paired rule the table of every comparison behind them."""
+    if not verdict_rows:
+        lines = ["## Verdicts at a glance", "", "No claim could be measured: no finished run covers one.", ""]
+    else:
+        summary = Table(["task", "claim", "verdict"])
+        summary.rows = [[s.task, v.statement, f"**{v.outcome}**"] for s, v in verdict_rows]
+        lines = ["## Verdicts at a glance", "", report_numbers.verdict_count(verdict_rows, paired, sections), ""]
+        lines += report_numbers.md_table(summary) + [""]
+        if copied:
+            lines += ["Arms that are copies of one another: their runs are the same on every seed, bit for bit (every "
+                      "evaluation, reward and entropy), so they are one experiment under several names and a claim "
+                      "resting on one of them is counted once:", ""]
+            lines += [f"- {task}: " + " = ".join(f"`{arm}`" for arm in arms) for task, arms in copied] + [""]
+    if paired:
+        lines += ["## Verdict table", "", "Each comparison behind each claim: the mean paired difference (the claim's "
+                  "first side minus its second, over the seeds both share), its 95% bootstrap interval and the verdict "
+                  "read off it; a claim's own verdict (above) combines its rows.", ""]
+        lines += report_numbers.md_table(report_numbers.verdict_table(verdict_rows)) + [""]
+    return lines
+
+
+def _not_reproduced(checks: Sequence[ClaimSection], verdict_rows: Sequence[tuple[ClaimSection, VerdictLine]],
+                    tasks: Sequence[str], summaries: Sequence[SweepRun]) -> list[str]:
+    """What a failed design check means for the claims of its task (its caveat), then every verdict
+    that is not supported, why, and the measured scale of the runs."""
+    lines = ["## Where the claims do not reproduce at this scale", ""]
+    cautions = [section for section in checks if section.caveat is not None]
+    for section in cautions:
+        lines += [f"- {section.task}: " + section.caveat([v for s, v in verdict_rows if s.task == section.task])]
+    if cautions:
+        lines += [""]
+    not_reproduced = [(s, v) for s, v in verdict_rows if v.outcome not in (SUPPORTED, NOT_MEASURED)]
+    if not verdict_rows:
+        return lines + ["Nothing was measured.", ""]
+    if not not_reproduced:
+        return lines + ["Every claim measured here is supported by the rule above.", ""]
+    for section, verdict in not_reproduced:
+        lines += [f"- {section.task}: {verdict.statement} — **{verdict.outcome}**: {_explain(verdict)}. "
+                  f"<sub>{verdict.detail}</sub>"]
+    lines += ["", "Measured scale of these runs, against which to read them:", ""]
+    for task in tasks:
+        lines += [f"- {task}: {fact}." for fact in _context(task, summaries)]
+    return lines + [""]
+
+
+def _every_run(summaries: Sequence[SweepRun]) -> list[str]:
+    """Each run's own numbers, folded."""
+    num = report_numbers.num
+    table = Table(["run", "CPU min", "peak pass@1 (step)", "final pass@1", "final pass@64", "entropy first → final",
+                   "final rank1_share"])
+    for s in summaries:
+        sc = s.scalars
+        cpu = s.timing.get("cpu_seconds", math.nan) / 60
+        table.rows.append(
+            [
+                f"`{s.run.key}`",
+                "—" if not math.isfinite(cpu) else f"{cpu:.1f}",
+                f"{num(sc['peak_pass1'])} ({num(sc['peak_step'], 0)})",
+                num(sc["final_pass1"]),
+                num(sc.get("pass@64", math.nan)),
+                f"{num(sc['entropy_first'], 2)} → {num(sc['entropy_final'], 2)}",
+                num(sc["rank1_final"]),
+            ]
+        )
+    return ["## Every run", "", "<details><summary>per-run numbers</summary>", ""] + report_numbers.md_table(table) + [
+        "", "</details>", ""]

@@ -392,9 +392,9 @@ def write_sweep_report(preset: Preset, out: Path, outcome: SweepOutcome, command
                        progress: bool = False) -> Path:
     """Summarise every finished run and write the report (README.md, PNGs, results.json);
     ``progress`` shows which part it is on (a large sweep's report takes a while)."""
+    from .claims import evaluate
     from .results_report import write_report
     from .runs import summarise
-    from .sections import evaluate
 
     if preset.tuning is not None and outcome.choice is None and (out / TUNING_FILE).is_file():
         outcome.choice = (read_json(out / TUNING_FILE) or {}).get("choice")

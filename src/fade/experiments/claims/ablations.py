@@ -3,8 +3,11 @@ entropy collapses; without alpha (fade_delta) pass@k at large k drops; a fixed o
 schedule (fade_decay, fade_entropy_only) loses accuracy and diversity to the adaptive controller;
 H* = half the initial entropy gives the highest pass@k mean.
 
-Applies to a task where FADE's defaults ran with an ablation or with two H* levels.
-:mod:`.ablations_engaged` measures the same ablations against a FADE whose sign knob acts.
+Applies to a task where FADE's defaults ran with an ablation (:data:`ABLATIONS`) or with two H*
+levels (:data:`H_STAR_LEVELS`). :mod:`.ablations_engaged` measures the same ablations against a
+FADE whose sign knob acts. The figures every task shows have a panel of FADE, its ablations and its
+H* levels, and a task where two arms of FADE's family ran draws them side by side on one seed
+whether or not the claim is read.
 """
 
 from __future__ import annotations
@@ -14,10 +17,34 @@ from dataclasses import dataclass
 
 from fade.specs import parse_spec
 
-from ..design import ABLATIONS, FADE, H_STAR_LEVELS
+from .. import figures
+from ..design import FADE
 from ..runs import Runs
 from ..stats import compare
-from .base import Claim, Context, Judgement, StatTable, judge, stat_table
+from .base import (
+    Claim,
+    Context,
+    Drawing,
+    Figures,
+    Judgement,
+    Reads,
+    StatTable,
+    Table,
+    TaskFigures,
+    VerdictLine,
+    Words,
+    judge,
+    line,
+    stat_table,
+)
+
+#: FADE's ablations (docs/method.md, section 3): fixed delta = 1 (fade_alpha), fixed alpha = 1
+#: (fade_delta), both knobs from the entropy, a fixed log-decay schedule.
+ABLATIONS: tuple[str, ...] = ("fade_alpha", "fade_delta", "fade_entropy_only", "fade_decay")
+#: H* sensitivity: the target entropy as a fraction of the first observed entropy (0.5: FADE's default).
+H_STAR_LEVELS: tuple[tuple[float, str], ...] = (
+    (0.3, "fade:h_star_ratio=0.3"), (0.5, FADE), (0.7, "fade:h_star_ratio=0.7"),
+)
 
 #: The scalars the ablation table shows for FADE and every variant.
 COLUMNS = ("peak_pass1", "pass@16", "pass@64", "passk_mean", "entropy_final", "rank1_final", "alpha_mean", "delta_mean")
@@ -101,4 +128,72 @@ def measure(task: str, context: Context) -> Ablations | None:
     )
 
 
-CLAIM = Claim("ablations", measure)
+def losses(a: Ablation) -> list[VerdictLine]:
+    """A fixed or entropy-only schedule against the adaptive controller: accuracy and diversity as two claims."""
+    return [line(f"{a.variant} loses {what} to the adaptive controller: lower {label} than {a.reference}", judgement)
+            for (what, _, label), judgement in zip(LOSSES, a.losses)]
+
+
+def verdict(r: Ablations) -> list[VerdictLine]:
+    verdicts = []
+    for a in r.ablations:
+        if a.entropy is not None:
+            verdicts.append(line(f"Without delta ({a.variant}) entropy collapses: lower final entropy than FADE",
+                                 a.entropy))
+        elif a.passk is not None:
+            verdicts.append(line(f"Without alpha ({a.variant}) pass@k at large k drops: lower final pass@16 and "
+                                 "pass@64 than FADE", a.passk))
+        else:
+            verdicts.extend(losses(a))
+    if r.half_best is not None:
+        verdicts.append(line("H* = half the initial entropy works best (highest pass@k mean)", r.half_best))
+    return verdicts
+
+
+def words(r: Ablations) -> Words:
+    header = ["variant", "peak pass@1", "final pass@16", "final pass@64", "pass@k mean", "final entropy",
+              "final rank1_share", "mean alpha", "mean delta"]
+    table = Table(
+        header,
+        caption="fade: both knobs adaptive; fade_alpha: delta fixed at 1; fade_delta: alpha fixed at 1; "
+        "fade_entropy_only: both from entropy; fade_decay: fixed log-decay schedule",
+    )
+    for spec in [FADE, *r.variants]:
+        table.rows.append(
+            [spec, *[r.stats[spec][c].text(2 if c in ("alpha_mean", "delta_mean") else 3) for c in COLUMNS]]
+        )
+    said = Words("Ablations of FADE and H* sensitivity", [table])
+    if r.levels:
+        hs = Table(
+            ["h_star_ratio", "spec", "peak pass@1", "pass@k mean", "final entropy", "final rank1_share", "mean delta"]
+        )
+        for h, spec in r.levels:
+            hs.rows.append([f"{h:g}", spec, *[r.level_stats[spec][c].text() for c in LEVEL_COLUMNS]])
+        said.tables.append(hs)
+    return said
+
+
+def arms(view: TaskFigures) -> list[str]:
+    return view.pick([FADE, *ABLATIONS, *(spec for _, spec in H_STAR_LEVELS)])
+
+
+def family_figure(view: TaskFigures) -> list[Drawing]:
+    """FADE and every variant of its family that ran, side by side on their first seed."""
+    family = [spec for spec in view.present if view.arms[spec].estimator.startswith("fade")]
+    if len(family) < 2:
+        return []
+    seed = min(s.seed for spec in family for s in view.runs[spec])
+    dirs = [s.directory for spec in family for s in view.runs[spec] if s.seed == seed]
+    return [Drawing(f"{view.task}-fade-family-seed{seed}.png",
+                    f"FADE and its variants on seed {seed} (fade.testbed.report.compare_runs)",
+                    lambda p: figures.draw_side_by_side(dirs, p))]
+
+
+CLAIM = Claim(
+    "ablations",
+    reads=Reads(),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures("FADE ablations and H*", arms, of_runs=family_figure),
+)

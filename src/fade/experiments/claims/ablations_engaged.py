@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from fade.specs import format_spec, parse_spec
 
-from ..design import ABLATIONS, FADE
-from .ablations import Ablation, ablate
-from .base import Claim, Context, StatTable, stat_table
+from ..design import FADE
+from .ablations import ABLATIONS, Ablation, ablate, losses
+from .base import Claim, Context, Figures, Reads, StatTable, Table, VerdictLine, Words, line, stat_table
 
 #: The FADE arm whose sign knob acts from the start (H* at the first entropy): the reference the
 #: ablations without a target of their own are measured against.
@@ -64,4 +64,52 @@ def measure(task: str, context: Context) -> AblationsEngaged | None:
     )
 
 
-CLAIM = Claim("ablations_engaged", measure)
+def verdict(r: AblationsEngaged) -> list[VerdictLine]:
+    verdicts = []
+    for a in r.ablations:
+        if a.entropy is not None:
+            verdicts.append(line(f"Without delta ({a.variant}) entropy collapses: lower final entropy than "
+                                 f"{a.reference}, whose sign knob acts", a.entropy))
+        elif a.passk is not None:
+            verdicts.append(line(f"Without alpha ({a.variant}) pass@k drops: lower final pass@k mean"
+                                 + "".join(f", pass@{k}" for k in r.ks) + f" than {a.reference}", a.passk))
+        else:
+            verdicts.extend(losses(a))
+    return verdicts
+
+
+def words(r: AblationsEngaged) -> Words:
+    table = Table(
+        [
+            "variant",
+            "measured against",
+            "peak pass@1",
+            "pass@k mean",
+            *[f"final pass@{k}" for k in r.ks],
+            "final entropy",
+            "mean delta",
+            "steps with delta < 1",
+        ],
+        caption="fade_alpha: delta fixed at 1; fade_delta: alpha fixed at 1; fade_entropy_only: both knobs from "
+        "the entropy; fade_decay: a fixed log-decay schedule. Each is measured against FADE with its "
+        f"own entropy target, or against {ENGAGED_FADE} (delta < 1 from the start) when it sets none",
+    )
+    reference_of = r.reference_of
+    for spec in r.specs:
+        st = r.stats[spec]
+        table.rows.append([
+            spec, reference_of.get(spec, "(reference)"), st["peak_pass1"].text(), st["passk_mean"].text(),
+            *[st[f"pass@{k}"].text() for k in r.ks], st["entropy_final"].text(2), st["delta_mean"].text(2),
+            st["delta_below1"].text(2),
+        ])
+    return Words("Ablations of FADE with its sign knob engaged", [table])
+
+
+CLAIM = Claim(
+    "ablations_engaged",
+    reads=Reads(),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(),
+)

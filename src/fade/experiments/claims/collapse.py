@@ -4,7 +4,8 @@ Applies to a task with a run that logged pass@1 at its base and last evaluations
 control's runs too: :class:`~fade.experiments.design.Arm`). A run whose last
 evaluation's pass@1 is below :data:`COLLAPSE_FRACTION` of its base evaluation's collapsed (a
 diverged step size, or an estimator that destroys the policy); the claims still count it, and
-the check names it so that no verdict is read without knowing.
+the check names it so that no verdict is read without knowing, and the report lists it among the
+reasons a claim may not reproduce.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .base import Claim, Context
+from .base import Claim, Context, Figures, Reads, Table, VerdictLine, Words
 from .sign_knob import REQUIREMENT_MET, REQUIREMENT_NOT_MET
 
 COLLAPSE_FRACTION = 0.5
@@ -60,4 +61,47 @@ def measure(task: str, context: Context) -> Collapse | None:
                     totals=totals, outcome=REQUIREMENT_NOT_MET if collapsed else REQUIREMENT_MET)
 
 
-CLAIM = Claim("collapse", measure, reads_overrides=True)
+def verdict(r: Collapse) -> list[VerdictLine]:
+    statement = (f"Every run ends with pass@1 at least {COLLAPSE_FRACTION:g} x its base evaluation's, so no claim "
+                 "compares a collapsed run")
+    if r.collapsed:
+        names = "; ".join(f"{spec} seeds {', '.join(str(c.seed) for c in runs)}" for spec, runs in r.collapsed.items())
+        detail = (f"{sum(map(len, r.collapsed.values()))} of {r.measured} runs collapsed ({names}); claims that "
+                  "involve them measure the collapse, not the estimator")
+    else:
+        detail = f"{r.measured} runs, none collapsed"
+    return [VerdictLine(statement, r.outcome, detail)]
+
+
+def _caveat(r: Collapse):
+    def caveat(verdicts) -> str:
+        return (f"some runs collapsed (**{REQUIREMENT_NOT_MET}**), and every claim that compares them reads the "
+                "collapse rather than the estimator. <sub>"
+                + "; ".join(f"{spec}: seeds {', '.join(map(str, seeds))}" for spec, seeds in r.seeds.items())
+                + "</sub>")
+
+    return caveat
+
+
+def words(r: Collapse) -> Words:
+    said = Words("Collapse check: no run ends far below its base", caveat=_caveat(r) if r.collapsed else None)
+    if r.collapsed:
+        table = Table(
+            ["estimator", "collapsed seeds", "pass@1 base -> last evaluation per collapsed seed"],
+            caption=f"collapsed: the last evaluation's pass@1 below {COLLAPSE_FRACTION:g} x the base evaluation's",
+        )
+        for spec, runs in r.collapsed.items():
+            table.rows.append([spec, f"{len(runs)} of {r.totals[spec]}", ", ".join(
+                f"seed {c.seed}: {c.base:.3f} -> {c.final:.3f}" for c in runs)])
+        said.tables.append(table)
+    return said
+
+
+CLAIM = Claim(
+    "collapse",
+    reads=Reads(overrides=True),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(),
+)

@@ -22,11 +22,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..design import Control
-from ..presets.entropy import ENTROPY_FADE, ENTROPY_FADE_COMBINED
 from ..stats import CONTRADICTED, SUPPORTED, Verdict, compare
-from .base import Claim, Context, Judgement, judge
-from .controls import compared
+from .base import Claim, Context, Figures, Judgement, Reads, Table, VerdictLine, Words, difference, judge, line
+from .controls import ENTROPY_FADE, ENTROPY_FADE_COMBINED, Control, compared
 
 #: Half-width of the band "equal pass@1": the paper preset's minimum detectable peak-pass@1 difference.
 EQUAL_PASS1_MARGIN = 0.045
@@ -97,4 +95,44 @@ def measure(task: str, context: Context) -> MatchedPassk | None:
     return MatchedPassk(task=task, fade=ENTROPY_FADE, margin=EQUAL_PASS1_MARGIN, rows=tuple(rows), unmatched=unmatched)
 
 
-CLAIM = Claim("controls_match", measure, reads_overrides=True)
+def verdict(r: MatchedPassk) -> list[VerdictLine]:
+    if r.unmatched is None:
+        return []
+    return [line(f"FADE's final pass@k mean is unmatched at equal pass@1: higher than that of every arm whose peak "
+                 f"pass@1 equals FADE's (paired 95% interval of the difference within ±{r.margin:g})", r.unmatched)]
+
+
+def words(r: MatchedPassk) -> Words:
+    margin = f"±{r.margin:g}"
+    table = Table(["arm", "peak pass@1: arm − FADE", f"equal pass@1 (interval within {margin})",
+                   "final pass@k mean: FADE − arm", "answer"],
+                  caption="mean paired difference and its 95% bootstrap interval over the seeds both share")
+    for row in r.rows:
+        table.rows.append([row.control.name, difference(row.pass1), "yes" if row.equal_pass1 else "no",
+                           difference(row.passk), row.answer])
+    said = Words("Does a control match FADE's pass@k at equal pass@1?", [table], notes=[
+        f"Equal pass@1: the 95% paired interval of the peak pass@1 difference lies inside {margin}, the paper "
+        "preset's minimum detectable peak-pass@1 difference at 5 seeds; an interval that contains 0 but reaches "
+        "past it does not count. Matching FADE's pass@k: at equal pass@1, FADE's final pass@k mean is not resolved "
+        "higher (its interval contains 0, or lies below 0 where the arm's is higher)."])
+    matching = r.matching
+    if r.unmatched is None:
+        said.notes.append("No arm's peak pass@1 equals FADE's by this definition, so the question has no answer at "
+                          "this resolution; the table shows how far each arm's accuracy lies from FADE's.")
+    elif matching:
+        said.notes.append("At equal pass@1, FADE's final pass@k mean is not resolved above these arms' (a match "
+                          "within what the seeds resolve, whatever the point estimate; the table gives each "
+                          "interval): " + ", ".join(c.name for c in matching) + ".")
+    else:
+        said.notes.append("Every arm at equal pass@1 has a final pass@k mean resolved below FADE's.")
+    return said
+
+
+CLAIM = Claim(
+    "controls_match",
+    reads=Reads(overrides=True),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(),
+)

@@ -1,10 +1,8 @@
-"""FADE's defaults: the candidate chosen on the tuning task, and (:data:`CONFIRM`) whether the
-choice carries over to the tasks that take it without retuning.
+"""FADE's defaults: the candidate chosen on the tuning task (:mod:`.carry_over` asks whether the
+choice carries over to the tasks that take it without retuning).
 
-:data:`CLAIM` applies to the preset's tuning task, once the preset tunes: it lists every
-candidate's score and the one :func:`choose_tuned` picks. :data:`CONFIRM` applies to each task of
-a plan that takes the choice, once a candidate was chosen: FADE's rank there among the static
-baselines, and the verdict that its pass@k mean beats the best static baseline's.
+Applies to the preset's tuning task, once the preset tunes: it lists every candidate's score and
+the one :func:`choose_tuned` picks.
 """
 
 from __future__ import annotations
@@ -15,13 +13,10 @@ from dataclasses import dataclass
 
 from fade.specs import parse_spec
 
-from ..design import STATIC_BASELINES, Tuning, canonical_spec
+from ..design import Tuning, canonical_spec
 from ..runs import Runs, SweepRun
-from ..stats import Stat, compare
-from .base import Claim, Context, Judgement, judge
-
-#: The scalars the confirmation ranks FADE by.
-RANKED = ("peak_pass1", "passk_mean")
+from ..stats import Stat
+from .base import Claim, Context, Figures, Reads, Table, VerdictLine, Words
 
 
 @dataclass(frozen=True)
@@ -75,60 +70,28 @@ def measure(task: str, context: Context) -> Defaults:
     return Defaults(task=task, tuning=tuning, rows=tuple(rows), chosen=chosen)
 
 
-CLAIM = Claim("defaults", measure, tasks=_tuning_task)
+def verdict(r: Defaults) -> list[VerdictLine]:
+    return []  # a choice, not a claim: the candidates' scores are its table
 
 
-@dataclass(frozen=True)
-class Rank:
-    """FADE's place among ``order`` (the specs by seed-mean ``key``, highest first) and the values."""
-
-    key: str
-    order: tuple[str, ...]
-    fade: Stat
-    first: Stat
-
-
-@dataclass(frozen=True)
-class Confirm:
-    """The choice on a task that takes it without retuning: its ranks among the static baselines and
-    the verdict against the best of them (``ranks`` empty and ``carries`` None when the choice or
-    every baseline did not run there)."""
-
-    task: str
-    tuning_task: str
-    chosen: str
-    ranks: tuple[Rank, ...]
-    best: str | None
-    carries: Judgement | None
+def words(r: Defaults) -> Words:
+    tuning = r.tuning
+    table = Table(["candidate", f"{tuning.score} (selection score)", "peak pass@1", "chosen"],
+                  caption=f"rule: the highest seed-mean {tuning.score} on {tuning.task}; ties to the earlier candidate")
+    for row in r.rows:
+        table.rows.append([row.candidate, row.score.text(), row.peak_pass1.text(),
+                           "**yes**" if row.candidate == r.chosen else ""])
+    said = Words(f"FADE's defaults: chosen on {tuning.task}, confirmed without retuning", [table])
+    if r.chosen is None:
+        said.notes.append("No candidate finished: nothing was chosen.")
+    return said
 
 
-def _confirm_tasks(context: Context) -> Sequence[str]:
-    preset = context.preset
-    if preset is None or preset.tuning is None or choose_tuned(preset.tuning, context.summaries)[0] is None:
-        return []
-    return [plan.task for plan in preset.plans if plan.tuned and plan.task in context.tasks]
-
-
-def _mean_or(stat: Stat, missing: float) -> float:
-    return stat.mean if stat.n else missing
-
-
-def confirm(task: str, context: Context) -> Confirm:
-    tuning = context.preset.tuning
-    chosen = choose_tuned(tuning, context.summaries)[0]
-    runs = context.runs(task)
-    specs = runs.present([*STATIC_BASELINES, chosen])
-    if not runs.has(chosen) or len(specs) < 2:
-        return Confirm(task=task, tuning_task=tuning.task, chosen=chosen, ranks=(), best=None, carries=None)
-    ranks = []
-    for key in RANKED:
-        order = sorted(specs, key=lambda s: -_mean_or(runs.stat(s, key), -math.inf))
-        ranks.append(Rank(key, tuple(order), runs.stat(chosen, key), runs.stat(order[0], key)))
-    best = max(runs.present(STATIC_BASELINES), key=lambda s: _mean_or(runs.stat(s, "passk_mean"), -math.inf))
-    carries = judge(
-        [("pass@k mean", compare(runs.stat(chosen, "passk_mean"), runs.stat(best, "passk_mean"), greater=True))]
-    )
-    return Confirm(task=task, tuning_task=tuning.task, chosen=chosen, ranks=tuple(ranks), best=best, carries=carries)
-
-
-CONFIRM = Claim("confirm", confirm, tasks=_confirm_tasks)
+CLAIM = Claim(
+    "defaults",
+    reads=Reads(tasks=_tuning_task),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(),
+)

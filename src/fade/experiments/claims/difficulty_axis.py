@@ -1,8 +1,10 @@
 """Difficulty axis: under Power(alpha) the effective sample fraction falls as alpha grows, and a
 harder focus moves the pass@1 gains to the hard prompts.
 
-Applies to a task with at least two of the Power(alpha) levels (alpha = 1 is dr_grpo exactly).
-Gains are final minus base pass@1 per difficulty bucket (d1 easiest).
+Applies to a task with at least two of the Power(alpha) levels (:data:`POWER_LEVELS`; alpha = 1 is
+dr_grpo exactly). Gains are final minus base pass@1 per difficulty bucket (d1 easiest). The figures
+every task shows have a panel of the levels, and a task where two levels ran draws their gains per
+bucket whether or not the claim is read.
 """
 
 from __future__ import annotations
@@ -10,9 +12,28 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..design import POWER_LEVELS
+from .. import figures
 from ..stats import compare
-from .base import Claim, Context, Judgement, StatTable, judge, stat_table
+from .base import (
+    Claim,
+    Context,
+    Drawing,
+    Figures,
+    Judgement,
+    Reads,
+    StatTable,
+    Table,
+    TaskFigures,
+    VerdictLine,
+    Words,
+    judge,
+    line,
+    stat_table,
+)
+
+#: Power(alpha) at three levels, m_S = m_F = p q^alpha. alpha = 1 is exactly dr_grpo (the same
+#: advantages bit for bit), so the dr_grpo runs stand in for it instead of training it twice.
+POWER_LEVELS: tuple[tuple[int, str], ...] = ((1, "dr_grpo"), (2, "power:alpha=2"), (3, "power:alpha=3"))
 
 
 @dataclass(frozen=True)
@@ -59,4 +80,62 @@ def measure(task: str, context: Context) -> DifficultyAxis | None:
                           hard_gains=hard_gains, top_bucket=tuple(top))
 
 
-CLAIM = Claim("difficulty", measure)
+def verdict(r: DifficultyAxis) -> list[VerdictLine]:
+    verdicts = [line("The effective sample fraction falls as alpha grows", r.esf_falls)]
+    if r.hard_gains is not None:
+        (a_lo, _), (a_hi, _) = r.levels[0], r.levels[-1]
+        verdicts.append(line(
+            f"Harder focus moves the gains to hard prompts: the hardest bucket (d{r.hardest}) gains more under "
+            f"alpha={a_hi} than under alpha={a_lo}", r.hard_gains))
+    return verdicts
+
+
+def words(r: DifficultyAxis) -> Words:
+    table = Table(
+        ["alpha", "runs of", "effective_sample_fraction", "difficulty (mass-weighted solve rate)", "peak pass@1",
+         *[f"pass@1 gain d{b}" for b in r.buckets]],
+        caption="gains: final minus base pass@1 per difficulty bucket (d1 easiest); alpha = 1 is dr_grpo exactly",
+    )
+    for alpha, spec in r.levels:
+        st = r.stats[spec]
+        table.rows.append(
+            [
+                str(alpha),
+                spec,
+                st["esf_mean"].text(),
+                st["difficulty_mean"].text(),
+                st["peak_pass1"].text(),
+                *[st[f"gain/d{b}"].text() for b in r.buckets],
+            ]
+        )
+    said = Words("Difficulty axis: Power(alpha), effective sample size and where the gains land", [table])
+    if r.hard_gains is not None:
+        for top in r.top_bucket:
+            if top is not None:
+                alpha, bucket, gain = top
+                said.notes.append(f"alpha={alpha}: the largest mean gain is in d{bucket} ({gain:+.3f}).")
+    return said
+
+
+def arms(view: TaskFigures) -> list[str]:
+    return view.pick([spec for _, spec in POWER_LEVELS])
+
+
+def bucket_figure(view: TaskFigures) -> list[Drawing]:
+    """The pass@1 gain per difficulty bucket under each Power(alpha) level that ran (by its spec's text)."""
+    levels = [(f"alpha={a} ({spec})", view.runs.get(spec, [])) for a, spec in POWER_LEVELS]
+    levels = [(label, runs) for label, runs in levels if runs]
+    if len(levels) < 2 or not any(r.buckets() for _, runs in levels for r in runs):
+        return []
+    return [Drawing(f"{view.task}-buckets.png", "pass@1 gain per difficulty bucket under Power(alpha)",
+                    lambda p: figures.draw_bucket_gains(levels, p, title=view.task))]
+
+
+CLAIM = Claim(
+    "difficulty",
+    reads=Reads(),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures("difficulty axis: Power(alpha)", arms, of_runs=bucket_figure),
+)

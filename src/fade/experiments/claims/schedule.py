@@ -11,21 +11,27 @@ one it weighs with on every step from some step to the end, with the share of th
 covers. The check is met when at least one FADE arm acts (is not at a static point) on more than
 :data:`SCHEDULE_SHARE` of its steps (seed mean).
 
-Applies to a task where an arm of FADE's family logged alpha and delta.
+Applies to a task where an arm of FADE's family logged alpha and delta. Its figure draws every
+scheduled arm's knobs against step, beside the path a ``fade_fixed`` arm follows where one ran.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from fade.adaptive import FIXED_PATHS, fixed_knobs
 from fade.registry import spec as estimator_spec
+from fade.specs import parse_spec
 
+from .. import figures
+from ..design import Arm
 from ..runs import SweepRun
 from ..stats import Stat
-from .base import Claim, Context
+from .base import Claim, Context, Drawing, Figures, Reads, Table, TaskFigures, VerdictLine, Words
 from .sign_knob import REQUIREMENT_MET, REQUIREMENT_NOT_MET
 
 #: The share of steps at which an arm's schedule must act (not sit at a static point).
@@ -122,4 +128,72 @@ def measure(task: str, context: Context) -> Schedule | None:
     return Schedule(task=task, arms=tuple(arms), above=above, outcome=REQUIREMENT_MET if above else REQUIREMENT_NOT_MET)
 
 
-CLAIM = Claim("schedule", measure, reads_overrides=True)
+def verdict(r: Schedule) -> list[VerdictLine]:
+    statement = (f"At least one FADE arm's schedule acts (alpha strictly between its bounds, or delta < 1) on more "
+                 f"than {SCHEDULE_SHARE:.0%} of its steps (seed mean), so the results are about a schedule, not "
+                 "only the static estimator it sits at")
+    return [VerdictLine(statement, r.outcome, f"arms above {SCHEDULE_SHARE:.0%}: {', '.join(r.above) or 'none'}")]
+
+
+def _per_seed(values, text) -> str:
+    return ", ".join(text(v) for v in values)
+
+
+def words(r: Schedule) -> Words:
+    table = Table(["FADE arm", "seeds", "steps where the schedule acts: mean (per seed)",
+                   "alpha at its cap / at 1 / between (seed means)", "delta < 1 (seed mean)",
+                   "alpha leaves its cap at step (per seed)", "static from step to the end (per seed)"],
+                  caption="a step is static where alpha sits at a bound (its cap or 1) and delta = 1: FADE's weighting "
+                          "there is exactly power:alpha=<bound> (dr_grpo at 1), whatever the run does; it acts "
+                          "elsewhere. '-': never")
+    for arm in r.arms:
+        runs = arm.runs
+        mean = lambda key: float(np.mean([getattr(x, key) for x in runs]))  # noqa: E731
+        table.rows.append([
+            arm.spec, str(len(runs)),
+            f"{arm.acts.mean:.2f} ({_per_seed(arm.acts.values, lambda v: f'{v:.2f}')})",
+            f"{mean('at_cap'):.2f} / {mean('at_one'):.2f} / {mean('between'):.2f}",
+            f"{mean('delta_below1'):.2f}",
+            _per_seed(runs, lambda x: "-" if x.leaves_cap is None else str(x.leaves_cap)),
+            _per_seed(runs, lambda x: "-" if x.tail is None else f"{x.tail} from {x.tail_from} "
+                      f"({1 - (x.tail_from - 1) / x.steps:.0%})"),
+        ])
+    return Words("FADE's schedule: where it acts, and where a run is a static estimator", [table], notes=[
+        "Where a FADE arm is static on most of its steps, a comparison of it is a comparison of the static estimator "
+        "in its last column on those steps, and reads as one."])
+
+
+def written_path(arms: Sequence[Arm]) -> tuple[str, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The path a ``fade_fixed`` arm among ``arms`` follows, as (its text, steps, alpha, delta) at
+    every step of its knots' span; None without such an arm."""
+    for arm in arms:
+        name, params = parse_spec(arm.estimator)
+        if name == "fade_fixed" and params.get("path") in FIXED_PATHS:
+            steps = np.arange(1, FIXED_PATHS[params["path"]][-1][0] + 1)
+            knobs = np.array([fixed_knobs(params["path"], int(s)) for s in steps])
+            return arm.text, steps, knobs[:, 0], knobs[:, 1]
+    return None
+
+
+def schedule_figure(view: TaskFigures) -> list[Drawing]:
+    """alpha, delta and p_hat against step for every arm of FADE's family that logged alpha, whether
+    or not the check was measured."""
+    scheduled = [(spec, view.runs[spec]) for spec in view.present if view.arms[spec].estimator.startswith("fade")
+                 and any(np.isfinite(r.curves["alpha"]).any() for r in view.runs[spec])]
+    if not scheduled:
+        return []
+    reference = written_path([view.arms[spec] for spec, _ in scheduled])
+    return [Drawing(f"{view.task}-schedule.png",
+                    "FADE's knobs alpha, delta and p_hat against step for every scheduled arm"
+                    + (f", beside the path `{reference[0]}` written in advance" if reference else ""),
+                    lambda p: figures.draw_schedule(scheduled, view.palette, p, title=view.task, reference=reference))]
+
+
+CLAIM = Claim(
+    "schedule",
+    reads=Reads(overrides=True),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(of_runs=schedule_figure),
+)

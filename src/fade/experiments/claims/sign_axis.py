@@ -2,8 +2,9 @@
 weights hold it and drive the head update's rank-1 share up.
 
 Applies to a task with a balanced baseline (grpo, dr_grpo) and a sign-biased estimator of either
-side. The entropy drop rate is read over the first :func:`~fade.testbed.summary.early_steps`
-steps, where the estimators' weights differ before the policies do.
+side (:data:`SUCCESS_BIASED`, :data:`FAILURE_BIASED`). The entropy drop rate is read over the first
+:func:`~fade.testbed.summary.early_steps` steps, where the estimators' weights differ before the
+policies do. The figures every task shows have a panel of these estimators.
 """
 
 from __future__ import annotations
@@ -12,9 +13,29 @@ from dataclasses import dataclass
 
 from fade.testbed.summary import early_steps
 
-from ..design import BALANCED, FAILURE_BIASED, SUCCESS_BIASED
+from ..design import BALANCED
 from ..stats import compare
-from .base import Claim, Context, Judgement, StatTable, judge, stat_table
+from .base import (
+    Claim,
+    Context,
+    Figures,
+    Judgement,
+    Reads,
+    StatTable,
+    Table,
+    TaskFigures,
+    VerdictLine,
+    Words,
+    judge,
+    line,
+    stat_table,
+)
+
+#: Success-biased weights put more mass on successes than on failures (m_S > m_F, docs/method.md,
+#: section 1), failure-biased ones more on failures; the balanced ones (m_S = m_F) are
+#: :data:`~fade.experiments.design.BALANCED`.
+SUCCESS_BIASED: tuple[str, ...] = ("psr", "asym_grpo:delta=2")
+FAILURE_BIASED: tuple[str, ...] = ("nsr", "asym_grpo:delta=0.5")
 
 #: The scalars the claim's table shows for every estimator.
 COLUMNS = ("sign_balance_mean", "entropy_drop_rate", "entropy_first", "entropy_final", "rank1_final", "peak_pass1")
@@ -62,4 +83,49 @@ def measure(task: str, context: Context) -> SignAxis | None:
     )
 
 
-CLAIM = Claim("sign", measure)
+def verdict(r: SignAxis) -> list[VerdictLine]:
+    balanced, verdicts = ", ".join(r.balanced), []
+    if r.success_collapses is not None:
+        verdicts.append(line(
+            f"Success-biased weights ({', '.join(r.success)}) collapse entropy faster than balanced ones "
+            f"({balanced}): larger entropy drop per step over the first {r.early} steps", r.success_collapses))
+    if r.failure_holds is not None:
+        verdicts.append(line(
+            f"Failure-biased weights ({', '.join(r.failure)}) hold entropy: smaller entropy drop per step than "
+            f"balanced ones over the first {r.early} steps", r.failure_holds))
+    if r.failure_funnels is not None:
+        verdicts.append(line("Failure-biased weights drive the head update's rank-1 share up: higher final "
+                             "rank1_share than balanced ones", r.failure_funnels))
+    return verdicts
+
+
+def words(r: SignAxis) -> Words:
+    table = Table(
+        ["estimator", "role", "sign_balance", f"entropy drop / step, first {r.early} steps (x1e-3)",
+         "entropy first → final", "final rank1_share", "peak pass@1"],
+        caption="mean ± std over seeds; sign_balance and the rates are per-run means over steps",
+    )
+    for role, specs in r.roles:
+        for spec in specs:
+            st = r.stats[spec]
+            table.rows.append([
+                spec, role, st["sign_balance_mean"].text(), st["entropy_drop_rate"].text(2, scale=1e3),
+                f"{st['entropy_first'].text(2)} → {st['entropy_final'].text(2)}", st["rank1_final"].text(),
+                st["peak_pass1"].text(),
+            ])
+    return Words("Sign axis: entropy collapse and the rank-1 funnel", [table], notes=[
+        f"The runs' paths and entropy: `{r.task}-plane.png`, `{r.task}-entropy-rank1.png` (below)."])
+
+
+def arms(view: TaskFigures) -> list[str]:
+    return view.pick([*SUCCESS_BIASED, *BALANCED, *FAILURE_BIASED])
+
+
+CLAIM = Claim(
+    "sign",
+    reads=Reads(),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures("sign axis", arms),
+)

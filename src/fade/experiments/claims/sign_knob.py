@@ -2,7 +2,8 @@
 of at least one FADE arm (seed mean), or the sign half of FADE was never tested (project issue 12).
 
 Applies to a task where a FADE arm logged delta. delta = clip(1 + H_hat - H*, 0.3, 1) per step;
-delta < 1 amplifies the failures' weight (docs/method.md, section 3).
+delta < 1 amplifies the failures' weight (docs/method.md, section 3). Its figure draws delta against
+step for each FADE arm that logged it, whether or not the check is read.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import figures
 from ..design import FADE
 from ..runs import SweepRun
 from ..stats import Stat
-from .base import Claim, Context
+from .base import Claim, Context, Drawing, Figures, Reads, Table, TaskFigures, VerdictLine, Words
 
 #: The share of steps with delta < 1 an arm must exceed.
 SIGN_KNOB_SHARE = 0.3
@@ -63,4 +65,46 @@ def measure(task: str, context: Context) -> SignKnob | None:
                     outcome=REQUIREMENT_MET if above else REQUIREMENT_NOT_MET)
 
 
-CLAIM = Claim("sign_knob", measure)
+def verdict(r: SignKnob) -> list[VerdictLine]:
+    statement = (f"At least one FADE arm has delta < 1 on more than {SIGN_KNOB_SHARE:.0%} of its steps (seed mean), "
+                 "so the sign half of FADE is exercised")
+    detail = (f"arms above {SIGN_KNOB_SHARE:.0%}: {', '.join(r.above) or 'none'}; the most: {r.best.spec} at "
+              f"{r.best.share.mean:.2f}")
+    return [VerdictLine(statement, r.outcome, detail)]
+
+
+def words(r: SignKnob) -> Words:
+    table = Table(["FADE arm", "seeds", "steps with delta < 1: mean (per seed)", "mean delta", "lowest delta"],
+                  caption="delta = clip(1 + H_hat - H*, 0.3, 1) as logged per step; delta < 1 amplifies the failures' "
+                          "weight (docs/method.md, section 3)")
+    for arm in r.arms:
+        table.rows.append(
+            [
+                arm.spec,
+                str(arm.runs),
+                f"{arm.share.mean:.2f} ({', '.join(f'{v:.2f}' for v in arm.share.values)})",
+                arm.delta.text(3),
+                f"{arm.lowest:.3f}",
+            ]
+        )
+    return Words("FADE's sign knob: how often delta < 1", [table])
+
+
+def delta_figure(view: TaskFigures) -> list[Drawing]:
+    """delta against step for each FADE arm that logged it, whether or not the check was measured."""
+    arms = [(spec, view.runs[spec]) for spec in view.present if view.arms[spec].estimator.startswith(FADE)
+            and any(np.isfinite(r.curves["delta"]).any() for r in view.runs[spec])]
+    if not arms:
+        return []
+    return [Drawing(f"{view.task}-delta.png", "FADE's sign knob: delta against step for each FADE arm",
+                    lambda p: figures.draw_delta(arms, view.palette, p, title=view.task))]
+
+
+CLAIM = Claim(
+    "sign_knob",
+    reads=Reads(),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(of_runs=delta_figure),
+)

@@ -28,7 +28,7 @@ from fade.testbed.summary import THRESHOLD_SHARE, threshold, threshold_step
 from ..design import STATIC_BASELINES, canonical_spec
 from ..runs import Runs, SweepRun
 from ..stats import Stat, Verdict, compare
-from .base import Claim, Context, Judgement, judge
+from .base import Claim, Context, Figures, Judgement, Reads, Table, VerdictLine, Words, difference, judge, line
 
 #: The static arms the threshold's best arm is chosen from: the static baselines and FADE's static
 #: twin power:alpha=3. The sign-axis probes (psr, nsr, asym_grpo:delta=2) are not baselines: a
@@ -115,4 +115,46 @@ def measure(task: str, context: Context) -> TimeToThreshold | None:
                            arms=tuple(compared), verdicts=verdicts)
 
 
-CLAIM = Claim("time_to_threshold", measure, reads_overrides=True)
+def verdict(r: TimeToThreshold) -> list[VerdictLine]:
+    verdicts = []
+    for arm in r.arms:
+        judgements = r.verdicts.get(arm.arm)
+        if judgements:
+            verdicts.append(line(f"{arm.arm} reaches the threshold earlier than {r.best}", judgements["earlier"]))
+            verdicts.append(line(f"{arm.arm} has a larger area under its pass@1 curve than {r.best}",
+                                 judgements["area"]))
+    return verdicts
+
+
+def words(r: TimeToThreshold) -> Words:
+    best = r.best
+    table = Table(["arm", "time to threshold (steps)", "seeds that never crossed", "pass@1 area",
+                   f"steps: arm − {best}", f"area: arm − {best}"],
+                  caption="mean ± std over seeds; a seed that never crossed counts one evaluation past the run's end; "
+                          "differences are paired by seed, with their 95% bootstrap interval (lower steps: earlier)")
+    for arm in r.arms:
+        name = f"**{arm.arm}**" if arm.scheduled else f"`{arm.arm}`" + (" (best static)" if arm.arm == best else "")
+        table.rows.append([name, arm.steps.text(0), f"{arm.never} of {arm.seeds}", arm.area.text(),
+                           difference(arm.earlier, 0) if arm.earlier is not None and arm.earlier.interval else "—",
+                           difference(arm.larger_area)])
+    never = sum(arm.never for arm in r.arms)
+    runs = sum(arm.seeds for arm in r.arms)
+    return Words(f"Time to threshold: {r.share:.0%} of the best static arm's gain", [table], notes=[
+        f"The best static arm is the static baseline (grpo, dr_grpo, rloo, maxrl, w_reinforce, passk, power; no "
+        f"schedule, no sign-axis probe) whose seed-mean smoothed gain (smoothed peak pass@1 minus the base's) is "
+        f"highest: {best}, {r.gain.text()}. On each seed an arm's threshold is its base pass@1 plus "
+        f"{r.share:.0%} of that gain ({r.threshold.text()} over {best}'s seeds); its time to threshold is the first "
+        f"evaluation step where its pass@1, averaged over 3 consecutive evaluations, reaches it. "
+        f"{never} of {runs} runs "
+        "never crossed and are counted one evaluation interval past the run's end. The pass@1 area is the trapezoid "
+        "area under the pass@1 curve over the evaluated steps, per step: the mean pass@1 over training."])
+
+
+CLAIM = Claim(
+    "time_to_threshold",
+    reads=Reads(overrides=True),
+    measure=measure,
+    verdict=verdict,
+    words=words,
+    figures=Figures(),
+)

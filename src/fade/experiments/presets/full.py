@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-from fade.experiments.design import (
-    ABLATIONS,
-    BALANCED,
-    FADE,
-    FAILURE_BIASED,
-    H_STAR_LEVELS,
-    POWER_LEVELS,
-    STATIC_BASELINES,
-    SUCCESS_BIASED,
-    Preset,
-    TaskPlan,
-    Tuning,
-    ordered,
-)
+from fade.experiments.claims.ablations import ABLATIONS, H_STAR_LEVELS
+from fade.experiments.claims.difficulty_axis import POWER_LEVELS
+from fade.experiments.claims.sign_axis import FAILURE_BIASED, SUCCESS_BIASED
+from fade.experiments.design import BALANCED, FADE, STATIC_BASELINES, Preset, TaskPlan, Tuning, ordered
 
 __all__ = ["FULL"]
 

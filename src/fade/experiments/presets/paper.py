@@ -5,16 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from fade.experiments.design import (
-    BALANCED,
-    FADE,
-    FAILURE_BIASED,
-    POWER_LEVELS,
-    SUCCESS_BIASED,
-    Preset,
-    TaskPlan,
-    ordered,
-)
+from fade.experiments.claims.difficulty_axis import POWER_LEVELS
+from fade.experiments.claims.sign_axis import FAILURE_BIASED, SUCCESS_BIASED
+from fade.experiments.design import BALANCED, FADE, Preset, TaskPlan, ordered
 
 __all__ = [
     "PAPER",

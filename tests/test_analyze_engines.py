@@ -388,7 +388,7 @@ def torn(path: Path) -> None:
     ("no_reward", ("1.pt: sample 3", "reward is None", "expected a finite number")),
     ("nan_reward", ("1.pt: sample 3", "reward is nan", "expected a finite number")),
     ("bool_reward", ("1.pt: sample 3", "reward is True", "expected a finite number")),
-    ("tensor_reward", ("1.pt: sample 3", "reward is tensor(1.)", "expected a finite number")),
+    ("tensor_reward", ("1.pt: sample 3", "reward is tensor([1.])", "expected a finite number")),
     ("status", ("1.pt: sample 3", "status is 'done'", "Sample.Status's values")),
     ("duplicate", ("1.pt: sample 3", "index 0 again (also sample 1)", "expected each sample once")),
     ("parts_disagree", ("1.pt: sample 6: rollout_id 7 with group_index 1", "sample 3 with group_index 0",
@@ -398,7 +398,7 @@ def torn(path: Path) -> None:
     ("no_samples", ("1.pt: samples is []", "non-empty list")),
     ("not_a_dump", ("1.pt: holds Tensor", "a dict of rollout_id and samples")),
     ("truncated_older", ("1.pt", "not a complete torch file", "only the newest file")),
-    ("garbage", ("1.pt", "not a complete torch file")),
+    ("garbage", ("1.pt", "not a torch file", "a Python pickle")),
     ("two_names", ("01.pt and 1.pt are both step 1",)),
     ("two_templates", ("two templates",)),
     ("only_evaluation", ("only evaluation files", "eval_1.pt")),
@@ -416,7 +416,7 @@ def test_slime_refusals_name_the_file_and_sample_before_any_output(tmp_path, cap
         "no_reward": lambda s: s.update(reward=None),
         "nan_reward": lambda s: s.update(reward=float("nan")),
         "bool_reward": lambda s: s.update(reward=True),
-        "tensor_reward": lambda s: s.update(reward=torch.tensor(1.0)),
+        "tensor_reward": lambda s: s.update(reward=torch.tensor([1.0])),  # a 0-d tensor is its number
         "status": lambda s: s.update(status="done"),
         "duplicate": lambda s: s.update(index=0),
     }

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from ..columns import INT64_MAX, INT64_MIN
+from ..columns import INT64_MAX, INT64_MIN, shown
 from ..records import DumpError, RunRecords, StepBatch, dense_ids
-from .base import Format, ReadOptions, first_object, one_per_step, step_files
+from .base import Format, ReadOptions, first_object, name_step, not_unicode, one_per_step, step_files
 
 __all__ = ["FORMAT"]
 
@@ -43,7 +44,8 @@ def _versions(where: Path) -> list[tuple[int, Path]]:
 
 
 def _task_files(folder: Path) -> list[tuple[int, Path]]:
-    found = sorted((int(m.group(1)), p) for p in folder.iterdir() if p.is_file() and (m := _TASK_FILE.match(p.name)))
+    found = sorted((name_step(m.group(1), p, "task"), p) for p in folder.iterdir()
+                   if p.is_file() and (m := _TASK_FILE.match(p.name)))
     for (a, first), (b, second) in zip(found, found[1:]):
         if a == b:
             raise DumpError(f"{folder}: {first.name} and {second.name} are both task {a}: expected one file per task")
@@ -74,6 +76,8 @@ def _field_problem(name: str, value: object) -> str | None:
             return "a finite number"
     elif not isinstance(value, str):
         return "text"
+    elif problem := not_unicode(value):
+        return f"Unicode text (it holds {problem})"
     return None
 
 
@@ -87,34 +91,35 @@ def _finite(value: object) -> bool:
         return False
 
 
-def _read_task(path: Path, task: int, version: int) -> tuple[list[float], str] | None:
-    """A task file's rewards and prompt text, or None for a file AReaL wrote no row into (every sample
-    had an empty completion). A file that does not end in a newline was not written to the end: the
-    caller decides whether that is a live run's newest file."""
-    data = path.read_bytes()
+def _read_task(path: Path, data: bytes, task: int, version: int) -> tuple[list[float], str] | None:
+    """A task file's rewards and prompt text from its ``data`` (read once, each line ending in its
+    newline), or None for a file AReaL wrote no row into (every sample had an empty completion)."""
     if not data:
         return None
-    lines = data.split(b"\n")
     rewards: list[float] = []
     prompt = ""
     seen: dict[int, int] = {}
-    for lineno, line in enumerate(lines[:-1], start=1):
+    for lineno, line in enumerate(data.split(b"\n")[:-1], start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line, object_pairs_hook=_no_duplicate_keys)
         except _Repeated as exc:
             raise DumpError(f"{path}:{lineno}: {exc.args[0]!r} twice in one record: expected each field once") from None
+        except RecursionError:
+            raise DumpError(f"{path}:{lineno}: JSON nested too deeply to read: expected AReaL's record "
+                            f"({_FIELDS})") from None
         except ValueError as exc:
             raise DumpError(f"{path}:{lineno}: not valid JSON ({exc}): expected one JSON object per line") from None
         if not isinstance(record, dict):
-            raise DumpError(f"{path}:{lineno}: a JSON {type(record).__name__}, expected AReaL's record ({_FIELDS})")
+            kind = "null" if record is None else type(record).__name__
+            raise DumpError(f"{path}:{lineno}: a JSON {kind}, expected AReaL's record ({_FIELDS})")
         for name in ("task_id", "sample_idx", "head_version", "tail_version", "reward", "prompt"):
             if name not in record:
                 raise DumpError(f"{path}:{lineno}: no {name!r}: expected AReaL's record ({_FIELDS})")
             problem = _field_problem(name, record[name])
             if problem:
-                raise DumpError(f"{path}:{lineno}: {name} is {_shown(record[name])}: expected {problem}")
+                raise DumpError(f"{path}:{lineno}: {name} is {shown(record[name])}: expected {problem}")
         if record["task_id"] != task:
             raise DumpError(f"{path}:{lineno}: task_id {record['task_id']}: expected {task}, as the file name says")
         if record["tail_version"] > version:
@@ -136,18 +141,11 @@ def _read_task(path: Path, task: int, version: int) -> tuple[list[float], str] |
     return rewards, prompt
 
 
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else f"{text[:57]}..."
-
-
-def _unfinished(path: Path) -> bool:
-    size = path.stat().st_size
-    if size == 0:
-        return False
+def _read_bytes(path: Path) -> bytes:
+    """``path`` read once, to the size it had when opened: the records AReaL appends meanwhile wait
+    for the next analysis, and the check for a last line still being written sees these bytes."""
     with open(path, "rb") as f:
-        f.seek(size - 1)
-        return f.read(1) != b"\n"
+        return f.read(os.fstat(f.fileno()).st_size)
 
 
 def _read_version(version: int, folder: Path, tasks: list[tuple[int, Path]], newest: bool,
@@ -156,14 +154,15 @@ def _read_version(version: int, folder: Path, tasks: list[tuple[int, Path]], new
     owners: list[int] = []
     prompts: list[str] = []
     for task, path in tasks:
-        if _unfinished(path):
+        data = _read_bytes(path)
+        if data and not data.endswith(b"\n"):
             if not newest:
-                lineno = path.read_bytes().count(b"\n") + 1
+                lineno = data.count(b"\n") + 1
                 raise DumpError(f"{path}:{lineno}: the last line does not end the file: expected a task file AReaL "
                                 "wrote to the end (only the newest version folder of a live run may hold one)")
             counts["unfinished"].append(str(path))
             continue
-        read = _read_task(path, task, version)
+        read = _read_task(path, data, task, version)
         if read is None:
             counts["empty"].append(str(path))
             continue
@@ -190,6 +189,10 @@ def _read_areal(where: Path, options: ReadOptions, progress) -> RunRecords:
         tasks = {folder: _task_files(folder) for _, folder in numbered}
     steps = step_files(numbered, lambda n, folder, newest: _read_version(n, folder, tasks[folder], newest, counts),
                        progress)
+    if counts["unfinished"] and not steps:
+        raise DumpError(f"{counts['unfinished'][0]}: the last line does not end the file (a task still being "
+                        "written), and no other task file holds a record: expected at least one complete step to "
+                        "read")
     if counts["unfinished"]:
         files = counts["unfinished"]
         warnings.warn(f"{files[0]}: skipped {len(files)} task file(s) still being written in the newest version "
@@ -212,7 +215,7 @@ def _task_id(path: Path) -> int:
     m = _TASK_FILE.match(path.name)
     if not m:
         raise DumpError(f"{path}: not named <task_id>.jsonl: expected one of AReaL's task files")
-    return int(m.group(1))
+    return name_step(m.group(1), path, "task")
 
 
 def _file_version(path: Path) -> int:

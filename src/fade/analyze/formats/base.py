@@ -18,8 +18,8 @@ from ..columns import INT64_MAX, INT64_MIN, arrow, encode_keys, loads, parquet_s
 from ..records import DumpError, RunRecords, StepBatch
 
 __all__ = ["Format", "Progress", "ReadOptions", "blocks", "first_object", "int_column", "name_step", "not_int64",
-           "number_column", "numbered_files", "one_per_step", "probe", "prompt_runs", "split_runs", "step_files",
-           "strict_json"]
+           "not_unicode", "number_column", "numbered_files", "one_per_step", "probe", "prompt_runs", "split_runs",
+           "step_files", "strict_json"]
 
 #: ``progress(done, total)``, called after each file is read.
 Progress = Callable[[int, int], None]
@@ -154,6 +154,22 @@ def strict_json(data: bytes, where: str) -> Any:
         raise DumpError(f"{where}: key {exc.args[0]!r} twice in one object: expected each key once") from None
     except RecursionError:
         raise DumpError(f"{where}: JSON nested too deeply to read: expected a record of fields") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # not a JSONDecodeError: an integer past the 4300 digits Python converts from text
+        raise DumpError(f"{where}: an integer of more than 4300 digits (more than Python reads from text): expected "
+                        "numbers within the float range and ids of fewer digits") from None
+
+
+def not_unicode(text: str) -> str | None:
+    """What makes ``text`` no Unicode text (a lone surrogate, which JSON's ``"\\udcff"`` or a pickled
+    str can hold and no UTF-8 encodes: a prompt key holding one could not be written in the report),
+    or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"a lone surrogate ({text[exc.start]!r}, character {exc.start + 1})"
+    return None
 
 
 def step_files(numbered: list[tuple[int, Path]], read: Callable[[int, Path, bool], StepBatch | None],

@@ -40,9 +40,19 @@ from typing import Any
 
 import numpy as np
 
-from ..columns import INT64_MAX, INT64_MIN
+from ..columns import INT64_MAX, INT64_MIN, shown
 from ..records import DumpError, RunRecords, StepBatch
-from .base import Format, ReadOptions, numbered_files, prompt_runs, split_runs, step_files, strict_json
+from .base import (
+    Format,
+    ReadOptions,
+    name_step,
+    not_unicode,
+    numbered_files,
+    prompt_runs,
+    split_runs,
+    step_files,
+    strict_json,
+)
 
 __all__ = ["FORMAT"]
 
@@ -51,33 +61,48 @@ _ROLL_FILE = re.compile(r"^rollout_dump_data\.step_(\d+)\.jsonl$")
 _PROMPT_COLUMNS = ("id", "messages", "prompt")
 
 
-def _dump(p: Path, newest: bool) -> dict | None:
+def _dump(p: Path, newest: bool, only: bool) -> dict | None:
     """The file's one object, or None where it is the newest file and still being written (ROLL
-    writes it from a daemon process, utils.py:71, so a run stopped mid-write leaves it cut short)."""
+    writes it from a daemon process, utils.py:71, so a run stopped mid-write leaves it cut short).
+    The run's ``only`` file, unfinished, leaves no step to read: it is refused in one line."""
     data = p.read_bytes()
     lines = [(i, line) for i, line in enumerate(data.split(b"\n"), start=1) if line.strip()]
     if len(lines) > 1:
         raise DumpError(f"{p}:{lines[1][0]}: a second JSON object: expected one per file, as ROLL writes a step's "
                         "columns once")
-    unfinished = f"{p}: skipped the unfinished dump of a step still being written"
+    if lines:
+        try:
+            obj = strict_json(lines[0][1], f"{p}:1")
+        except json.JSONDecodeError as exc:
+            if data.endswith(b"\n"):
+                raise DumpError(f"{p}:1: not valid JSON ({exc.msg}): expected ROLL's one JSON object of "
+                                "columns") from None
+        else:
+            if not isinstance(obj, dict):
+                kind = "null" if obj is None else type(obj).__name__
+                raise DumpError(f"{p}:1: a JSON {kind}: expected ROLL's one object of columns")
+            return obj
+    what = "cut short" if lines else "empty"
+    if only:
+        raise DumpError(f"{p}: {what} (a step still being written), the run's only step: expected at least one "
+                        "complete step to read")
+    if newest:
+        warnings.warn(f"{p}: skipped the unfinished dump of a step still being written", RuntimeWarning, stacklevel=2)
+        return None
     if not lines:
-        if newest:
-            warnings.warn(unfinished, RuntimeWarning, stacklevel=2)
-            return None
         raise DumpError(f"{p}: empty: expected ROLL's one JSON object of columns")
+    raise DumpError(f"{p}:1: cut short: expected a complete JSON object (only the newest file of a run still being "
+                    "written may end so)")
+
+
+def _finite(value: Any) -> bool:
+    """Whether ``value`` is a number with a finite float value (an integer past the float range is not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
     try:
-        obj = strict_json(lines[0][1], f"{p}:1")
-    except json.JSONDecodeError:
-        if data.endswith(b"\n"):
-            raise DumpError(f"{p}:1: not valid JSON: expected ROLL's one JSON object of columns") from None
-        if newest:
-            warnings.warn(unfinished, RuntimeWarning, stacklevel=2)
-            return None
-        raise DumpError(f"{p}:1: cut short: expected a complete JSON object (only the newest file of a run still "
-                        "being written may end so)") from None
-    if not isinstance(obj, dict):
-        raise DumpError(f"{p}:1: a JSON {type(obj).__name__}: expected ROLL's one object of columns")
-    return obj
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _column(obj: dict, name: str, p: Path, rows: int | None) -> list | None:
@@ -96,13 +121,22 @@ def _prompt_key(value: Any, name: str, p: Path, row: int) -> str | int:
     """A row's prompt: the id as ROLL dumped it (text or an integer), or the prompt's text."""
     if name == "id":
         if isinstance(value, bool) or not isinstance(value, (str, int)):
-            raise DumpError(f"{p}:1: row {row + 1}: id {value!r}: expected text or an integer, the dataset's id")
-        return value
-    if name == "messages" and isinstance(value, list):
-        return json.dumps(value, sort_keys=True, ensure_ascii=False)
-    if not isinstance(value, str):
-        raise DumpError(f"{p}:1: row {row + 1}: {name} {value!r}: expected text (or, for messages, a list)")
-    return value
+            raise DumpError(f"{p}:1: row {row + 1}: id {shown(value)}: expected text or an integer, the dataset's id")
+        key = value
+    elif name == "messages" and isinstance(value, list):
+        try:
+            key = json.dumps(value, sort_keys=True, ensure_ascii=False)
+        except RecursionError:
+            raise DumpError(f"{p}:1: row {row + 1}: messages nested too deeply to read: expected a list of "
+                            "messages") from None
+    elif not isinstance(value, str):
+        raise DumpError(f"{p}:1: row {row + 1}: {name} {shown(value)}: expected text (or, for messages, a list)")
+    else:
+        key = value
+    problem = isinstance(key, str) and not_unicode(key)
+    if problem:
+        raise DumpError(f"{p}:1: row {row + 1}: {name} holds {problem}: expected Unicode text")
+    return key
 
 
 def _groups(keys: list[str], p: Path, group_size: int | None) -> tuple[np.ndarray, int]:
@@ -126,14 +160,14 @@ def _groups(keys: list[str], p: Path, group_size: int | None) -> tuple[np.ndarra
 def _read_roll(where: Path, options: ReadOptions, progress) -> RunRecords:
     if where.is_file():
         m = _ROLL_FILE.match(where.name)
-        numbered = [(int(m.group(1)) if m else -1, where)]
+        numbered = [(name_step(m.group(1), where) if m else -1, where)]
     else:
         numbered = numbered_files(where, _ROLL_FILE)
     sizes: dict[int, int] = {}
     named: set[str] = set()
 
     def read(n: int, p: Path, newest: bool) -> StepBatch | None:
-        obj = _dump(p, newest)
+        obj = _dump(p, newest, len(numbered) == 1)
         if obj is None:
             return None
         scores = _column(obj, "scores", p, None)
@@ -144,14 +178,14 @@ def _read_roll(where: Path, options: ReadOptions, progress) -> RunRecords:
                             "dump, a list of scores (the agentic pipeline writes this file name with other columns)")
         rows = len(scores)
         for i, s in enumerate(scores):
-            if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s):
-                raise DumpError(f"{p}:1: row {i + 1}: score {s!r}: expected a finite number")
+            if not _finite(s):
+                raise DumpError(f"{p}:1: row {i + 1}: score {shown(s)}: expected a finite number")
         steps = _column(obj, "global_step", p, rows)
         if steps is None:
             raise DumpError(f"{p}:1: no 'global_step' column: expected ROLL's RLVR dump, the step of every response")
         for i, s in enumerate(steps):
             if isinstance(s, bool) or not isinstance(s, int) or not INT64_MIN <= s <= INT64_MAX:
-                raise DumpError(f"{p}:1: row {i + 1}: global_step {s!r}: expected an integer within int64")
+                raise DumpError(f"{p}:1: row {i + 1}: global_step {shown(s)}: expected an integer within int64")
             if s != (steps[0] if n < 0 else n):
                 raise DumpError(f"{p}:1: row {i + 1}: global_step {s}: expected {steps[0] if n < 0 else n}, "
                                 f"{'as row 1 has it' if n < 0 else 'as ROLL names the file'}")
@@ -166,7 +200,10 @@ def _read_roll(where: Path, options: ReadOptions, progress) -> RunRecords:
         domains = _column(obj, "domain", p, rows) or [None] * rows
         for i, d in enumerate(domains):
             if d is not None and not isinstance(d, str):
-                raise DumpError(f"{p}:1: row {i + 1}: domain {d!r}: expected text")
+                raise DumpError(f"{p}:1: row {i + 1}: domain {shown(d)}: expected text")
+            problem = d is not None and not_unicode(d)
+            if problem:
+                raise DumpError(f"{p}:1: row {i + 1}: domain holds {problem}: expected Unicode text")
         # json.dumps keeps the integer 1 and the text "1" apart, and a domain apart from a prompt
         keys = [json.dumps([d, *k], ensure_ascii=False) for d, *k in zip(domains, *parts)]
         groups, size = _groups(keys, p, options.group_size)

@@ -647,3 +647,29 @@ def test_a_file_read_in_batches_reads_as_one_and_names_rows_of_the_file(tmp_path
     else:
         pcsv.write_csv(bad, path)
     refused(capsys, path, tmp_path / "out", f"r{suffix}: row 38: reward nan", "expected a finite number")
+
+
+# -- text no file can hold ---------------------------------------------------------------------------
+
+
+def test_a_key_holding_a_lone_surrogate_is_refused_naming_its_line_and_nothing_is_written(tmp_path, capsys):
+    """JSON may spell a lone surrogate ("\\udcff"), which no UTF-8 file holds: a group key holding one
+    would stop the command while it writes the report. It is refused at its line, before any output."""
+    rows = [{**row, "step": step} for step in (1, 2) for row in generic_rows()]
+    rows[1]["group_id"] = "g0\udcff"
+    path = write_lines(tmp_path / "run.jsonl", rows)
+    refused(capsys, path, tmp_path / "out", "run.jsonl:2:", "'group_id'", "lone surrogate")
+
+
+def test_the_reports_bytes_are_made_before_the_first_file_is_written(tmp_path, monkeypatch):
+    """A value that cannot be written stops write_outputs with the folder as it was: no file of the
+    analysis is written before every file's bytes are made."""
+    import fade.analyze.report as report
+    from fade.analyze import analyze_run
+
+    path = write_lines(tmp_path / "run.jsonl", [{**row, "step": s} for s in (1, 2) for row in generic_rows()])
+    analysis = analyze_run(path)
+    monkeypatch.setattr(report, "summary_markdown", lambda a: "text \udcff")
+    with pytest.raises(UnicodeEncodeError):
+        report.write_outputs(analysis, tmp_path / "out", figures=False)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

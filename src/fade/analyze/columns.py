@@ -242,6 +242,11 @@ def _kind_problem(value: Any, kind: Field) -> str | None:
     elif kind == "key":
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             return "text or an integer"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # JSON's "\udcff": no UTF-8 file, the report included, can hold it
+            return "Unicode text (no lone surrogate such as \\udcff)"
     return None
 
 

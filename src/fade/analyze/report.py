@@ -20,7 +20,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from fade.atomic import atomic_write, remove_orphaned_temp_files, write_json_atomic
+from fade.atomic import atomic_write, remove_orphaned_temp_files
 from fade.mass import DIAGNOSTICS
 
 from .analysis import Analysis
@@ -118,18 +118,21 @@ def write_outputs(analysis: Analysis, out: str | Path, *, figures: bool = True) 
     """Write the analysis into ``out`` (refused as :func:`check_output_folder` says), then remove
     the files a previous analysis wrote there that this one does not; returns the paths written."""
     out = check_output_folder(out)
-    out.mkdir(parents=True, exist_ok=True)
-    lines = "".join(json.dumps(_clean(s), allow_nan=False) + "\n" for s in analysis.steps).encode("utf-8")
-    atomic_write(out / STEPS, lambda f: f.write(lines))
-    write_json_atomic(out / REPORT, _clean(analysis.summary()))
-    text = summary_markdown(analysis).encode("utf-8")
-    atomic_write(out / SUMMARY, lambda f: f.write(text))
-    written = [out / STEPS, out / REPORT, out / SUMMARY]
+    # Every file's bytes are made before the first is written: a value that cannot be written (text
+    # no encoding takes) stops the command with the folder as it was.
+    files = {
+        STEPS: "".join(json.dumps(_clean(s), allow_nan=False) + "\n" for s in analysis.steps).encode("utf-8"),
+        REPORT: (json.dumps(_clean(analysis.summary()), indent=2, allow_nan=False) + "\n").encode("utf-8"),
+        SUMMARY: summary_markdown(analysis).encode("utf-8"),
+    }
     if analysis.prompts is not None:
-        rows = "".join(json.dumps(_clean(p), allow_nan=False, ensure_ascii=False) + "\n"
-                       for p in analysis.prompts.prompts).encode("utf-8")
-        atomic_write(out / PROMPTS, lambda f: f.write(rows))
-        written.append(out / PROMPTS)
+        files[PROMPTS] = "".join(json.dumps(_clean(p), allow_nan=False, ensure_ascii=False) + "\n"
+                                 for p in analysis.prompts.prompts).encode("utf-8")
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, data in files.items():
+        atomic_write(out / name, lambda f, data=data: f.write(data))
+        written.append(out / name)
     if figures:
         from .figures import draw_all
 

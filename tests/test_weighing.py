@@ -118,14 +118,9 @@ def test_the_diagnostics_read_the_rewards_as_the_estimator_does():
     assert weighing.diagnostics == fade.decompose(weighing.advantages, (scores >= 0.5).double(), 2).diagnostics()
 
 
-def test_an_empty_batch_observes_the_signals_and_weighs_nothing():
-    est = fade.estimator("fade")
-    first = fade.weigh(est, R, G, entropy=1.0, step=0)
-    empty = fade.weigh(est, torch.zeros(0), torch.zeros(0, dtype=torch.long), entropy=0.5, step=1)
-    assert empty.advantages.numel() == 0 and est.state.h_hat == pytest.approx(0.99) and est.state.step == 1
-    assert empty.record == first.record  # est.last stands: nothing new was weighed
-    assert fade.weigh(est, [], [], advance=False).metrics() == {}
-    assert fade.weigh(fade.estimator("grpo"), [], []).metrics() == {}
+def test_an_empty_batch_is_refused_as_the_estimator_refuses_it():
+    with pytest.raises(ValueError, match="rewards is empty"):
+        fade.weigh(fade.estimator("grpo"), [], [])
 
 
 def test_measure_weighs_what_an_engine_applies():

@@ -50,7 +50,7 @@ class Weighing:
             h_hat, h_star, step, batch_solve_rate) and its own measure of the batch; empty for a
             stateless estimator.
         diagnostics: the batch's :data:`~fade.mass.DIAGNOSTICS`, by :func:`fade.mass.batch_diagnostics`
-            (on the rewards as the estimator reads them); empty for an empty batch.
+            (on the rewards as the estimator reads them).
     """
 
     advantages: torch.Tensor
@@ -99,11 +99,6 @@ def weigh(
             (``est(...)``). False: weigh at the present state and leave the estimator as it is
             (``est.evaluate(...)``), to score an evaluation batch or probe mid-run; signals are then
             refused.
-
-    An empty batch (every completion declined by the reward functions, as TRL can give) weighs
-    nothing: the signals are observed as for any batch and the advantages are empty; the record is
-    what the estimator's latest call left (``est.last``) when advancing, else empty, and the
-    diagnostics are those of the record where it holds them (:func:`fade.mass.batch_diagnostics`).
     """
     given = dict(inputs or {})
     unknown = sorted(set(given) - set(INPUTS))
@@ -118,10 +113,6 @@ def weigh(
                          "a weighing at the present state leaves the estimator as it is")
     if signals:
         est.observe(**signals)
-    if _empty(rewards):
-        adv = torch.zeros(0, dtype=torch.get_default_dtype())
-        record = dict(est.last) if advance else {}
-        return measure(est, adv, rewards, groups, record)
     wanted = {}
     for key in est.spec.inputs:
         value = given.get(key)
@@ -150,7 +141,3 @@ def measure(
     :func:`fade.mass.batch_diagnostics`, taken from ``record`` where the estimator measured the
     batch itself (FADE)."""
     return Weighing(advantages, dict(record), batch_diagnostics(est, advantages, rewards, groups, record))
-
-
-def _empty(rewards: Any) -> bool:
-    return (rewards.numel() if isinstance(rewards, torch.Tensor) else np.size(rewards)) == 0

@@ -301,7 +301,13 @@ class FadeGRPOTrainer(GRPOTrainer):
         scorable = ~torch.isnan(rewards_per_func).all(dim=1)
         groups = torch.div(torch.arange(n, device=device), size, rounding_mode="floor")
         advantages = torch.zeros_like(rewards)
-        if self.multi_objective_aggregation == "normalize_then_sum":
+        if not bool(scorable.any()):
+            # Every completion was declined: nothing to weigh. The generation's signals are fed all the same,
+            # and a training step logs the record the estimator holds, its latest weighing's.
+            est.observe(**signals)
+            record = est.last if train else {}
+            weighing = measure(est, advantages[scorable], rewards[scorable], groups[scorable], record)
+        elif self.multi_objective_aggregation == "normalize_then_sum":
             # TRL's recipe, with fade's grpo at both stages: each reward function normalised within its
             # group (a None leaves that function out of the row), then the weighted sum over the batch.
             normalised = torch.full_like(rewards_per_func, torch.nan)

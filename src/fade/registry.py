@@ -33,6 +33,7 @@ __all__ = [
     "available",
     "check_inputs",
     "estimator",
+    "missing_inputs",
     "register",
     "spec",
 ]
@@ -246,14 +247,23 @@ def check_inputs(
     not generate"). An input it only ``uses`` is weighed without when missing, so it is never refused.
     """
     s = est if isinstance(est, EstimatorSpec) else est.spec
-    given = set(available)
-    for key in sorted({*given, *(called or {})}):
+    for key in sorted(called or {}):
         if key not in INPUTS:
             raise ValueError(f"unknown per-rollout input {key!r}; known: {sorted(INPUTS)}")
-    for key in s.needs:
-        if key not in given:
-            what = (called or {}).get(key) or f"{key}= ({INPUTS[key]})"
-            raise ValueError(f"{who or f'estimator {s.name!r}'} needs {what}, which {where}")
+    for key in missing_inputs(s, available):
+        what = (called or {}).get(key) or f"{key}= ({INPUTS[key]})"
+        raise ValueError(f"{who or f'estimator {s.name!r}'} needs {what}, which {where}")
+
+
+def missing_inputs(est: Estimator | EstimatorSpec, available: Iterable[str]) -> tuple[str, ...]:
+    """The per-rollout inputs the estimator needs that are not among ``available`` (names of :data:`INPUTS`,
+    an unknown one refused): empty where the caller can weigh with it."""
+    s = est if isinstance(est, EstimatorSpec) else est.spec
+    given = set(available)
+    for key in sorted(given):
+        if key not in INPUTS:
+            raise ValueError(f"unknown per-rollout input {key!r}; known: {sorted(INPUTS)}")
+    return tuple(key for key in s.needs if key not in given)
 
 
 def missing_input(name: str, key: str) -> str:

@@ -14,7 +14,7 @@ import torch
 
 import fade
 from fade.mass import DIAGNOSTICS, batch_diagnostics
-from fade.registry import INPUTS, check_inputs
+from fade.registry import INPUTS, check_inputs, check_real_valued
 
 R = torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0, 0.0])
 G = torch.tensor([0, 0, 1, 1, 2, 2])
@@ -143,3 +143,14 @@ def test_check_inputs_refuses_a_need_the_caller_cannot_give_in_its_own_words():
     with pytest.raises(ValueError, match=r"unknown per-rollout input 'length'"):
         check_inputs(fade.spec("grpo"), {"length"}, where="unused")
     assert set(INPUTS) == {"lengths", "baseline_rewards"}
+
+
+def test_check_real_valued_refuses_an_estimator_reading_successes_only_where_the_rewards_can_leave_the_unit_range():
+    hint = "set a success option"
+    check_real_valued(fade.estimator("grpo"), "a reward model scores them", who="x", hint=hint)  # any reward
+    check_real_valued(fade.estimator("maxrl", success_threshold=0.5), "a reward model scores them", who="x", hint=hint)
+    check_real_valued(fade.estimator("maxrl"), None, who="x", hint=hint)  # the rewards stay in [0, 1]
+    with pytest.raises(ValueError, match=r"^engine: 'maxrl' reads each score as a success in \[0, 1\], but a reward "
+                                         r"model scores them: set a success option$"):
+        check_real_valued(fade.estimator("maxrl"), "a reward model scores them", who="engine: 'maxrl'", what="score",
+                          hint=hint)

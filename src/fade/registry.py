@@ -32,6 +32,7 @@ __all__ = [
     "advantages",
     "available",
     "check_inputs",
+    "check_real_valued",
     "estimator",
     "missing_inputs",
     "register",
@@ -264,6 +265,17 @@ def missing_inputs(est: Estimator | EstimatorSpec, available: Iterable[str]) -> 
         if key not in INPUTS:
             raise ValueError(f"unknown per-rollout input {key!r}; known: {sorted(INPUTS)}")
     return tuple(key for key in s.needs if key not in given)
+
+
+def check_real_valued(est: Estimator, why: str | None, *, who: str, what: str = "reward", hint: str) -> None:
+    """Refuse, before a run, an estimator that reads each reward as a success in [0, 1] with no success
+    option set (:data:`SUCCESS_OPTIONS`) where the caller's rewards can leave [0, 1]: ``why`` says how
+    (a reward model's scores, a KL penalty in the reward, weights whose sum can), None where they
+    cannot. Raises ValueError ``"{who} reads each {what} as a success in [0, 1], but {why}: {hint}"``,
+    ``hint`` saying how the caller sets a success option."""
+    if why is None or est.spec.rewards == "any" or any(est.params[k] is not None for k in SUCCESS_OPTIONS):
+        return
+    raise ValueError(f"{who} reads each {what} as a success in [0, 1], but {why}: {hint}")
 
 
 def missing_input(name: str, key: str) -> str:

@@ -58,7 +58,7 @@ from trl import GRPOTrainer
 import fade
 from fade.integrations.ledger import Touch, mismatch, resolve
 from fade.integrations.state import STATE_FILE, load_estimator_state, save_estimator_state
-from fade.registry import SUCCESS_OPTIONS, check_inputs
+from fade.registry import check_inputs, check_real_valued
 from fade.weighing import measure
 
 __all__ = [
@@ -249,18 +249,14 @@ class FadeGRPOTrainer(GRPOTrainer):
     def _fade_check_rewards(self, est: fade.Estimator) -> None:
         """An estimator that reads rewards as successes, without a success option, is refused here
         when the rewards can leave [0, 1]: a reward model's scores, or weights whose sum can."""
-        if est.spec.rewards == "any" or any(est.params[k] is not None for k in SUCCESS_OPTIONS):
-            return
-        hint = "pass advantage_kwargs={'success_threshold': T} or {'reward_min': LO, 'reward_max': HI}"
         models = [name for f, name in zip(self.reward_funcs, self.reward_func_names) if isinstance(f, torch.nn.Module)]
-        if models:
-            raise _refuse(f"estimator {est.name!r} reads each reward as a success in [0, 1], but reward function "
-                          f"{models[0]!r} is a reward model with real-valued scores: {hint}")
         weights = [float(w) for w in self.reward_weights]
         low, high = _reward_range(weights)
-        if low < 0 or high > 1:
-            raise _refuse(f"estimator {est.name!r} reads each reward as a success in [0, 1], but reward_weights "
-                          f"{weights} sum rewards in [0, 1] to values in [{low:g}, {high:g}]: {hint}")
+        why = (f"reward function {models[0]!r} is a reward model with real-valued scores" if models
+               else f"reward_weights {weights} sum rewards in [0, 1] to values in [{low:g}, {high:g}]"
+               if low < 0 or high > 1 else None)
+        check_real_valued(est, why, who=f"FadeGRPOTrainer: estimator {est.name!r}",
+                          hint="pass advantage_kwargs={'success_threshold': T} or {'reward_min': LO, 'reward_max': HI}")
 
     # -- what TRL computes on the way --------------------------------------------------------
 

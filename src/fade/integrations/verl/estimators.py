@@ -32,7 +32,7 @@ from verl.trainer.ppo import core_algos
 import fade
 from fade.integrations import verl_preflight
 from fade.integrations.verl.patches import patch
-from fade.registry import SUCCESS_OPTIONS, check_inputs, check_signal
+from fade.registry import check_inputs, check_real_valued, check_signal
 from fade.weighing import Weighing, measure
 
 __all__ = [
@@ -370,17 +370,14 @@ def check_run(config: Any) -> None:
 
 
 def _check_real_valued(vname: str, est: fade.Estimator, algorithm: Any, *, reward_model: bool = False) -> None:
-    if est.spec.rewards == "any" or any(est.params[k] is not None for k in SUCCESS_OPTIONS):
-        return
     sources = []
     if setting(algorithm, "use_kl_in_reward", False):
         sources.append("algorithm.use_kl_in_reward=True subtracts a KL penalty from every score")
     if reward_model:
         sources.append("reward.reward_model.enable=True scores responses with a reward model")
-    if sources:
-        raise _refuse(vname, f"fade's {est.name!r} reads each score as a success in [0, 1], but "
-                             f"{' and '.join(sources)}: set +algorithm.fade.success_threshold=T or "
-                             "+algorithm.fade.reward_min=LO +algorithm.fade.reward_max=HI")
+    check_real_valued(est, " and ".join(sources) or None, who=f"{vname}: fade's {est.name!r}", what="score",
+                      hint="set +algorithm.fade.success_threshold=T or "
+                           "+algorithm.fade.reward_min=LO +algorithm.fade.reward_max=HI")
 
 
 # -- the functions verl calls ----------------------------------------------------------------------

@@ -5,22 +5,10 @@ inputs its spec names (:attr:`fade.registry.EstimatorSpec.inputs`), computing on
 (the testbed's greedy-decode baseline) only when the estimator wants it, and returns a
 :class:`Weighing`: the advantages, the record the call left (FADE's schedule) and the batch's
 diagnostics (:data:`fade.mass.DIAGNOSTICS`), with the ``fade/<key>`` metrics the engines log. The
-testbed trainer, TRL, verl, ``fade decompose``, ``fade analyze`` and the mass profiles all weigh
-through it or through :func:`fade.registry.check_inputs`, its pre-flight.
-
-What a stateful estimator (FADE) observes before it weighs the batch of step s, s = 1 for a run's
-first batch, is one rule for every engine (docs/method.md, section 3): ``step`` is the count of the
-trainer's updates before this batch (s - 1: the testbed's logged step s - 1, verl's
-``global_steps - 1``, TRL's ``state.global_step``, its optimizer steps done), and ``entropy`` is the
-policy's mean token entropy most recently measured before the weighing. The engines differ only in
-which entropy they can measure by then: the testbed (its policy pass) and verl's
-``trainer_mode=fade`` (its old-log-prob pass) measure this very batch under the policy about to be
-updated, as TRL does with ``entropy="current"`` (one extra no-grad pass); TRL's default,
-``entropy="previous"``, feeds the mean entropy of the loss passes since the previous generation, the
-previous batch's, and measures the first batch itself. Where an engine has no entropy to feed (TRL
-resumed with no loss pass since), it feeds neither signal and the state carries on. ``fade
-analyze`` replays a run by the same rule, reading the entropy the run's engine fed from its metrics
-(``fade.analyze.stats.ENTROPY_FEEDS``).
+testbed trainer, TRL, verl, ``fade decompose`` and ``fade analyze`` weigh through it; the engines
+and commands refuse an estimator whose inputs they cannot give with
+:func:`fade.registry.check_inputs` before any work starts. Which signals a stateful estimator
+(FADE) observes before a batch is one rule, written in :func:`weigh`'s docstring.
 """
 
 from __future__ import annotations
@@ -83,12 +71,26 @@ def weigh(
     """Weigh one batch with ``est``: the step's signals observed, then the advantages of (``rewards``,
     ``groups``), the record of the call and the batch's diagnostics.
 
+    The rule of the signals, the same in every engine (docs/method.md, section 3): before the batch
+    of step s (1 for a run's first batch), ``step`` is the count of the trainer's updates before
+    this batch, s - 1 (the testbed's logged step s - 1, verl's ``global_steps - 1``, TRL's
+    ``state.global_step``: its optimizer steps done, s - 1 where one generation is one optimizer
+    step), and ``entropy`` is the policy's mean token entropy most recently measured before this
+    weighing. The engines differ only in which entropy they can measure by then: the testbed (its
+    policy pass) and verl's ``trainer_mode=fade`` (its old-log-prob pass) measure this very batch
+    under the policy about to be updated, as TRL does with ``entropy="current"`` (one extra no-grad
+    pass); TRL's default, ``entropy="previous"``, has the mean entropy of its loss passes since the
+    previous generation, the previous batch's (and measures its first batch itself). Where an
+    engine has no entropy to feed (TRL before its first loss pass of a resumed run, or at the first
+    generation of an estimator that reads none), it feeds neither signal and the state carries on.
+    ``fade analyze`` replays a run by the same rule, reading from the run's metrics the entropy its
+    engine fed (``fade.analyze.stats.ENTROPY_FEEDS``).
+
     Args:
         est: the estimator (``fade.estimator(name, **params)``).
-        rewards, groups: as for the estimator's call.
-        entropy, step: the training signals of this step, observed (``est.observe``) before the
-            batch is weighed, each where given. The rule of which entropy and which step, the same in
-            every engine: the module docstring. A stateless estimator checks and ignores them.
+        rewards, groups: as for the estimator's call; a batch holds at least one rollout.
+        entropy, step: this step's training signals, observed (``est.observe``) before the batch is
+            weighed, each where given, by the rule above. A stateless estimator checks and ignores them.
         inputs: per-rollout inputs by name (:data:`fade.registry.INPUTS`): the values, or a function
             of no arguments that computes them, called only when the estimator weighs with that
             input; None or left out where the caller has none. The estimator gets exactly those of

@@ -135,7 +135,7 @@ class Counterfactuals:
     def weigh(self, batch: StepBatch) -> dict[str, torch.Tensor]:
         """Each estimator's advantages of ``batch`` (:func:`fade.weigh`), a stateful one first fed what
         the run's engine fed it before this batch (:func:`fed_entropy`) and s - 1, the updates before
-        it, as its step: the rule every engine fade integrates follows (:mod:`fade.weighing`). Call it
+        it, as its step: the rule every engine fade integrates follows (:func:`fade.weigh`). Call it
         once per step, in step order."""
         out = {}
         for spec, est in list(self.estimators.items()):

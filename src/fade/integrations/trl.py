@@ -286,7 +286,7 @@ class FadeGRPOTrainer(GRPOTrainer):
         est = self.fade_estimator
         train = mode == "train"  # evaluation weighs at the present state: it must not advance the schedule
         entropy = self._fade_entropy(out) if train else None
-        # The step is fed with the entropy (the rule: fade.weighing); with no entropy to feed, neither is.
+        # The step is fed with the entropy (the rule of fade.weigh); with no entropy to feed, neither is.
         signals = {"entropy": entropy, "step": self.state.global_step} if entropy is not None else {}
 
         device = rewards_per_func.device

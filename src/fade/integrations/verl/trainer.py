@@ -154,7 +154,7 @@ if TRAINER_MISSING is None:
                         "Turn bypass mode off, fix the knobs that read it (+algorithm.fade.delta=1.0), "
                         "or use fade_decay"
                     )
-                signals = {"step": self.global_steps - 1}  # updates before this batch (fade.weighing's rule)
+                signals = {"step": self.global_steps - 1}  # updates before this batch (the rule of fade.weigh)
                 if entropy is not None:
                     signals["entropy"] = float(entropy)
                 feed(est, **signals)  # observed by the weighing verl's call of fade's function makes

@@ -300,7 +300,8 @@ class FadeGRPOTrainer(GRPOTrainer):
         if not bool(scorable.any()):
             # Every completion was declined: nothing to weigh. The generation's signals are fed all the same,
             # and a training step logs the record the estimator holds, its latest weighing's.
-            est.observe(**signals)
+            if signals:
+                est.observe(**signals)
             record = est.last if train else {}
             weighing = measure(est, advantages[scorable], rewards[scorable], groups[scorable], record)
         elif self.multi_objective_aggregation == "normalize_then_sum":

@@ -175,6 +175,47 @@ def test_no_module_both_draws_and_scores(graph):
     assert not mixed, "\n".join(mixed)
 
 
+#: The modules that decide which per-rollout inputs an estimator gets: the registry, which declares
+#: them (``EstimatorSpec.inputs``, ``check_inputs``), and fade.weigh, which gives them.
+WEIGHING = ("registry.py", "weighing.py")
+
+
+def _weighing_outside(root: Path) -> list[str]:
+    """Each read of a spec's ``needs`` or ``uses`` and each call of ``batch_diagnostics`` in the modules
+    under ``root`` but :data:`WEIGHING`."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel in WEIGHING:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("needs", "uses"):
+                found.append(f"{rel}:{node.lineno} reads .{node.attr}")
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+                if name == "batch_diagnostics":
+                    found.append(f"{rel}:{node.lineno} calls {name}")
+    return found
+
+
+def test_one_way_to_weigh_a_batch():
+    # Which inputs an estimator weighs with is decided in one place (docs/architecture.md): fade.weigh
+    # gives it exactly its spec's inputs, computing each only when wanted, and measures the batch. A
+    # module that reads a spec's needs or uses decides them itself: it should weigh through fade.weigh,
+    # or refuse before a run with fade.registry.check_inputs (missing_inputs). The diagnostics a
+    # trainer or engine logs are a Weighing's: batch_diagnostics is called by fade.weigh alone.
+    found = _weighing_outside(SRC)
+    assert not found, "\n".join(found)
+
+
+def test_the_one_way_rule_sees_what_it_forbids(tmp_path):
+    code = "wants = (*est.spec.needs, *fade.spec(n).uses)\nd = fade.mass.batch_diagnostics(est, a, r, g)\n"
+    for name in ("trainer.py", "registry.py", "weighing.py"):
+        (tmp_path / name).write_text(code)
+    assert sorted(_weighing_outside(tmp_path)) == [
+        "trainer.py:1 reads .needs", "trainer.py:1 reads .uses", "trainer.py:2 calls batch_diagnostics"]
+
+
 def test_the_core_imports_torch_and_numpy_only():
     code = (
         "import sys, fade; "

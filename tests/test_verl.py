@@ -39,8 +39,8 @@ from verl.trainer.ppo.ray_trainer import compute_advantage  # noqa: E402
 
 import fade  # noqa: E402
 import fade.integrations.verl as fv  # noqa: E402
-from fade.integrations.diagnostics import DIAGNOSTICS  # noqa: E402
 from fade.integrations.state import STATE_FILE, load_estimator_state, save_estimator_state  # noqa: E402
+from fade.mass import DIAGNOSTICS  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "verl" / "run_fade_qwen2_5_7b_math.sh"

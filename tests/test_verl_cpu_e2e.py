@@ -28,7 +28,7 @@ pytest.importorskip("verl")
 
 import fade  # noqa: E402
 from fade.integrations import verl as fv  # noqa: E402
-from fade.integrations.diagnostics import DIAGNOSTICS  # noqa: E402
+from fade.mass import DIAGNOSTICS  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 

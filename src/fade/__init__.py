@@ -14,6 +14,7 @@ from .mass import MassProfile, MassReport, carries_signal, decompose, mass_profi
 from .passk import pass_at_k
 from .registry import Estimator, EstimatorSpec, advantages, available, estimator, register, spec
 from .specs import estimator_from_spec, format_spec, parse_spec
+from .weighing import Weighing, weigh
 
 __version__ = "0.1.0"
 
@@ -23,6 +24,7 @@ __all__ = [
     "FadeEstimator",
     "MassProfile",
     "MassReport",
+    "Weighing",
     "advantages",
     "available",
     "carries_signal",
@@ -36,4 +38,5 @@ __all__ = [
     "rank1_share",
     "register",
     "spec",
+    "weigh",
 ]

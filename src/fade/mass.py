@@ -220,9 +220,9 @@ def carries_signal(name_or_estimator: str | Estimator, group_size: int, **params
     rollout of every batch and learn nothing: every centred estimator at ``group_size = 1`` (one
     rollout has nobody to compare with), and pass@k estimators at ``k = group_size`` (the group is
     the only subset of k, so no rollout changes its pass@k). Each of the G + 1 solve counts is
-    tried (:func:`canonical_batch`), with response lengths 1 and, for estimators that read one,
-    a baseline reward of 0 and of 1, through :meth:`Estimator.evaluate`, so a stateful estimator
-    is not advanced.
+    tried (:func:`canonical_batch`), with response lengths 1 and a baseline reward of 0 and of 1 (each
+    read by the estimators that weigh with it), through :meth:`Estimator.evaluate`, so a stateful
+    estimator is not advanced.
     An estimator that cannot take groups of this size at all raises its ValueError.
     """
     if isinstance(group_size, bool) or not isinstance(group_size, (int, np.integer)) or group_size < 1:
@@ -236,13 +236,9 @@ def carries_signal(name_or_estimator: str | Estimator, group_size: int, **params
     else:
         template = estimator(name_or_estimator, **params)
     rewards, ids = canonical_batch(int(group_size))
-    wants = (*template.spec.needs, *template.spec.uses)
-    baselines = (0.0, 1.0) if "baseline_rewards" in wants else (None,)
-    for baseline in baselines:
-        inputs = {"lengths": torch.ones_like(rewards)} if "lengths" in wants else {}
-        if baseline is not None:
-            inputs["baseline_rewards"] = torch.full_like(rewards, baseline)
-        adv, _ = template.evaluate(rewards, ids, **inputs)
+    for baseline in (0.0, 1.0):  # the estimator reads the inputs it weighs with, and no other
+        adv, _ = template.evaluate(rewards, ids, lengths=torch.ones_like(rewards),
+                                   baseline_rewards=torch.full_like(rewards, baseline))
         if bool((adv != 0).any()):
             return True
     return False
@@ -281,8 +277,7 @@ def mass_profile(
     inputs: dict[str, torch.Tensor] = {"lengths": torch.full_like(rewards, float(lengths))}
     if baseline_rewards is not None:
         inputs["baseline_rewards"] = torch.full_like(rewards, float(baseline_rewards))
-    given = {k: v for k, v in inputs.items() if k in (*est.spec.needs, *est.spec.uses)}
-    adv = est.evaluate(rewards, ids, **given)[0].to(torch.float64)
+    adv = est.evaluate(rewards, ids, **inputs)[0].to(torch.float64)  # the estimator reads the inputs it weighs with
     check_finite(adv, f"{est.name} advantages")
 
     grid = adv.view(g + 1, g)

@@ -14,7 +14,7 @@ entered, looked up and bound to their parameters by the same functions (:func:`e
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -31,7 +31,10 @@ __all__ = [
     "EstimatorSpec",
     "advantages",
     "available",
+    "check_inputs",
+    "check_real_valued",
     "estimator",
+    "missing_inputs",
     "register",
     "spec",
 ]
@@ -80,6 +83,12 @@ class EstimatorSpec:
     #: The parameter that is the run's length in steps (fade_decay's ``total_steps``): a runner that
     #: knows the length fills it when it is left unset. None: the estimator needs no run length.
     run_length: str | None = None
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The per-rollout inputs the estimator weighs with: those it ``needs``, then those it ``uses``.
+        :func:`fade.weigh` gives it exactly these; :func:`check_inputs` refuses a missing need before a run."""
+        return (*self.needs, *self.uses)
 
 
 # -- the generic mechanism -----------------------------------------------------------------------
@@ -219,6 +228,59 @@ def available() -> list[str]:
 def spec(name: str) -> EstimatorSpec:
     """The registry entry for ``name``; unknown names raise ValueError listing the known ones."""
     return look_up(_REGISTRY, name, noun="estimator", names=available())
+
+
+def check_inputs(
+    est: Estimator | EstimatorSpec,
+    available: Iterable[str],
+    *,
+    where: str,
+    who: str | None = None,
+    called: Mapping[str, str] | None = None,
+) -> None:
+    """Refuse, before any work starts, an estimator that needs a per-rollout input the caller cannot give.
+
+    ``available`` names the inputs of :data:`INPUTS` the caller can give :func:`fade.weigh`. For the
+    first input the estimator needs that is not among them, raises ValueError ``"{who} needs
+    {called[key]}, which {where}"``: ``who`` is how the caller names the estimator (default
+    ``estimator 'NAME'``), ``called`` how it names each input (its flag, its column, the engine's
+    tensor; default ``KEY= (what INPUTS says it is)``), ``where`` why it lacks it ("GRPOTrainer does
+    not generate"). An input it only ``uses`` is weighed without when missing, so it is never refused.
+    """
+    s = est if isinstance(est, EstimatorSpec) else est.spec
+    for key in sorted(called or {}):
+        if key not in INPUTS:
+            raise ValueError(f"unknown per-rollout input {key!r}; known: {sorted(INPUTS)}")
+    for key in missing_inputs(s, available):
+        what = (called or {}).get(key) or f"{key}= ({INPUTS[key]})"
+        raise ValueError(f"{who or f'estimator {s.name!r}'} needs {what}, which {where}")
+
+
+def missing_inputs(est: Estimator | EstimatorSpec, available: Iterable[str]) -> tuple[str, ...]:
+    """The per-rollout inputs the estimator needs that are not among ``available`` (names of :data:`INPUTS`,
+    an unknown one refused): empty where the caller can weigh with it."""
+    s = est if isinstance(est, EstimatorSpec) else est.spec
+    given = set(available)
+    for key in sorted(given):
+        if key not in INPUTS:
+            raise ValueError(f"unknown per-rollout input {key!r}; known: {sorted(INPUTS)}")
+    return tuple(key for key in s.needs if key not in given)
+
+
+def check_real_valued(est: Estimator, why: str | None, *, who: str, what: str = "reward", hint: str) -> None:
+    """Refuse, before a run, an estimator that reads each reward as a success in [0, 1] with no success
+    option set (:data:`SUCCESS_OPTIONS`) where the caller's rewards can leave [0, 1]: ``why`` says how
+    (a reward model's scores, a KL penalty in the reward, weights whose sum can), None where they
+    cannot. Raises ValueError ``"{who} reads each {what} as a success in [0, 1], but {why}: {hint}"``,
+    ``hint`` saying how the caller sets a success option."""
+    if why is None or est.spec.rewards == "any" or any(est.params[k] is not None for k in SUCCESS_OPTIONS):
+        return
+    raise ValueError(f"{who} reads each {what} as a success in [0, 1], but {why}: {hint}")
+
+
+def missing_input(name: str, key: str) -> str:
+    """The refusal of a call of estimator ``name`` without the input ``key`` it needs."""
+    return f"estimator {name!r} needs {key}= ({INPUTS[key]}): pass one value per rollout"
 
 
 def estimator(name: str, **params: Any) -> Estimator:
@@ -378,10 +440,8 @@ class Estimator:
         out: dict[str, torch.Tensor] = {}
         for key in self.spec.needs:
             if given.get(key) is None:
-                raise ValueError(
-                    f"estimator {self.name!r} needs {key}= ({INPUTS[key]}): pass one value per rollout"
-                )
-        for key in (*self.spec.needs, *self.spec.uses):
+                raise ValueError(missing_input(self.name, key))
+        for key in self.spec.inputs:
             value = given.get(key)
             if value is None:
                 continue

@@ -20,8 +20,9 @@ import numpy as np
 
 from fade.mass import DIAGNOSTICS, decompose
 from fade.passk import pass_at_k
-from fade.registry import Estimator, estimator
+from fade.registry import Estimator, check_signal, estimator
 from fade.specs import parse_spec
+from fade.weighing import weigh
 
 from .records import DumpError, RunRecords, StepBatch
 
@@ -132,16 +133,19 @@ class Counterfactuals:
                              f"{', '.join(ENTROPY_FEEDS)}")
 
     def weigh(self, batch: StepBatch) -> dict[str, torch.Tensor]:
-        """Each estimator's advantages of ``batch``, a stateful one first fed what the run's engine fed
-        it before this batch (:func:`fed_entropy`) and s - 1, the updates before it, as its step: every
-        engine fade integrates counts them so (docs/method.md). Call it once per step, in step order."""
+        """Each estimator's advantages of ``batch`` (:func:`fade.weigh`), a stateful one first fed what
+        the run's engine fed it before this batch (:func:`fed_entropy`) and s - 1, the updates before
+        it, as its step: the rule every engine fade integrates follows (:func:`fade.weigh`). Call it
+        once per step, in step order."""
         out = {}
         for spec, est in list(self.estimators.items()):
-            if est.stateful:
-                h = fed_entropy(self.run, batch.step, awaiting=est.awaiting_entropy) if est.reads_entropy else None
-                est.observe(step=max(batch.step - 1, 0), **({} if h is None else {"entropy": h}))
+            entropy = fed_entropy(self.run, batch.step, awaiting=est.awaiting_entropy) if est.reads_entropy else None
+            step = max(batch.step - 1, 0) if est.stateful else None
+            for key, value in (("entropy", entropy), ("step", step)):
+                if value is not None:
+                    check_signal(key, value)  # a bad logged signal stops the analysis; it skips no estimator
             try:
-                out[spec] = est(batch.rewards, batch.groups)
+                out[spec] = weigh(est, batch.rewards, batch.groups, entropy=entropy, step=step).advantages
             except ValueError as exc:
                 if self.strict:
                     raise DumpError(f"--estimators {spec!r} at step {batch.step} ({batch.source}): {exc}") from None

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from fade.registry import check_inputs
 from fade.registry import spec as registry_spec
 from fade.specs import format_value, parse_spec
 
@@ -89,9 +90,9 @@ def run(args: argparse.Namespace) -> int:
     entries = []
     for text in specs:
         name, params = parse_spec(text)
-        s = registry_spec(name)
-        if "baseline_rewards" in s.needs and args.baseline_reward is None:
-            raise ValueError(f"estimator {name!r} needs --baseline-reward (the reward of its baseline response)")
+        given = {"lengths", *(["baseline_rewards"] if args.baseline_reward is not None else [])}
+        check_inputs(registry_spec(name), given, where="was not given",
+                     called={"baseline_rewards": "--baseline-reward (the reward of its baseline response)"})
         try:
             prof = fade.mass_profile(
                 name, args.group_size, lengths=args.length, baseline_rewards=args.baseline_reward, **params

@@ -10,7 +10,9 @@ from typing import Any
 import numpy as np
 
 from fade.analyze.columns import encode_keys, read_jsonl
+from fade.registry import check_inputs
 from fade.registry import spec as registry_spec
+from fade.weighing import weigh
 
 from .output import console, fmt, json_safe
 from .parsing import SPEC_HELP, estimator_flags
@@ -54,15 +56,28 @@ def read_rollouts(path: str | Path) -> dict[str, Any]:
     return read_jsonl(path, FIELDS, required=("prompt_id", "reward"), what="rollouts", lines=True)
 
 
-def _column(cols: dict[str, Any], key: str, path: str, *, required: bool, why: str) -> np.ndarray | None:
-    """The values of ``key`` on every line, None if on no line; an error if on only some (or none when required)."""
+#: The per-rollout inputs of an estimator a line may give: the field, and what it is.
+INPUT_FIELDS = {"lengths": ("length", "response length"), "baseline_rewards": ("baseline_reward", "baseline reward")}
+
+
+def _column(cols: dict[str, Any], key: str, path: str, *, why: str) -> np.ndarray:
+    """The values of ``key`` on every line; an error naming the first line without it."""
     values = cols[key]
     missing = np.isnan(values)
-    if not missing.any():
-        return values
-    if missing.all() and not required:
-        return None
-    raise ValueError(f"{path}:{cols['__line__'][np.flatnonzero(missing)[0]]}: missing key {key!r} ({why})")
+    if missing.any():
+        raise ValueError(f"{path}:{cols['__line__'][np.flatnonzero(missing)[0]]}: missing key {key!r} ({why})")
+    return values
+
+
+def _inputs(cols: dict[str, Any], path: str, name: str) -> dict[str, Any]:
+    """The estimator's inputs the file gives, as :func:`fade.weigh` takes them: None where no line has the
+    field; where only some lines have it, an error, raised only if the estimator weighs with it."""
+    inputs: dict[str, Any] = {}
+    for key, (field, what) in INPUT_FIELDS.items():
+        if not np.isnan(cols[field]).all():
+            why = f"estimator {name!r} weighs with the {what} of every rollout"
+            inputs[key] = lambda field=field, why=why: _column(cols, field, path, why=why)
+    return inputs
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,22 +90,17 @@ def run(args: argparse.Namespace) -> int:
 
     if args.estimator is not None:
         name, params = estimator_flags(args.estimator, args.estimator_args)
-        s = registry_spec(name)
-        inputs: dict[str, Any] = {}
-        for key, field, flag in (
-            ("lengths", "length", "response length"),
-            ("baseline_rewards", "baseline_reward", "baseline reward"),
-        ):
-            if key in (*s.needs, *s.uses):
-                why = f"estimator {name!r} {'needs' if key in s.needs else 'uses'} the {flag} of every rollout"
-                inputs[key] = _column(cols, field, path, required=key in s.needs, why=why)
+        inputs = _inputs(cols, path, name)
+        check_inputs(registry_spec(name), inputs, where=f"no line of {path} has",
+                     called={key: f"{field!r} on every line (the {what} of each rollout)"
+                             for key, (field, what) in INPUT_FIELDS.items()})
         est = fade.estimator(name, **params)
-        adv = est(rewards, groups, **inputs)
+        adv = weigh(est, rewards, groups, inputs=inputs).advantages
         source = repr(est)
     else:
         if args.estimator_args:
             raise ValueError("--estimator-args needs --estimator")
-        adv = _column(cols, "advantage", path, required=True, why="give --estimator to compute advantages from rewards")
+        adv = _column(cols, "advantage", path, why="give --estimator to compute advantages from rewards")
         source = f"'advantage' field of {path}"
 
     report = fade.decompose(adv, rewards, groups)

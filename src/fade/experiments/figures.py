@@ -96,6 +96,7 @@ def draw_atlas(specs: Sequence[str], group_size: int, path: str | Path) -> Path:
     schedule; estimators that need a baseline response's reward (remax) are left out."""
     import fade
     from fade.plots import draw_atlas as draw
+    from fade.registry import missing_inputs
     from fade.registry import spec as registry_spec
 
     entries = []
@@ -106,7 +107,7 @@ def draw_atlas(specs: Sequence[str], group_size: int, path: str | Path) -> Path:
         if entry.cls is not None:
             stateful = True
             continue
-        if "baseline_rewards" in entry.needs:
+        if missing_inputs(entry, {"lengths"}):  # a baseline response's reward (remax): none here
             continue
         entries.append((text, fade.mass_profile(name, group_size, lengths=1.0, **params)))
     if stateful:

@@ -56,10 +56,10 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 
 import fade
-from fade.integrations.diagnostics import batch_metrics
 from fade.integrations.ledger import Touch, mismatch, resolve
 from fade.integrations.state import STATE_FILE, load_estimator_state, save_estimator_state
-from fade.registry import SUCCESS_OPTIONS
+from fade.registry import check_inputs, check_real_valued
+from fade.weighing import measure
 
 __all__ = [
     "ENTROPY_SOURCES", "PRIVATE", "STATE_FILE", "TRL_CHECKED", "TRL_EPS", "FadeGRPOTrainer",
@@ -230,11 +230,8 @@ class FadeGRPOTrainer(GRPOTrainer):
         if entropy not in ENTROPY_SOURCES:
             raise ValueError(f"entropy must be one of {ENTROPY_SOURCES}, got {entropy!r}")
         fade.estimator(advantage, **dict(advantage_kwargs or {}))
-        if "baseline_rewards" in fade.spec(advantage).needs:
-            raise ValueError(
-                f"estimator {advantage!r} needs a baseline response per prompt (ReMax's greedy decode), "
-                "which GRPOTrainer does not generate; choose another estimator"
-            )
+        check_inputs(fade.spec(advantage), {"lengths"}, where="GRPOTrainer does not generate; choose another estimator",
+                     called={"baseline_rewards": "a baseline response per prompt (ReMax's greedy decode)"})
         config = kwargs.get("args", args[2] if len(args) > 2 else None)
         if config is not None:
             trl_params(advantage, advantage_kwargs, scale_rewards=config.scale_rewards,
@@ -252,18 +249,14 @@ class FadeGRPOTrainer(GRPOTrainer):
     def _fade_check_rewards(self, est: fade.Estimator) -> None:
         """An estimator that reads rewards as successes, without a success option, is refused here
         when the rewards can leave [0, 1]: a reward model's scores, or weights whose sum can."""
-        if est.spec.rewards == "any" or any(est.params[k] is not None for k in SUCCESS_OPTIONS):
-            return
-        hint = "pass advantage_kwargs={'success_threshold': T} or {'reward_min': LO, 'reward_max': HI}"
         models = [name for f, name in zip(self.reward_funcs, self.reward_func_names) if isinstance(f, torch.nn.Module)]
-        if models:
-            raise _refuse(f"estimator {est.name!r} reads each reward as a success in [0, 1], but reward function "
-                          f"{models[0]!r} is a reward model with real-valued scores: {hint}")
         weights = [float(w) for w in self.reward_weights]
         low, high = _reward_range(weights)
-        if low < 0 or high > 1:
-            raise _refuse(f"estimator {est.name!r} reads each reward as a success in [0, 1], but reward_weights "
-                          f"{weights} sum rewards in [0, 1] to values in [{low:g}, {high:g}]: {hint}")
+        why = (f"reward function {models[0]!r} is a reward model with real-valued scores" if models
+               else f"reward_weights {weights} sum rewards in [0, 1] to values in [{low:g}, {high:g}]"
+               if low < 0 or high > 1 else None)
+        check_real_valued(est, why, who=f"FadeGRPOTrainer: estimator {est.name!r}",
+                          hint="pass advantage_kwargs={'success_threshold': T} or {'reward_min': LO, 'reward_max': HI}")
 
     # -- what TRL computes on the way --------------------------------------------------------
 
@@ -291,47 +284,50 @@ class FadeGRPOTrainer(GRPOTrainer):
                 "TRL did not compute rewards through _calculate_rewards; this TRL version is not supported"
             )
         est = self.fade_estimator
-        # What the call that weighed the batch recorded (None: est.last, a training call's).
-        record: Mapping[str, float] | None = None if mode == "train" else {}
-        if mode == "train":
-            entropy = self._fade_entropy(out)
-            if entropy is not None:
-                est.observe(entropy=entropy, step=self.state.global_step)
-
-        def weigh(r: torch.Tensor, g: torch.Tensor, **inputs: torch.Tensor) -> torch.Tensor:
-            nonlocal record
-            if mode == "train":
-                return est(r, g, **inputs)
-            # Evaluation must not advance the estimator's schedule: it weighs at the present state.
-            adv, record = est.evaluate(r, g, **inputs)
-            return adv
+        train = mode == "train"  # evaluation weighs at the present state: it must not advance the schedule
+        entropy = self._fade_entropy(out) if train else None
+        # The step is fed with the entropy (the rule of fade.weigh); with no entropy to feed, neither is.
+        signals = {"entropy": entropy, "step": self.state.global_step} if entropy is not None else {}
 
         device = rewards_per_func.device
         n = rewards_per_func.shape[0]
-        size = self.num_generations if mode == "train" else self.num_generations_eval
+        size = self.num_generations if train else self.num_generations_eval
         weights = self.reward_weights.to(device)
         rewards = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1)
         scorable = ~torch.isnan(rewards_per_func).all(dim=1)
         groups = torch.div(torch.arange(n, device=device), size, rounding_mode="floor")
         advantages = torch.zeros_like(rewards)
-        if self.multi_objective_aggregation == "normalize_then_sum":
+        if not bool(scorable.any()):
+            # Every completion was declined: nothing to weigh. The generation's signals are fed all the same,
+            # and a training step logs the record the estimator holds, its latest weighing's.
+            if signals:
+                est.observe(**signals)
+            record = est.last if train else {}
+            weighing = measure(est, advantages[scorable], rewards[scorable], groups[scorable], record)
+        elif self.multi_objective_aggregation == "normalize_then_sum":
             # TRL's recipe, with fade's grpo at both stages: each reward function normalised within its
             # group (a None leaves that function out of the row), then the weighted sum over the batch.
             normalised = torch.full_like(rewards_per_func, torch.nan)
             for k in range(rewards_per_func.shape[1]):
                 given = ~torch.isnan(rewards_per_func[:, k])
                 if bool(given.any()):
-                    normalised[given, k] = weigh(rewards_per_func[given, k], groups[given])
+                    normalised[given, k] = fade.weigh(est, rewards_per_func[given, k], groups[given],
+                                                      advance=train).advantages
             summed = (normalised * weights.unsqueeze(0)).nansum(dim=1)
-            if bool(scorable.any()):
-                advantages[scorable] = weigh(summed[scorable], torch.zeros_like(groups[scorable]))
-        elif bool(scorable.any()):
-            inputs_ = {}
-            if "lengths" in {*est.spec.needs, *est.spec.uses}:
-                lengths = self.accelerator.gather(out["completion_mask"].sum(dim=1).to(rewards.dtype))
+            final = fade.weigh(est, summed[scorable], torch.zeros_like(groups[scorable]), advance=train, **signals)
+            advantages[scorable] = final.advantages
+            # What the loss receives, measured against the completions' rewards and groups.
+            weighing = measure(est, advantages[scorable], rewards[scorable], groups[scorable], final.record)
+        else:
+
+            def lengths() -> torch.Tensor:
+                gathered = self.accelerator.gather(out["completion_mask"].sum(dim=1).to(rewards.dtype))
                 # An empty completion still holds its EOS token in TRL's mask; 1 keeps opo's weights defined.
-                inputs_["lengths"] = lengths[scorable].clamp_min(1)
-            advantages[scorable] = weigh(rewards[scorable], groups[scorable], **inputs_)
+                return gathered[scorable].clamp_min(1)
+
+            weighing = fade.weigh(est, rewards[scorable], groups[scorable], inputs={"lengths": lengths},
+                                  advance=train, **signals)
+            advantages[scorable] = weighing.advantages
         local = out["advantages"].numel()
         start = self.accelerator.process_index * local
         out["advantages"] = advantages[start:start + local].to(out["advantages"].dtype)
@@ -340,7 +336,8 @@ class FadeGRPOTrainer(GRPOTrainer):
         replace_logged_advantages(self, n, advantages.tolist())
 
         self.fade_last = {"rewards": rewards, "groups": groups, "advantages": advantages, "scorable": scorable}
-        self._fade_log(mode, est, advantages[scorable], rewards[scorable], groups[scorable], record)
+        for key, value in weighing.metrics().items():
+            self._metrics[mode][key].append(value)
         return out
 
     def _fade_entropy(self, out: Mapping[str, Any]) -> float | None:
@@ -368,11 +365,6 @@ class FadeGRPOTrainer(GRPOTrainer):
         mask = mask.to(entropies.dtype)
         totals = self.accelerator.reduce(torch.stack([(entropies * mask).sum(), mask.sum()]), reduction="sum")
         return float(totals[0] / totals[1].clamp(min=1.0))
-
-    def _fade_log(self, mode: str, est: fade.Estimator, adv: torch.Tensor, rewards: torch.Tensor, groups: torch.Tensor,
-                  record: Mapping[str, float] | None = None) -> None:
-        for key, value in batch_metrics(est, adv, rewards, groups, record).items():
-            self._metrics[mode][key].append(value)
 
     # -- checkpoints -------------------------------------------------------------------------
 

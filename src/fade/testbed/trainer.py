@@ -12,10 +12,10 @@ One step, as :func:`train` calls its parts:
 2. the old log-probs and the policy's mean token entropy (``_policy_pass``): those sampling
    recorded, or with ``old_logprobs="recompute"`` one no-grad forward over the batch (the order
    verl uses);
-3. advantage: :func:`train` feeds the entropy to the estimator with ``observe``, then
-   ``_advantages`` computes the advantages once for the batch with any registered estimator, by
-   name and parameters (a stateful one, FADE, advances once per batch however many optimizer
-   steps follow), and the batch's gradient-mass diagnostics and entropy-formula terms;
+3. advantage: ``_advantages`` weighs the batch once with any registered estimator, by name and
+   parameters (:func:`fade.weigh`: a stateful one, FADE, is fed the policy pass's entropy and the
+   updates before this batch, and advances once per batch however many optimizer steps follow),
+   giving its advantages, gradient-mass diagnostics and entropy-formula terms;
 4. loss and update (``_update``, :mod:`fade.testbed.update`): ``epochs`` passes over
    ``minibatches`` minibatches, each an optimizer step on the policy loss of :mod:`fade.losses`
    (PPO-clip by default; clip-higher, Clip-Cov, KL-Cov), an optional entropy term (a bonus or
@@ -51,8 +51,8 @@ import torch
 
 from fade.dynamic_sampling import kept_groups
 from fade.geometry import rank1_share
-from fade.mass import batch_diagnostics
 from fade.progress import step_bar
+from fade.weighing import weigh
 
 from .checkpoint import JsonlLog
 from .config import OPTIMIZERS, RESUME_MAY_CHANGE, TrainConfig
@@ -254,14 +254,14 @@ def _policy_pass(setup: Setup, batch: Batch) -> PolicyPass:
     return PolicyPass(old_lp, ref_lp, float(tok_entropy.sum()) / max(tokens, 1), tokens)
 
 
-def _advantages(setup: Setup, batch: Batch, policy: PolicyPass) -> tuple[torch.Tensor, dict[str, Any]]:
-    """Weigh the batch: its advantages, once per batch however many optimizer steps follow, and
-    its diagnostics (the gradient mass of :func:`fade.mass.batch_diagnostics`, the first-order
-    entropy formula's terms before the update, docs/method.md, section 4)."""
-    est = setup.est
+def _advantages(setup: Setup, batch: Batch, policy: PolicyPass, step: int) -> tuple[torch.Tensor, dict[str, Any]]:
+    """Weigh the batch of ``step`` (:func:`fade.weigh`, fed this batch's entropy and the updates before
+    it): its advantages, once per batch however many optimizer steps follow, and its diagnostics (the
+    gradient mass, the first-order entropy formula's terms before the update, docs/method.md, section 4)."""
     groups = batch.rollouts.prompt_index.cpu()
-    adv = est(batch.rewards, groups, **_estimator_inputs(setup, batch))
-    diagnostics = batch_diagnostics(est, adv, batch.rewards, groups)
+    weighing = weigh(setup.est, batch.rewards, groups, entropy=policy.entropy, step=step - 1,
+                     inputs=_estimator_inputs(setup, batch))
+    adv, diagnostics = weighing.advantages, weighing.diagnostics
     cov_adv_logp = token_covariance(adv, policy.old_logprobs, batch.rollouts.completion_mask)
     mass_entropy_term = (float(diagnostics["positive_mass"]) - float(diagnostics["negative_mass"])) * policy.entropy
     return adv, {
@@ -272,20 +272,19 @@ def _advantages(setup: Setup, batch: Batch, policy: PolicyPass) -> tuple[torch.T
     }
 
 
-def _estimator_inputs(setup: Setup, batch: Batch) -> dict[str, torch.Tensor]:
-    """Per-rollout inputs the estimator needs or uses: response lengths, ReMax's greedy baseline."""
-    wants = {*setup.est.spec.needs, *setup.est.spec.uses}
+def _estimator_inputs(setup: Setup, batch: Batch) -> dict[str, Callable[[], torch.Tensor]]:
+    """The per-rollout inputs the testbed can give an estimator, each computed only if it weighs with
+    it (:func:`fade.weigh`): response lengths, and ReMax's baseline, the reward of a greedy decode."""
     r = batch.rollouts
-    inputs: dict[str, torch.Tensor] = {}
-    if "lengths" in wants:
-        inputs["lengths"] = r.lengths.to("cpu", torch.float32)
-    if "baseline_rewards" in wants:
+
+    def baseline_rewards() -> torch.Tensor:
         ids, mask = greedy(setup.model, batch.prompts, max_new_tokens=setup.max_new, eos_id=setup.eos_id,
                            pad_id=setup.pad_id)
         texts = decode_completions(setup.tokenizer, ids, mask, setup.eos_id)
         per_prompt = torch.tensor([v.score for v in setup.task.verify_many(batch.problems, texts)], dtype=torch.float32)
-        inputs["baseline_rewards"] = per_prompt[r.prompt_index.cpu()]
-    return inputs
+        return per_prompt[r.prompt_index.cpu()]
+
+    return {"lengths": lambda: r.lengths.to("cpu", torch.float32), "baseline_rewards": baseline_rewards}
 
 
 def _update(setup: Setup, batch: Batch, policy: PolicyPass, adv: torch.Tensor, step: int) -> dict[str, Any]:
@@ -414,9 +413,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             if batch.problems:  # else the filter kept nothing after its last draw: no update this step
                 policy = _policy_pass(setup, batch)
                 t1 = time.perf_counter()
-                # FADE's step counts the updates before this batch (0 at the first), as in TRL and verl
-                est.observe(entropy=policy.entropy, step=step - 1)
-                adv, weighed = _advantages(setup, batch, policy)
+                adv, weighed = _advantages(setup, batch, policy, step)
                 t2 = time.perf_counter()
                 setup.model.train()
                 update = _update(setup, batch, policy, adv, step)

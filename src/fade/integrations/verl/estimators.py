@@ -31,9 +31,9 @@ from verl.trainer.ppo import core_algos
 
 import fade
 from fade.integrations import verl_preflight
-from fade.integrations.diagnostics import batch_metrics
 from fade.integrations.verl.patches import patch
-from fade.registry import SUCCESS_OPTIONS
+from fade.registry import check_inputs, check_real_valued, check_signal
+from fade.weighing import Weighing, measure
 
 __all__ = [
     "COUNTERPARTS",
@@ -45,6 +45,7 @@ __all__ = [
     "current_estimators",
     "estimator_for",
     "fade_metrics",
+    "feed",
     "fade_name",
     "is_fade_name",
     "params_from_config",
@@ -276,10 +277,13 @@ def _norm(vname: str, cp: Counterpart, in_config: Any, keyword: bool | None) -> 
 
 
 # One estimator per (fade name, parameters), so that FADE's state lives across verl's calls; and the
-# inputs of each one's latest call, for the diagnostics of stateless estimators.
+# weighing of each one's latest call, for its metrics.
 _ESTIMATORS: dict[tuple[str, str], fade.Estimator] = {}
-_LAST_BATCH: dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor, Any]] = {}
+_LAST: dict[tuple[str, str], Weighing] = {}
 _WARNED_NO_ENTROPY: set[tuple[str, str]] = set()
+# The training signals FadeTrainer hands an estimator (by its id) for its next weighing: verl calls the
+# estimator's function later in the step, with verl's signature, which carries none.
+_SIGNALS: dict[int, dict[str, float]] = {}
 
 
 def _key(name: str, params: Mapping[str, Any]) -> tuple[str, str]:
@@ -319,8 +323,17 @@ def current_estimators() -> dict[tuple[str, str], fade.Estimator]:
 def reset_estimators() -> None:
     """Forget every estimator of this process: the next call starts from fresh state (tests, sweeps)."""
     _ESTIMATORS.clear()
-    _LAST_BATCH.clear()
+    _LAST.clear()
     _WARNED_NO_ENTROPY.clear()
+    _SIGNALS.clear()
+
+
+def feed(est: fade.Estimator, **signals: float) -> None:
+    """Hand ``est`` the training signals of the batch it weighs next (``entropy=``, ``step=``, checked
+    here): verl's call of its function observes them before weighing (:func:`fade.weigh`)."""
+    for key, value in signals.items():
+        check_signal(key, value)
+    _SIGNALS[id(est)] = dict(signals)
 
 
 def fade_metrics(name: str, params: Mapping[str, Any] | None = None) -> dict[str, float]:
@@ -331,14 +344,8 @@ def fade_metrics(name: str, params: Mapping[str, Any] | None = None) -> dict[str
     h_hat, h_star). Undefined values (the sign balance of a batch with no signal, h_hat before any
     entropy) are left out rather than logged as NaN. Empty before the first call.
     """
-    fname = fade_name(name)
-    key = _key(fname, _full_params(name, params))
-    est = _ESTIMATORS.get(key)
-    batch = _LAST_BATCH.get(key)
-    if est is None or batch is None:
-        return {}
-    adv, scores, index = batch
-    return batch_metrics(est, adv, scores, index)
+    weighing = _LAST.get(_key(fade_name(name), _full_params(name, params)))
+    return {} if weighing is None else weighing.metrics()
 
 
 def check_run(config: Any) -> None:
@@ -357,23 +364,20 @@ def check_run(config: Any) -> None:
         return
     est = estimator_for(name, resolve_params(name, algorithm))
     _check_real_valued(name, est, algorithm, reward_model=bool(OmegaConf.select(config, "reward.reward_model.enable")))
-    if "baseline_rewards" in est.spec.needs:
-        raise _refuse(name, "needs verl's reward_baselines (a greedy decode's reward per prompt), which only verl's "
-                            "legacy trainer computes, and only for its own adv_estimator=remax")
+    check_inputs(est, {"lengths"}, who=f"{name}:",
+                 called={"baseline_rewards": "verl's reward_baselines (a greedy decode's reward per prompt)"},
+                 where="only verl's legacy trainer computes, and only for its own adv_estimator=remax")
 
 
 def _check_real_valued(vname: str, est: fade.Estimator, algorithm: Any, *, reward_model: bool = False) -> None:
-    if est.spec.rewards == "any" or any(est.params[k] is not None for k in SUCCESS_OPTIONS):
-        return
     sources = []
     if setting(algorithm, "use_kl_in_reward", False):
         sources.append("algorithm.use_kl_in_reward=True subtracts a KL penalty from every score")
     if reward_model:
         sources.append("reward.reward_model.enable=True scores responses with a reward model")
-    if sources:
-        raise _refuse(vname, f"fade's {est.name!r} reads each score as a success in [0, 1], but "
-                             f"{' and '.join(sources)}: set +algorithm.fade.success_threshold=T or "
-                             "+algorithm.fade.reward_min=LO +algorithm.fade.reward_max=HI")
+    check_real_valued(est, " and ".join(sources) or None, who=f"{vname}: fade's {est.name!r}", what="score",
+                      hint="set +algorithm.fade.success_threshold=T or "
+                           "+algorithm.fade.reward_min=LO +algorithm.fade.reward_max=HI")
 
 
 # -- the functions verl calls ----------------------------------------------------------------------
@@ -411,8 +415,6 @@ def _verl_fn(vname: str, name: str) -> Callable[..., tuple[torch.Tensor, torch.T
     """verl's estimator signature around fade's estimator ``name``, registered as ``vname``."""
     spec = fade.spec(name)
     cp = COUNTERPARTS.get(vname)
-    wants_lengths = "lengths" in spec.needs or "lengths" in spec.uses
-    wants_baseline = "baseline_rewards" in spec.needs or "baseline_rewards" in spec.uses
 
     def advantage(
         token_level_rewards: torch.Tensor,
@@ -429,7 +431,8 @@ def _verl_fn(vname: str, name: str) -> Callable[..., tuple[torch.Tensor, torch.T
         est = estimator_for(vname, params)
         _check_real_valued(vname, est, config)
         key = _key(name, _full_params(vname, params))
-        if est.awaiting_entropy and key not in _WARNED_NO_ENTROPY:
+        signals = _SIGNALS.pop(id(est), {})  # what FadeTrainer fed for this batch
+        if est.awaiting_entropy and "entropy" not in signals and key not in _WARNED_NO_ENTROPY:
             _WARNED_NO_ENTROPY.add(key)
             logger.warning(
                 "%s has been given no entropy, so its sign knob delta stays 1; run verl with "
@@ -440,11 +443,10 @@ def _verl_fn(vname: str, name: str) -> Callable[..., tuple[torch.Tensor, torch.T
             raise ValueError(
                 f"{vname}: verl passed no group ids; the batch needs its prompt uids (non_tensor_batch['uid'])"
             )
-        if "baseline_rewards" in spec.needs and reward_baselines is None:
-            raise ValueError(
-                f"{vname} needs verl's reward_baselines (the greedy-decode reward per prompt that verl's legacy "
-                "trainer computes for adv_estimator=remax); this batch has none"
-            )
+        check_inputs(est, {"lengths", *(["baseline_rewards"] if reward_baselines is not None else [])}, who=vname,
+                     called={"baseline_rewards": "verl's reward_baselines (the greedy-decode reward per prompt that "
+                                                 "verl's legacy trainer computes for adv_estimator=remax)"},
+                     where="this batch lacks")
         mask = response_mask.to(token_level_rewards.dtype)
         with torch.no_grad():
             try:
@@ -454,35 +456,34 @@ def _verl_fn(vname: str, name: str) -> Callable[..., tuple[torch.Tensor, torch.T
                     )
                     inside = response_mask.bool()
                     token_adv = torch.zeros_like(returns)
-                    token_adv[inside] = est(returns[inside], 1)
+                    weighing = fade.weigh(est, returns[inside], 1, **signals)
+                    token_adv[inside] = weighing.advantages
                 elif cp is not None and cp.tokens == "reward_to_go":
                     returns = (token_level_rewards * response_mask).flip(dims=[-1]).cumsum(dim=-1).flip(dims=[-1])
-                    baseline = reward_baselines.to(returns.dtype).unsqueeze(-1) * mask
-                    token_adv = est(returns.reshape(-1), 1, baseline_rewards=baseline.reshape(-1)).view_as(returns)
+                    baseline = (reward_baselines.to(returns.dtype).unsqueeze(-1) * mask).reshape(-1)
+                    weighing = fade.weigh(est, returns.reshape(-1), 1, inputs={"baseline_rewards": baseline}, **signals)
+                    token_adv = weighing.advantages.view_as(returns)
                 else:
                     # An outcome estimator scores a response by the sum of its token rewards (the outcome
                     # reward sits on the last token) and broadcasts its advantage over the response's tokens.
                     scores = token_level_rewards.sum(dim=-1)
-                    inputs: dict[str, torch.Tensor] = {}
-                    if wants_lengths:
-                        inputs["lengths"] = response_mask.sum(dim=-1)
-                    if wants_baseline and reward_baselines is not None:
-                        inputs["baseline_rewards"] = reward_baselines
                     if cp is not None and cp.numeric_uids:
                         from verl.utils.groupwise import as_torch_index
 
                         index = as_torch_index(index, device=scores.device)
-                    adv = est(scores, index, **inputs)
-                    if f_norm != 1.0:
-                        adv = adv / f_norm
-                    _LAST_BATCH[key] = (adv, scores, index)
-                    token_adv = adv.unsqueeze(-1) * response_mask
+                    weighing = fade.weigh(est, scores, index, **signals, inputs={
+                        "lengths": lambda: response_mask.sum(dim=-1), "baseline_rewards": reward_baselines})
+                    if f_norm != 1.0:  # gpg: what verl applies is the advantage over f_norm
+                        weighing = measure(est, weighing.advantages / f_norm, scores, index, weighing.record)
+                    _LAST[key] = weighing
+                    token_adv = weighing.advantages.unsqueeze(-1) * response_mask
                     return token_adv, token_adv
             except ValueError as exc:
                 raise ValueError(f"{vname} (fade's {name!r}): {exc}") from exc
+            # The diagnostics are of what verl applies: one advantage per response against its score.
             scores = token_level_rewards.sum(dim=-1)
             groups = index if index is not None else torch.arange(scores.numel())
-            _LAST_BATCH[key] = (_per_response(token_adv, response_mask), scores, groups)
+            _LAST[key] = measure(est, _per_response(token_adv, response_mask), scores, groups, weighing.record)
         return token_adv, returns
 
     # verl's own signature for each counterpart, so that a positional or keyword call lands as in verl.

@@ -32,6 +32,7 @@ from fade.integrations.verl.estimators import (
     check_run,
     estimator_for,
     fade_metrics,
+    feed,
     is_fade_name,
     resolve_params,
 )
@@ -113,9 +114,10 @@ if TRAINER_MISSING is None:
 
         - ``_compute_advantage``: hands the estimator of ``algorithm.adv_estimator`` the entropy
           that ``_compute_old_log_prob`` has just put in ``metrics["actor/entropy"]`` for this
-          batch, and the step (``global_steps - 1``); lets verl compute the advantages (which calls
-          fade's registered function); then adds ``fade/...`` metrics. verl's own estimators pass
-          through untouched.
+          batch, and the step (``global_steps - 1``), for its next weighing (``feed``); lets verl
+          compute the advantages (which calls fade's registered function, which weighs the batch
+          through :func:`fade.weigh`, observing them first); then adds ``fade/...`` metrics. verl's
+          own estimators pass through untouched.
         - ``_save_checkpoint``: writes the estimator's state to ``global_step_N/fade_estimator.json``
           first, so the folder holds it before verl marks the checkpoint as the latest.
         - ``_load_checkpoint``: restores that state once verl has set the resumed step.
@@ -152,10 +154,10 @@ if TRAINER_MISSING is None:
                         "Turn bypass mode off, fix the knobs that read it (+algorithm.fade.delta=1.0), "
                         "or use fade_decay"
                     )
-                signals = {"step": self.global_steps - 1}  # updates before this batch (docs/method.md)
+                signals = {"step": self.global_steps - 1}  # updates before this batch (the rule of fade.weigh)
                 if entropy is not None:
                     signals["entropy"] = float(entropy)
-                est.observe(**signals)
+                feed(est, **signals)  # observed by the weighing verl's call of fade's function makes
             batch = super()._compute_advantage(batch, metrics)
             if est is not None:
                 name = self.config.algorithm.adv_estimator

@@ -39,8 +39,8 @@ class TrlRecord:
     function's parquet column (TRL 1.16, trl/trainer/grpo_trainer.py:2821-2825 and 2835-2836, both
     over ``self.reward_func_names``); ``evaluated``: the steps with an evaluation's entry (its keys
     start with ``eval_``); ``last_step``: its ``global_step``; ``fade_trainer``: whether fade's
-    ``FadeGRPOTrainer`` ran it (it logs ``fade/...`` at every step, fade.integrations.trl._fade_log),
-    whose advantages are its estimator's, not TRL's.
+    ``FadeGRPOTrainer`` ran it (it logs ``fade/...`` at every step: ``fade.Weighing.metrics``, which
+    fade.integrations.trl appends to TRL's), whose advantages are its estimator's, not TRL's.
     """
 
     _REWARD_KEY = re.compile(r"^(?:eval_)?rewards/(.+)/(?:mean|std)$")

@@ -313,3 +313,21 @@ def test_an_appender_writes_to_a_file_the_caller_opened(tmp_path):
         assert path.read_bytes() == lines_of(GOOD[:1]).encode()  # flushed as written
         log.append(GOOD[1])
     assert log.file.closed and path.read_text() == lines_of(GOOD[:2])
+
+
+def test_a_key_named_twice_is_refused_where_the_caller_asks(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_text('{"a": 1}\n{"b": 1, "c": 2, "b": 3}\n')
+    assert [r for _, r in jsonl.read(path, torn="error").records()][1] == {"b": 3, "c": 2}  # json's own rule
+    with pytest.raises(JsonlError, match=r"m\.jsonl:2: key 'b' twice in one object: expected each key once"):
+        list(jsonl.read(path, torn="error").records(unique_keys=True))
+
+
+def test_a_stream_without_a_file_number_is_read_to_its_end(tmp_path):
+    import io
+
+    path = tmp_path / "chunk.jsonl.zst"  # what a decompressor hands over: lines, no file behind them
+    stream = io.BufferedReader(io.BytesIO((lines_of(GOOD) + TORN).encode()))
+    with pytest.warns(RuntimeWarning, match=r"chunk\.jsonl\.zst:4: skipped"):
+        lines = jsonl.read(path, torn="skip-with-warning", file=stream)
+    assert [r for _, r in lines.records()] == GOOD

@@ -93,11 +93,12 @@ class NestedTooDeep(JsonlError):
 # -- one value -----------------------------------------------------------------------------------
 
 
-def loads(text: bytes | str, where: str, expected: str = OBJECT_PER_LINE) -> Any:
+def loads(text: bytes | str, where: str, expected: str = OBJECT_PER_LINE, *, unique_keys: bool = False) -> Any:
     """One JSON value of ``text`` (bytes are UTF-8), or :class:`JsonlError` naming ``where``
     (``path:line``) and what was ``expected``: text that is not UTF-8, not JSON, an integer of more
     digits than Python converts, or JSON nested deeper than Python's parser goes
-    (:class:`NestedTooDeep`)."""
+    (:class:`NestedTooDeep`). With ``unique_keys``, an object that names a key twice is refused
+    too (``json`` keeps the last value and drops the other without a word)."""
     if isinstance(text, (bytes, bytearray, memoryview)):
         raw = bytes(text)
         try:
@@ -106,7 +107,9 @@ def loads(text: bytes | str, where: str, expected: str = OBJECT_PER_LINE) -> Any
             raise JsonlError(f"{where}: not UTF-8 (byte {raw[exc.start]:#04x} at column {exc.start + 1}): expected "
                              f"{expected}, in UTF-8") from None
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_once if unique_keys else None)
+    except _Twice as exc:
+        raise JsonlError(f"{where}: key {exc.args[0]!r} twice in one object: expected each key once") from None
     except RecursionError:
         raise NestedTooDeep(f"{where}: JSON nested deeper than Python's JSON parser reads (its recursion limit): "
                             f"expected {expected}") from None
@@ -117,6 +120,18 @@ def loads(text: bytes | str, where: str, expected: str = OBJECT_PER_LINE) -> Any
     except ValueError as exc:  # an integer past Python's 4300-digit conversion limit
         raise JsonlError(f"{where}: a value JSON cannot be read into Python ({' '.join(str(exc).split())[:160]}): "
                          f"expected {expected}") from None
+
+
+class _Twice(Exception):
+    pass
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        raise _Twice(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return obj
 
 
 def _whole(tail: bytes) -> bool:
@@ -134,7 +149,8 @@ def _whole(tail: bytes) -> bool:
 
 
 class _Source:
-    """The bytes of a file read once, to its size at opening, a ``.gz`` one decompressed, in chunks.
+    """The bytes of a file read once, to its size at opening (a stream without a file number, to its
+    end), a ``.gz`` one decompressed, in chunks.
     ``cut_off`` says, once the chunks are exhausted, that the last gzip member had no end; a member
     that cannot be decompressed raises :class:`_Damaged`."""
 
@@ -145,7 +161,10 @@ class _Source:
         own = self.file is None
         f = open(self.path, "rb") if own else self.file
         try:
-            left = os.fstat(f.fileno()).st_size
+            try:
+                left: int | None = os.fstat(f.fileno()).st_size
+            except (OSError, AttributeError):  # a stream (a decompressor's): read to its end
+                left = None
             raw = self._raw(f, left)
             yield from (self._gunzip(raw) if self.path.suffix == COMPRESSED else raw)
         finally:
@@ -153,12 +172,13 @@ class _Source:
                 f.close()
 
     @staticmethod
-    def _raw(f: IO[bytes], left: int) -> Iterator[bytes]:
-        while left > 0:
-            chunk = f.read(min(_CHUNK, left))
+    def _raw(f: IO[bytes], left: int | None) -> Iterator[bytes]:
+        while left is None or left > 0:
+            chunk = f.read(_CHUNK if left is None else min(_CHUNK, left))
             if not chunk:
                 return
-            left -= len(chunk)
+            if left is not None:
+                left -= len(chunk)
             yield chunk
 
     def _gunzip(self, raw: Iterator[bytes]) -> Iterator[bytes]:
@@ -234,9 +254,9 @@ def line_ends(data: bytes | memoryview) -> np.ndarray:
     return out.astype(np.int64)
 
 
-def _record(line: bytes, where: str, expected: str, deep: Callable[[bytes], Any] | None) -> dict:
+def _record(line: bytes, where: str, expected: str, deep: Callable[[bytes], Any] | None, unique_keys: bool) -> dict:
     try:
-        value = loads(line, where, expected)
+        value = loads(line, where, expected, unique_keys=unique_keys)
     except NestedTooDeep:
         value = deep(line) if deep is not None else None
         if value is None:
@@ -258,8 +278,8 @@ def _torn(path: Path, lineno: int, torn: TornLine, stacklevel: int) -> None:
         raise JsonlError(f"{path}:{lineno}: the last line is cut short (no newline, and not whole JSON): expected a "
                          "complete JSON object ending in a newline")
     if torn == "skip-with-warning":
-        warnings.warn(f"{path}:{lineno}: skipped the unfinished last line (cut short: a file still being written, "
-                      "or its writer stopped mid-line)", RuntimeWarning, stacklevel=stacklevel + 1)
+        warnings.warn(f"{path}:{lineno}: skipped the unfinished last line of a file still being written",
+                      RuntimeWarning, stacklevel=stacklevel + 1)
 
 
 @dataclass(frozen=True)
@@ -277,13 +297,14 @@ class Lines:
         """(number, line) for each non-blank line."""
         return numbered(self.data)
 
-    def records(self, expected: str = OBJECT_PER_LINE, *,
-                deep: Callable[[bytes], Any] | None = None) -> Iterator[tuple[int, dict]]:
+    def records(self, expected: str = OBJECT_PER_LINE, *, deep: Callable[[bytes], Any] | None = None,
+                unique_keys: bool = False) -> Iterator[tuple[int, dict]]:
         """(line number, object) for each non-blank line, in file order; :class:`JsonlError` at the
-        first line that is not a JSON object. ``deep`` reads a line nested deeper than Python's
-        parser goes, where the caller has a parser that does (None: the error stands)."""
+        first line that is not a JSON object (with ``unique_keys``, or names a key twice). ``deep``
+        reads a line nested deeper than Python's parser goes, where the caller has a parser that
+        does (None: the error stands)."""
         for lineno, line in numbered(self.data):
-            yield lineno, _record(line, f"{self.path}:{lineno}", expected, deep)
+            yield lineno, _record(line, f"{self.path}:{lineno}", expected, deep, unique_keys)
 
 
 def read(path: str | Path, *, torn: TornLine, file: IO[bytes] | None = None, newline_ends: bool = False,
@@ -337,7 +358,7 @@ def records(path: str | Path, *, torn: TornLine, expected: str = OBJECT_PER_LINE
                 line = b"".join([*pending, chunk[start:end]]) if pending else chunk[start:end]
                 pending = []
                 if line.strip():
-                    yield lineno, _record(line, f"{path}:{lineno}", expected, None)
+                    yield lineno, _record(line, f"{path}:{lineno}", expected, None, False)
                 start = end + 1
                 end = chunk.find(b"\n", start)
             if start < len(chunk):
@@ -350,7 +371,7 @@ def records(path: str | Path, *, torn: TornLine, expected: str = OBJECT_PER_LINE
     tail = b"".join(pending)
     if tail.strip():
         if _whole(tail):
-            yield lineno, _record(tail, f"{path}:{lineno}", expected, None)
+            yield lineno, _record(tail, f"{path}:{lineno}", expected, None, False)
         else:
             _torn(path, lineno, torn, 2)
 

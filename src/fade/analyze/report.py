@@ -20,7 +20,9 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from fade import jsonl
 from fade.atomic import atomic_write, remove_orphaned_temp_files, write_json_atomic
+from fade.jsonl import json_safe
 from fade.mass import DIAGNOSTICS
 
 from .analysis import Analysis
@@ -50,17 +52,6 @@ OTHER_COMMANDS_FILES = {
 }
 #: Keys every report.json of fade analyze holds: a report.json without them is another command's.
 _REPORT_KEYS = ("format", "num_steps", "mean_zero_spread_share")
-
-
-def _clean(value: Any) -> Any:
-    """JSON-safe: NaN and infinities become null (a batch without mass has no sign balance)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
 
 
 def _analyze_report(path: Path) -> bool:
@@ -119,16 +110,15 @@ def write_outputs(analysis: Analysis, out: str | Path, *, figures: bool = True) 
     the files a previous analysis wrote there that this one does not; returns the paths written."""
     out = check_output_folder(out)
     out.mkdir(parents=True, exist_ok=True)
-    lines = "".join(json.dumps(_clean(s), allow_nan=False) + "\n" for s in analysis.steps).encode("utf-8")
-    atomic_write(out / STEPS, lambda f: f.write(lines))
-    write_json_atomic(out / REPORT, _clean(analysis.summary()))
+    # JSON-safe: NaN and infinities become null (a batch without mass has no sign balance)
+    jsonl.write(out / STEPS, (json_safe(s) for s in analysis.steps), allow_nan=False)
+    write_json_atomic(out / REPORT, json_safe(analysis.summary()))
     text = summary_markdown(analysis).encode("utf-8")
     atomic_write(out / SUMMARY, lambda f: f.write(text))
     written = [out / STEPS, out / REPORT, out / SUMMARY]
     if analysis.prompts is not None:
-        rows = "".join(json.dumps(_clean(p), allow_nan=False, ensure_ascii=False) + "\n"
-                       for p in analysis.prompts.prompts).encode("utf-8")
-        atomic_write(out / PROMPTS, lambda f: f.write(rows))
+        jsonl.write(out / PROMPTS, (json_safe(p) for p in analysis.prompts.prompts), ensure_ascii=False,
+                    allow_nan=False)
         written.append(out / PROMPTS)
     if figures:
         from .figures import draw_all

@@ -1,5 +1,6 @@
 """JSON lines, read and written in one place: every JSON-lines file fade reads (run logs, rollout
-dumps, fade eval's inputs and scores, training data, metrics side files) and writes goes through here.
+dumps, fade eval's inputs and scores, training data, metrics side files) and writes goes through here
+(``tests/test_layers.py`` lists the few readers that do not yet, and why).
 
 Reading. A file is read once, to the size it had when it was opened, so a file a live writer
 appends to meanwhile is read as it was at that moment. A name ending in ``.gz`` is gzip data, one
@@ -41,7 +42,7 @@ import re
 import warnings
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -289,9 +290,9 @@ class Lines:
     dropped (None where there was none), and ``rest``, its bytes."""
 
     path: Path
-    data: bytes
+    data: bytes = field(repr=False)
     torn: int | None = None
-    rest: bytes = b""
+    rest: bytes = field(default=b"", repr=False)
 
     def numbered(self) -> Iterator[tuple[int, bytes]]:
         """(number, line) for each non-blank line."""

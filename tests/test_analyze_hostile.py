@@ -144,7 +144,7 @@ def test_a_file_appended_to_while_it_is_read_is_read_as_it_was_when_opened(tmp_p
     # the time)
     import pyarrow.json as pj
 
-    import fade.analyze.columns as columns
+    import fade.jsonl as jsonl
 
     target = verl_dump(tmp_path / "verl")
     nemo = write_lines(tmp_path / "nemo" / "train_data_step1.jsonl", nemo_rows())
@@ -157,7 +157,7 @@ def test_a_file_appended_to_while_it_is_read_is_read_as_it_was_when_opened(tmp_p
             f.write("".join(json.dumps(r) + "\n" for r in verl_rows()[:4]) + '{"input": "prompt 9", "sco')
         growing.append(path)
 
-    read_json, loads = pj.read_json, columns.json.loads
+    read_json, loads = pj.read_json, jsonl.json.loads
 
     def read_json_growing(source, *args, **kwargs):  # the file grows as pyarrow parses it
         append(target / "1.jsonl")
@@ -178,7 +178,7 @@ def test_a_file_appended_to_while_it_is_read_is_read_as_it_was_when_opened(tmp_p
                 f.write('{"content": ["q9", "a"], "rewa')
             return loads(text, *args, **kwargs)
 
-    monkeypatch.setattr(columns, "json", GrowingJson())
+    monkeypatch.setattr(jsonl, "json", GrowingJson())
     code, steps, err = run_cli(capsys, nemo.parent, tmp_path / "b")
     assert code == 0 and not err, err
     assert steps[0]["num_rollouts"] == 16 and steps[0]["num_groups"] == 4
@@ -587,10 +587,10 @@ def test_generic_csv_cells_that_are_no_numbers_are_refused_naming_the_row(tmp_pa
 
 
 @pytest.mark.parametrize("case, needles", [
-    ("utf8", ("1.jsonl:2", "not valid JSON", "'utf-8' codec can't decode")),
+    ("utf8", ("1.jsonl:2", "not UTF-8 (byte 0xff at column 19)", "in UTF-8")),
     ("twice", ("1.jsonl:3", "pyarrow's JSON reader refuses this line", "specified twice", "each field once")),
-    ("metrics_utf8", ("m.jsonl:1", "not valid JSON", "'utf-8' codec can't decode")),
-    ("state_utf8", ("trainer_state.json", "not valid JSON", "expected TRL's trainer_state.json")),
+    ("metrics_utf8", ("m.jsonl:1", "not UTF-8 (byte 0xff at column 31)", "expected one metrics object per line")),
+    ("state_utf8", ("trainer_state.json", "not UTF-8 (byte 0xff", "expected TRL's trainer_state.json")),
 ])
 def test_bytes_that_are_not_utf8_and_a_field_written_twice_are_named(tmp_path, capsys, case, needles):
     flags: tuple = ()

@@ -298,7 +298,7 @@ def test_unreadable_lines_are_errors_that_name_file_and_line(capsys, tmp_path):
     _assert_error(capsys, [huge, *math], "huge.jsonl:2", "4300")
     deep = tmp_path / "deep.jsonl"
     deep.write_bytes(b'{"id": 2, "completion": "x", "answer": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n")
-    _assert_error(capsys, [deep, *math], "deep.jsonl:1", "nested too deeply")
+    _assert_error(capsys, [deep, *math], "deep.jsonl:1", "nested deeper than Python's JSON parser reads")
 
 
 def test_a_score_is_reused_only_against_the_same_reference(capsys, tmp_path):

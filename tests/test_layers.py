@@ -216,6 +216,131 @@ def test_the_one_way_rule_sees_what_it_forbids(tmp_path):
         "trainer.py:1 reads .needs", "trainer.py:1 reads .uses", "trainer.py:2 calls batch_diagnostics"]
 
 
+#: The one module that reads and writes JSON lines (docs/architecture.md, "One reader of JSON lines").
+JSON_LINES = SRC / "jsonl.py"
+#: Where lines of JSON are split and parsed, or written, outside it, and why: (module, function) -> reason.
+JSON_LINES_ELSEWHERE = {
+    ("verifiers/harness.py", "_setup_report"): "the sandbox's supervisor reads its setup report from a pipe, with "
+                                               "the standard library only (it runs without fade)",
+    ("verifiers/harness.py", "*"): "the supervisor's reports to the sandbox's caller, over a pipe",
+    ("verifiers/runner.py", "*"): "the in-sandbox runner's reports, over a pipe (standard library only)",
+    ("verifiers/math_answer.py", "*"): "requests and answers to the math worker process, over its pipes",
+    ("verifiers/testcases.py", "_functional_args"): "a LiveCodeBench functional test's input text, a JSON value per "
+                                                    "line, in memory",
+    ("verifiers/judges/lcb.py", "call_test"): "the same LiveCodeBench input text, in memory",
+    ("analyze/formats/areal.py", "_read_task"): "AReaL's task files, keys refused twice: not yet on fade.jsonl",
+    ("analyze/formats/roll.py", "_dump"): "ROLL's one-object step files, keys refused twice: not yet on fade.jsonl",
+}
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _called(node: ast.Call) -> tuple[str | None, str | None]:
+    """(receiver, name) of a call: ``json.loads(...)`` is ("json", "loads"), ``f(...)`` (None, "f")."""
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        return (func.value.id if isinstance(func.value, ast.Name) else None), func.attr
+    return None, func.id if isinstance(func, ast.Name) else None
+
+
+def _parses_json(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and _called(node) in {("json", "loads"), ("json", "load"), ("jsonl", "loads")}
+
+
+def _own_nodes(function: ast.AST) -> list[ast.AST]:
+    """The nodes of a function's body, or a module's top level, without those of functions and
+    classes defined inside it (each is judged on its own)."""
+    nested = (*_FUNCTIONS, ast.Lambda, ast.ClassDef)
+    out, stack = [], [node for node in function.body if not isinstance(node, nested)]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        stack += [c for c in ast.iter_child_nodes(node) if not isinstance(c, nested)]
+    return out
+
+
+def _splits_lines(nodes: list[ast.AST]) -> bool:
+    """Whether the code splits text into lines: ``.split("\\n")`` (or ``b"\\n"``), ``.splitlines()``,
+    ``.readline()``, ``.readlines()``, or a loop over a file it opened (``for line in f``,
+    ``enumerate(f)``, ``f`` bound by ``with ... as f`` or by a call of something named ``*open*``)."""
+    files: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.withitem) and node.optional_vars is not None:
+            files |= {n.id for n in ast.walk(node.optional_vars) if isinstance(n, ast.Name)}
+        opened = isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+        if opened and "open" in (_called(node.value)[1] or ""):
+            files |= {n.id for target in node.targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+    for node in nodes:
+        if isinstance(node, ast.Call):
+            name = _called(node)[1]
+            if name in ("splitlines", "readline", "readlines") or (
+                    name == "split" and node.args and isinstance(node.args[0], ast.Constant)
+                    and node.args[0].value in ("\n", b"\n")):
+                return True
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            source = node.iter
+            if isinstance(source, ast.Call) and _called(source)[1] == "enumerate" and source.args:
+                source = source.args[0]
+            if isinstance(source, ast.Name) and source.id in files:
+                return True
+    return False
+
+
+def _json_line_written(node: ast.AST) -> bool:
+    """``json.dumps(x) + "\\n"`` (no ``indent``: one line, not a document)."""
+    return (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.right, ast.Constant)
+            and node.right.value == "\n" and isinstance(node.left, ast.Call) and _called(node.left) == ("json", "dumps")
+            and not any(k.arg == "indent" for k in node.left.keywords))
+
+
+def test_json_lines_are_read_and_written_by_fade_jsonl_alone():
+    # A JSON-lines file is read by fade.jsonl (its bytes, its lines, its torn last line, the error
+    # naming path:line) and written by it. Outside it, no function splits text into lines and parses
+    # JSON (directly, or through a function that parses one value: a parser of lines by another
+    # name), no code writes json.dumps(...) + "\n", and nothing imports gzip. The pyarrow path of
+    # fade.analyze.columns parses the bytes fade.jsonl read, split where it splits them.
+    assert not _json_lines_elsewhere(SRC), "\n".join(_json_lines_elsewhere(SRC))
+    unused = [key for key in JSON_LINES_ELSEWHERE if not (SRC / key[0]).is_file()]
+    assert not unused, f"allowed modules that are gone: {unused}"
+
+
+def _json_lines_elsewhere(src: Path) -> list[str]:
+    """What reads or writes JSON lines outside ``src``/jsonl.py (see the test above)."""
+    trees = {path: ast.parse(path.read_text()) for path in sorted(src.rglob("*.py")) if path != src / "jsonl.py"}
+    # a function that does one of the two (parses a value, or splits text into lines) lends its name
+    # to its callers: a reader split in two is still one reader (dunder names lend nothing)
+    parses, splits = set(), set()
+    for path, tree in trees.items():
+        for fn in ast.walk(tree):
+            if not isinstance(fn, _FUNCTIONS) or fn.name.startswith("__"):
+                continue
+            if {(path.relative_to(src).as_posix(), n) for n in (fn.name, "*")} & JSON_LINES_ELSEWHERE.keys():
+                continue
+            nodes = _own_nodes(fn)
+            parses |= {fn.name} if any(_parses_json(n) for n in nodes) else set()
+            splits |= {fn.name} if _splits_lines(nodes) else set()
+    parsers, splitters = parses - splits, splits - parses
+    found = []
+    for path, tree in trees.items():
+        where = path.relative_to(src).as_posix()
+        for scope in [tree, *(fn for fn in ast.walk(tree) if isinstance(fn, _FUNCTIONS))]:
+            name = getattr(scope, "name", "<module>")
+            if (where, name) in JSON_LINES_ELSEWHERE or (where, "*") in JSON_LINES_ELSEWHERE:
+                continue
+            nodes = _own_nodes(scope)
+            parses = [n.lineno for n in nodes if _parses_json(n) or (
+                isinstance(n, ast.Call) and _called(n)[1] in parsers)]
+            splits = _splits_lines(nodes) or any(isinstance(n, ast.Call) and _called(n)[1] in splitters for n in nodes)
+            if parses and splits:
+                found.append(f"{where}:{parses[0]} ({name}) splits lines and parses JSON: use fade.jsonl")
+            found += [f"{where}:{n.lineno} ({name}) writes a JSON line: use fade.jsonl"
+                      for n in nodes if _json_line_written(n)]
+        found += [f"{where}:{n.lineno} imports gzip: fade.jsonl reads and writes .gz files"
+                  for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and "gzip" in (
+                      [a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""])]
+    return found
+
+
 def test_the_core_imports_torch_and_numpy_only():
     code = (
         "import sys, fade; "

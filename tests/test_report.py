@@ -45,7 +45,7 @@ from fade.testbed.runlog import (
     moving_average,
     pass_key,
     read_json_object,
-    read_jsonl,
+    read_log,
 )
 from fade.testbed.tables import compare_labels
 
@@ -167,39 +167,39 @@ def _row(text: str, name: str) -> list[str]:
 # -- reading ------------------------------------------------------------------------------------
 
 
-def test_read_jsonl_skips_blank_lines_and_a_truncated_last_line(tmp_path):
+def test_read_log_skips_blank_lines_and_a_truncated_last_line(tmp_path):
     path = _write_jsonl(tmp_path / "m.jsonl", [{"step": 1}, {"step": 2}], tail='\n{"step": 3, "rew')
-    with pytest.warns(RuntimeWarning, match=r"line 4") as caught:
-        assert read_jsonl(path) == [{"step": 1}, {"step": 2}]
+    with pytest.warns(RuntimeWarning, match=r"m\.jsonl:4: skipped the unfinished last line") as caught:
+        assert read_log(path) == [{"step": 1}, {"step": 2}]
     assert len(caught) == 1
 
 
-def test_read_jsonl_tolerates_a_last_line_cut_inside_a_multibyte_character(tmp_path):
+def test_read_log_tolerates_a_last_line_cut_inside_a_multibyte_character(tmp_path):
     path = tmp_path / "m.jsonl"
     path.write_bytes(b'{"step": 1}\n' + '{"note": "é'.encode()[:-1])
     with pytest.warns(RuntimeWarning):
-        assert read_jsonl(path) == [{"step": 1}]
+        assert read_log(path) == [{"step": 1}]
 
 
-def test_read_jsonl_corrupt_middle_line_names_file_and_line(tmp_path):
+def test_read_log_corrupt_middle_line_names_file_and_line(tmp_path):
     path = tmp_path / "m.jsonl"
     path.write_text('{"step": 1}\n{"step": 2,,}\n{"step": 3}\n')
-    with pytest.raises(ValueError, match=r"m\.jsonl: line 2 is not valid JSON \(.* at column 12\)"):
-        read_jsonl(path)
+    with pytest.raises(ValueError, match=r"m\.jsonl:2: not valid JSON \(.* at column 12\): expected"):
+        read_log(path)
 
 
-def test_read_jsonl_rejects_a_line_that_is_not_an_object(tmp_path):
+def test_read_log_rejects_a_line_that_is_not_an_object(tmp_path):
     path = tmp_path / "m.jsonl"
     path.write_text('{"step": 1}\n[1, 2]\n{"step": 3}\n')
-    with pytest.raises(ValueError, match=r"line 2 is a JSON list, expected an object"):
-        read_jsonl(path)
+    with pytest.raises(ValueError, match=r"m\.jsonl:2: a JSON list: expected one JSON object per line"):
+        read_log(path)
 
 
-def test_read_jsonl_a_torn_line_before_the_last_is_an_error_not_skipped(tmp_path):
+def test_read_log_a_torn_line_before_the_last_is_an_error_not_skipped(tmp_path):
     path = tmp_path / "eval.jsonl"
     path.write_text('{"step": 0}\n{"step": 1, "pa\n{"step": 2}\n')
-    with pytest.raises(ValueError, match=r"eval\.jsonl: line 2 is not valid JSON"):
-        read_jsonl(path)
+    with pytest.raises(ValueError, match=r"eval\.jsonl:2: not valid JSON"):
+        read_log(path)
 
 
 def test_read_json_object_names_the_file(tmp_path):
@@ -467,7 +467,7 @@ def test_plot_run_tolerates_none_nan_and_a_truncated_tail(tmp_path):
     evals[2]["pass@64"] = float("nan")
     _write_jsonl(directory / "metrics.jsonl", rows, tail='{"step": 41, "entropy": 0.')
     _write_jsonl(directory / "eval.jsonl", evals)
-    with pytest.warns(RuntimeWarning, match="line 41"):
+    with pytest.warns(RuntimeWarning, match=r"metrics\.jsonl:41: skipped the unfinished last line"):
         paths = plot_run(directory, smooth=5)
     assert [p.name for p in paths] == ["training.png", "passk.png", "plane.png"]
     assert _image(paths[0]).shape[:2] == (1090, 1200)

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fade import jsonl
 from fade.cli import main
 from fade.cli.sweep import custom_preset
 from fade.experiments.claims import design_checks, evaluate
@@ -36,7 +37,6 @@ from fade.experiments.stats import (
     compare,
 )
 from fade.experiments.sweep import DONE, NEW, RESUME, inspect_run, report_sweep, run_sweep
-from fade.testbed.runlog import read_log_bytes
 
 VERDICTS = (SUPPORTED, NOT_SUPPORTED, OVERLAP, FEW_SEEDS, NOT_MEASURED)
 SMALL = dict(
@@ -130,13 +130,13 @@ def test_interrupted_run_is_resumed_not_restarted(tmp_path):
     short = run_sweep(_one(steps=2), tmp_path, workers=1, progress=False, keep_checkpoints=True)
     run = short.runs[0]
     metrics = run.directory(tmp_path) / "metrics.jsonl.gz"
-    first_two = read_log_bytes(metrics).decode().splitlines()
+    first_two = jsonl.read_bytes(metrics).decode().splitlines()
     # The planned run is longer than what is there: as if killed at step 2 of 3.
     planned = _one(steps=3)
     assert inspect_run(planned.runs()[0], tmp_path)[0] == RESUME
     resumed = run_sweep(planned, tmp_path, workers=1, progress=False)
     assert resumed.finished == [run.key]
-    lines = read_log_bytes(metrics).decode().splitlines()
+    lines = jsonl.read_bytes(metrics).decode().splitlines()
     assert lines[:2] == first_two and json.loads(lines[2])["step"] == 3
     assert json.loads((run.directory(tmp_path) / "done.json").read_text())["resumed"] is True
     # A lost done marker with no checkpoint left: the run is trained again from the start.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fade.testbed.runlog import read_log_bytes
+from fade import jsonl
 
 SWEEP = textwrap.dedent(
     """
@@ -87,7 +87,7 @@ def test_a_killed_worker_loses_no_finished_run(tmp_path):
     logs = list(out.glob("runs/*/*/*/metrics.jsonl.gz"))
     assert len(logs) == 6
     for metrics in logs:
-        steps = [line for line in read_log_bytes(metrics).decode().splitlines() if line.strip()]
+        steps = [line for line in jsonl.read_bytes(metrics).decode().splitlines() if line.strip()]
         assert len(steps) == 8, metrics
 
 

@@ -13,11 +13,12 @@ import pytest
 import torch
 
 import fade
+from fade import jsonl
 from fade.testbed import checkpoint as ckpt_module
 from fade.testbed import session
 from fade.testbed.checkpoint import JsonlLog, compress_log, compress_logs, load_checkpoint, save_checkpoint
 from fade.testbed.datasets import VERIFIERS
-from fade.testbed.runlog import load_run, log_path, logged_buckets, read_jsonl, read_log_bytes
+from fade.testbed.runlog import load_run, log_path, logged_buckets, read_log
 from fade.testbed.tasks import ArithmeticTask, Verdict, get_task
 from fade.testbed.trainer import OPTIMIZERS, TrainConfig, token_covariance, train
 
@@ -37,7 +38,7 @@ def _config(out, model, **kw) -> TrainConfig:
 
 def _records(path, drop_timing=True):
     """The records of the log ``path`` names (``metrics.jsonl``), read in whichever form the run holds it."""
-    rows = read_jsonl(log_path(path.parent, path.name))
+    rows = read_log(log_path(path.parent, path.name))
     if drop_timing:
         rows = [{k: v for k, v in r.items() if not k.endswith("_seconds")} for r in rows]
     return rows
@@ -157,11 +158,11 @@ def _killed_while_writing(path, torn: str) -> None:
     member still being written (no gzip trailer), then part of the compressed bytes of ``torn``."""
     member = zlib.compressobj(9, zlib.DEFLATED, 31)
     data = b"".join(member.compress(line.encode() + b"\n") + member.flush(zlib.Z_SYNC_FLUSH)
-                    for line in read_log_bytes(path).decode().splitlines())
+                    for line in jsonl.read_bytes(path).decode().splitlines())
     tail = member.compress(torn.encode()) + member.flush(zlib.Z_SYNC_FLUSH)
     path.write_bytes(data + tail[: len(tail) // 2])
-    with pytest.warns(RuntimeWarning, match="incomplete"):
-        assert [r["step"] for r in read_jsonl(path)] == [1, 2, 3]  # readable as it is
+    with pytest.warns(RuntimeWarning, match="unfinished last line"):
+        assert [r["step"] for r in read_log(path)] == [1, 2, 3]  # readable as it is
 
 
 def test_a_run_with_plain_logs_from_before_resumes_into_compressed_ones(tiny_model, tmp_path):
@@ -174,11 +175,11 @@ def test_a_run_with_plain_logs_from_before_resumes_into_compressed_ones(tiny_mod
     train(_config(tmp_path / "c", tiny_model, **{**kw, "steps": 2}))
     os.replace(tmp_path / "c" / "checkpoint.pt", b / "checkpoint.pt")
     for name in ("metrics.jsonl", "eval.jsonl"):
-        (b / name).write_bytes(read_log_bytes(b / f"{name}.gz"))
+        (b / name).write_bytes(jsonl.read_bytes(b / f"{name}.gz"))
         (b / f"{name}.gz").unlink()
     with open(b / "metrics.jsonl", "a") as f:
         f.write('{"step": 4, "reward_mean": 0.5')  # torn by the kill
-    assert [r["step"] for r in read_jsonl(b / "eval.jsonl")] == [0, 2, 3]
+    assert [r["step"] for r in read_log(b / "eval.jsonl")] == [0, 2, 3]
     train(_config(b, tiny_model, **kw), resume=True)
     assert sorted(p.name for p in b.glob("*.jsonl*")) == ["eval.jsonl.gz", "metrics.jsonl.gz", "resumes.jsonl"]
     for name in ("metrics.jsonl", "eval.jsonl"):
@@ -395,27 +396,27 @@ def test_a_compressed_log_reads_at_every_moment_and_across_sessions(tmp_path):
     log = JsonlLog(path)
     log.append({"step": 1, "x": 1.5})
     log.append({"step": 2, "x": float("inf")})
-    assert read_jsonl(path) == [{"step": 1, "x": 1.5}, {"step": 2, "x": None}]  # mid-session: flushed, no trailer
+    assert read_log(path) == [{"step": 1, "x": 1.5}, {"step": 2, "x": None}]  # mid-session: flushed, no trailer
     log.close()
     assert gzip.decompress(path.read_bytes()).decode().count("\n") == 2  # a complete gzip file once closed
     JsonlLog(path).append({"step": 3})  # a second session: a second member
     killed = JsonlLog(path)
     killed.append({"step": 4})  # ... and the process dies without closing it
     JsonlLog(path).append({"step": 5})  # the next session first ends the unfinished member
-    assert [r["step"] for r in read_jsonl(path)] == [1, 2, 3, 4, 5]
+    assert [r["step"] for r in read_log(path)] == [1, 2, 3, 4, 5]
     log.truncate_after(3)
     assert [r["step"] for r in JsonlLog(path).records()] == [1, 2, 3]
     assert gzip.decompress(path.read_bytes()).decode().count("\n") == 3  # rewritten as one finished member
     again = JsonlLog(tmp_path / "n.jsonl.gz")
-    for record in read_jsonl(path):
+    for record in read_log(path):
         again.append(record)
     again.close()
     assert (tmp_path / "n.jsonl.gz").read_bytes() == JsonlLog(tmp_path / "n.jsonl.gz").path.read_bytes()
     data = bytearray(path.read_bytes())
     data[-6] ^= 1  # the trailer's checksum no longer matches the records
     path.write_bytes(bytes(data))
-    with pytest.raises(ValueError, match=r"m\.jsonl\.gz is not a readable gzip log \(.*incorrect data check"):
-        read_jsonl(path)
+    with pytest.raises(ValueError, match=r"m\.jsonl\.gz:\d+: the gzip data is cut off or damaged \(.*data check"):
+        read_log(path)
 
 
 def test_a_compressed_log_takes_over_the_plain_file_of_a_run_from_before(tmp_path):
@@ -424,7 +425,7 @@ def test_a_compressed_log_takes_over_the_plain_file_of_a_run_from_before(tmp_pat
     assert [r["step"] for r in log.records()] == [1, 2, 3]
     log.truncate_after(2)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.jsonl.gz"]
-    assert [r["step"] for r in read_jsonl(tmp_path / "m.jsonl.gz")] == [1, 2]
+    assert [r["step"] for r in read_log(tmp_path / "m.jsonl.gz")] == [1, 2]
     log.remove()
     assert not list(tmp_path.iterdir())
 

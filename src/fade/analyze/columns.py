@@ -1,32 +1,32 @@
 """Columnar reading of JSON-lines and parquet files: only the fields asked for, with pyarrow.
 
-Each file is read once, to the size it had when it was opened, so a file a live run is still
-appending to is read as it was at that moment: the bytes read are the bytes every later check and
-the error's line number see. A JSON-lines file is parsed by pyarrow's multithreaded reader against
-an explicit schema of the fields needed (its blocks sized to the file's longest line); every other
-field is skipped without being built. The slow per-line path runs only to name the line of an
-error, and for a key column that mixes text and integers. A last line without its newline is a
-file still being written: in the newest file of a run it is dropped with a warning, elsewhere it
-is an error.
+A JSON-lines file's bytes, lines and torn last line are :mod:`fade.jsonl`'s: each file is read
+once, to the size it had when it was opened, so a file a live run is still appending to is read as
+it was at that moment: the bytes read are the bytes every later check and the error's line number
+see. A torn last line (no newline, no whole JSON value) is a file still being written: in the
+newest file of a run it is dropped with a warning, elsewhere it is an error. Those bytes are parsed
+by pyarrow's multithreaded reader against an explicit schema of the fields needed (its blocks
+sized to the file's longest line); every other field is skipped without being built. The per-line
+path (:meth:`fade.jsonl.Lines.records`) runs only to name the line of an error, and for a key
+column that mixes text and integers; without pyarrow it reads every line.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import re
-import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .records import DumpError, dense_ids
+from fade import jsonl
 
-__all__ = ["Field", "arrow", "encode_keys", "loads", "parquet_schema", "read_jsonl", "read_lines", "read_parquet",
-           "shown", "unreadable_parquet"]
+from .records import DumpError, dense_ids, dump_errors
+
+__all__ = ["Field", "arrow", "encode_keys", "parquet_schema", "read_jsonl", "read_lines", "read_parquet", "shown",
+           "unreadable_parquet"]
 
 #: A field's kind: "float" (a finite number), "int" (within int64), "str" (text) or "key" (text or an integer).
 Field = str
@@ -67,69 +67,16 @@ def shown(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
-def loads(text: bytes | str, where: str, expected: str) -> Any:
-    """One JSON value, or an error naming ``where`` (``path:line``) and what was ``expected``:
-    text that is not JSON (or not UTF-8), an integer of more digits than Python converts, and JSON
-    nested deeper than Python's parser goes (its recursion limit)."""
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise DumpError(f"{where}: JSON nested deeper than Python's JSON parser reads (its recursion limit): "
-                        f"expected {expected}") from None
-    except ValueError as exc:
-        raise DumpError(f"{where}: not valid JSON ({' '.join(str(exc).split())[:160]}): expected {expected}") from None
-
-
-def _complete(tail: bytes) -> bool:
-    """Whether a last line without its newline is a whole JSON value (not a line cut short)."""
-    try:
-        json.loads(tail)
-    except RecursionError:
-        return True  # too deep to tell here: the readers judge it
-    except ValueError:
-        return False
-    return True
-
-
-def read_lines(path: str | Path, *, newest: bool, stacklevel: int = 2) -> bytes:
-    """The bytes of ``path`` up to the size it had when opened, ending at a whole line.
-
-    Read once, so that a file a live run appends to meanwhile gives every later check the same
-    bytes. A last line without its newline that is no whole JSON value is a line still being
-    written: in the ``newest`` file of a run it is dropped with a ``RuntimeWarning`` naming it,
-    elsewhere it is an error.
+def read_lines(path: str | Path, *, newest: bool, what: str | None = None, stacklevel: int = 2) -> jsonl.Lines:
+    """The JSON-lines file ``path`` read once (:func:`fade.jsonl.read`), up to the size it had when
+    opened, ending at a whole line: a torn last line is a line still being written, dropped with a
+    ``RuntimeWarning`` naming it in the ``newest`` file of a run and an error elsewhere (only the
+    newest file of a run is still being written). ``what`` names the records the file must hold one
+    of (a file with none, or only a torn line, is an error); ``stacklevel`` counts from this function.
     """
-    path = Path(path)
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        data = f.read(size)
-    if not data or data.endswith(b"\n"):
-        return data
-    cut = data.rfind(b"\n") + 1
-    tail = data[cut:]
-    if not tail.strip() or _complete(tail):
-        return data
-    lineno = data.count(b"\n", 0, cut) + 1
-    if newest and not data[:cut].strip():
-        raise DumpError(f"{path}:{lineno}: the only line is cut short (a file still being written): expected at least "
-                        "one complete JSON object")
-    if not newest:
-        raise DumpError(f"{path}:{lineno}: the last line is cut short: expected a complete JSON object "
-                        "(only the newest file of a run still being written may end so)")
-    warnings.warn(f"{path}:{lineno}: skipped the unfinished last line of a file still being written",
-                  RuntimeWarning, stacklevel=stacklevel)
-    return data[:cut]
-
-
-def _line_ends(data: bytes | memoryview) -> np.ndarray:
-    """The offset just past each line (its newline, or the end of the data for a last line without one)."""
-    arr = np.frombuffer(data, dtype=np.uint8)
-    step = 1 << 26  # in slices, so the comparison's temporary stays small for a large file
-    ends = [np.flatnonzero(arr[lo:lo + step] == 10) + (lo + 1) for lo in range(0, arr.size, step)]
-    out = np.concatenate(ends) if ends else np.empty(0, dtype=np.int64)
-    if not out.size or out[-1] != arr.size:
-        out = np.r_[out, arr.size]
-    return out.astype(np.int64)
+    with dump_errors():
+        return jsonl.read(path, torn="skip-with-warning" if newest else "error", at_least_one=what,
+                          stacklevel=stacklevel)
 
 
 def _lines_fit(data: bytes, size: int) -> bool:
@@ -148,7 +95,7 @@ def _block_size(path: Path, data: bytes) -> int:
     """A pyarrow block that holds the longest line of ``data``."""
     if _lines_fit(data, BLOCK_SIZE):
         return BLOCK_SIZE
-    ends = _line_ends(data)
+    ends = jsonl.line_ends(data)
     lengths = np.diff(np.r_[0, ends])
     longest = int(lengths.max())
     if longest + 1 > MAX_BLOCK_SIZE:
@@ -170,8 +117,8 @@ def _key_types(pa, data: bytes, keyed: list[str]) -> tuple:
     end = data.find(b"\n", start.start()) if start else -1
     first = data[start.start():end if end >= 0 else len(data)] if start else b""
     try:
-        value = json.loads(first).get(keyed[0])
-    except (ValueError, RecursionError, AttributeError):
+        value = jsonl.loads(first, "the first line").get(keyed[0])
+    except (jsonl.JsonlError, AttributeError):
         value = None
     integer = isinstance(value, int) and not isinstance(value, bool)
     return (pa.int64(), pa.string()) if integer else (pa.string(), pa.int64())
@@ -188,7 +135,7 @@ def _first_refused_line(data: bytes, parse: Callable[[Any], Any]) -> tuple[int, 
     """The first line pyarrow refuses, and its message: the shortest prefix of whole lines it
     refuses ends there (found by bisection: a refused line is refused in every longer prefix)."""
     pa = arrow()
-    ends = _line_ends(data)
+    ends = jsonl.line_ends(data)
     view = memoryview(data)
     lo, hi, message = 0, len(ends) - 1, None
     try:
@@ -294,7 +241,7 @@ def _distinct(ids: np.ndarray, values: list) -> tuple[np.ndarray, list]:
 
 
 def _line_numbers(data: bytes) -> np.ndarray:
-    return np.array([i for i, line in enumerate(data.split(b"\n"), start=1) if line.strip()], dtype=np.int64)
+    return np.array([n for n, _ in jsonl.numbered(data)], dtype=np.int64)
 
 
 def read_jsonl(path: str | Path, fields: Mapping[str, Field], *, required: tuple[str, ...] = (),
@@ -312,9 +259,7 @@ def read_jsonl(path: str | Path, fields: Mapping[str, Field], *, required: tuple
     (:func:`read_lines`).
     """
     path = Path(path)
-    data = read_lines(path, newest=newest, stacklevel=3)
-    if not re.search(rb"\S", data):  # (data.strip() would copy the file)
-        raise DumpError(f"{path}: no {what} (the file has no non-blank lines): expected one JSON object per line")
+    data = read_lines(path, newest=newest, what=what, stacklevel=3).data
     if raw_keys or not _has_arrow():
         out = _read_slow(path, data, fields, required, raw_keys)
     else:
@@ -373,29 +318,20 @@ def _read_slow(path: Path, data: bytes, fields: Mapping[str, Field], required: t
     Python's parser goes is read by pyarrow, so that the error named is the line that breaks the
     contract, not a deep line pyarrow reads."""
     cols: dict[str, list] = {name: [] for name in (*fields, *raw_keys)}
-    for lineno, line in enumerate(data.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = loads(line, f"{path}:{lineno}", "one JSON object per line")
-        except DumpError:
-            obj = _deep_line(line, parse)
-            if obj is None:
-                raise
-        if not isinstance(obj, dict):
-            raise DumpError(f"{path}:{lineno}: a JSON {type(obj).__name__}, expected an object")
-        for name, kind in fields.items():
-            value = obj.get(name)
-            if value is None:
-                if name in required:
-                    raise DumpError(f"{path}:{lineno}: no {name!r}: expected every line to have it")
-            else:
-                problem = _kind_problem(value, kind)
-                if problem:
-                    raise DumpError(f"{path}:{lineno}: {name!r} is {shown(value)}: expected {problem}")
-            cols[name].append(value)
-        for name in raw_keys:
-            cols[name].append(obj.get(name))
+    with dump_errors():
+        for lineno, obj in jsonl.Lines(path, data).records(deep=_deep_reader(parse)):
+            for name, kind in fields.items():
+                value = obj.get(name)
+                if value is None:
+                    if name in required:
+                        raise DumpError(f"{path}:{lineno}: no {name!r}: expected every line to have it")
+                else:
+                    problem = _kind_problem(value, kind)
+                    if problem:
+                        raise DumpError(f"{path}:{lineno}: {name!r} is {shown(value)}: expected {problem}")
+                cols[name].append(value)
+            for name in raw_keys:
+                cols[name].append(obj.get(name))
     out: dict[str, Any] = {}
     for name, kind in fields.items():
         values = cols[name]
@@ -410,24 +346,20 @@ def _read_slow(path: Path, data: bytes, fields: Mapping[str, Field], required: t
     return out
 
 
-def _deep_line(line: bytes, parse: Callable[[Any], Any] | None) -> dict | None:
-    """The fields of one line as pyarrow reads them, where Python's parser cannot (None where
-    pyarrow cannot either, or there is no pyarrow parser)."""
+def _deep_reader(parse: Callable[[Any], Any] | None) -> Callable[[bytes], dict | None] | None:
+    """The fields of one line as pyarrow reads them, for a line Python's parser cannot read (None
+    where pyarrow cannot either); None where there is no pyarrow parser."""
     if parse is None:
         return None
-    try:
-        json.loads(line)
-    except RecursionError:
-        pass
-    except ValueError:
-        return None
-    else:
-        return None
-    try:
-        rows = parse(line).to_pylist()
-    except arrow().ArrowException:
-        return None
-    return rows[0] if len(rows) == 1 else None
+
+    def read(line: bytes) -> dict | None:
+        try:
+            rows = parse(line).to_pylist()
+        except arrow().ArrowException:
+            return None
+        return rows[0] if len(rows) == 1 else None
+
+    return read
 
 
 def unreadable_parquet(path: Path, exc: Exception) -> DumpError:

@@ -3,9 +3,10 @@ logger (``{"step", "data": {...}}``), TRL's ``trainer_state.json`` (its ``log_hi
 prime-rl's ``metrics.jsonl`` (``{step, ...}``). It gives the entropy FADE is replayed with, the
 engine's own per-step numbers the report sets beside fade's, and whether the run filtered groups.
 
-A JSON-lines file is read once, as a dump's file is (a live run's unfinished last line is skipped
-with a warning). A step that is no int64 integer, and an entropy that is not a finite number >= 0,
-stop the analysis naming the line (or the ``log_history`` entry): FADE would be replayed with it.
+A JSON-lines file is read once, as a dump's file is (:func:`~fade.analyze.columns.read_lines`: a
+live run's unfinished last line is skipped with a warning). A step that is no int64 integer, and an
+entropy that is not a finite number >= 0, stop the analysis naming the line (or the
+``log_history`` entry): FADE would be replayed with it.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .columns import INT64_MAX, INT64_MIN, loads, read_lines, shown
-from .records import DumpError, RunRecords
+from fade import jsonl
+
+from .columns import INT64_MAX, INT64_MIN, read_lines, shown
+from .records import DumpError, RunRecords, dump_errors
 
 __all__ = ["ENTROPY_KEYS", "check_metrics_file", "history_step", "read_metrics", "trainer_state"]
 
@@ -41,7 +44,8 @@ def check_metrics_file(path: Path) -> None:
 
 def trainer_state(path: Path) -> dict:
     """TRL's ``trainer_state.json``, checked to hold a ``log_history`` list."""
-    state = loads(path.read_bytes(), str(path), "TRL's trainer_state.json")
+    with dump_errors():
+        state = jsonl.loads(path.read_bytes(), str(path), "TRL's trainer_state.json")
     if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
         raise DumpError(f"{path}: no log_history list: expected TRL's trainer_state.json")
     return state
@@ -64,14 +68,12 @@ def _rows(path: Path) -> Iterator[tuple[str, int, dict]]:
                 where = f"{path}: log_history[{i}]"
                 yield where, history_step(where, entry["step"]), entry
         return
-    for lineno, line in enumerate(read_lines(path, newest=True, stacklevel=5).split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        obj = loads(line, where, "one metrics object per line")
-        if not isinstance(obj, dict) or "step" not in obj:
-            raise DumpError(f"{where}: expected an object with an integer 'step'")
-        yield where, history_step(where, obj["step"]), obj["data"] if isinstance(obj.get("data"), dict) else obj
+    with dump_errors():
+        for lineno, obj in read_lines(path, newest=True, stacklevel=5).records("one metrics object per line"):
+            where = f"{path}:{lineno}"
+            if "step" not in obj:
+                raise DumpError(f"{where}: expected an object with an integer 'step'")
+            yield where, history_step(where, obj["step"]), obj["data"] if isinstance(obj.get("data"), dict) else obj
 
 
 def _number(value: Any) -> bool:

@@ -8,17 +8,30 @@ first appear, and the run's own advantage where the dump carries one.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["DumpError", "RunRecords", "StepBatch", "dense_ids"]
+from fade.jsonl import JsonlError
+
+__all__ = ["DumpError", "RunRecords", "StepBatch", "dense_ids", "dump_errors"]
 
 
 class DumpError(ValueError):
     """A rollout dump that cannot be read as it is: the message names the file (and line) and what
     was expected."""
+
+
+@contextlib.contextmanager
+def dump_errors() -> Iterator[None]:
+    """A file :mod:`fade.jsonl` cannot read, as the :class:`DumpError` it is here (the same message)."""
+    try:
+        yield
+    except JsonlError as exc:
+        raise DumpError(str(exc)) from None
 
 
 @dataclass

@@ -20,7 +20,9 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from fade import jsonl
 from fade.atomic import atomic_write, remove_orphaned_temp_files
+from fade.jsonl import json_safe
 from fade.mass import DIAGNOSTICS
 
 from .analysis import Analysis
@@ -50,17 +52,6 @@ OTHER_COMMANDS_FILES = {
 }
 #: Keys every report.json of fade analyze holds: a report.json without them is another command's.
 _REPORT_KEYS = ("format", "num_steps", "mean_zero_spread_share")
-
-
-def _clean(value: Any) -> Any:
-    """JSON-safe: NaN and infinities become null (a batch without mass has no sign balance)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
 
 
 def _analyze_report(path: Path) -> bool:
@@ -119,15 +110,16 @@ def write_outputs(analysis: Analysis, out: str | Path, *, figures: bool = True) 
     the files a previous analysis wrote there that this one does not; returns the paths written."""
     out = check_output_folder(out)
     # Every file's bytes are made before the first is written: a value that cannot be written (text
-    # no encoding takes) stops the command with the folder as it was.
+    # no encoding takes) stops the command with the folder as it was. JSON-safe: NaN and infinities
+    # become null (a batch without mass has no sign balance).
     files = {
-        STEPS: "".join(json.dumps(_clean(s), allow_nan=False) + "\n" for s in analysis.steps).encode("utf-8"),
-        REPORT: (json.dumps(_clean(analysis.summary()), indent=2, allow_nan=False) + "\n").encode("utf-8"),
+        STEPS: b"".join(jsonl.encode(json_safe(s), allow_nan=False) for s in analysis.steps),
+        REPORT: (json.dumps(json_safe(analysis.summary()), indent=2, allow_nan=False) + "\n").encode("utf-8"),
         SUMMARY: summary_markdown(analysis).encode("utf-8"),
     }
     if analysis.prompts is not None:
-        files[PROMPTS] = "".join(json.dumps(_clean(p), allow_nan=False, ensure_ascii=False) + "\n"
-                                 for p in analysis.prompts.prompts).encode("utf-8")
+        files[PROMPTS] = b"".join(jsonl.encode(json_safe(p), ensure_ascii=False, allow_nan=False)
+                                  for p in analysis.prompts.prompts)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, data in files.items():

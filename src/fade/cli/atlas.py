@@ -6,11 +6,12 @@ import argparse
 import json
 from pathlib import Path
 
+from fade.jsonl import json_safe
 from fade.registry import check_inputs
 from fade.registry import spec as registry_spec
 from fade.specs import format_value, parse_spec
 
-from .output import console, fmt, json_safe
+from .output import console, fmt
 from .parsing import SPEC_HELP, estimator_label
 
 __all__ = ["DEFAULT_ATLAS_ESTIMATORS", "add", "run"]

@@ -10,11 +10,12 @@ from typing import Any
 import numpy as np
 
 from fade.analyze.columns import encode_keys, read_jsonl
+from fade.jsonl import json_safe
 from fade.registry import check_inputs
 from fade.registry import spec as registry_spec
 from fade.weighing import weigh
 
-from .output import console, fmt, json_safe
+from .output import console, fmt
 from .parsing import SPEC_HELP, estimator_flags
 
 __all__ = ["add", "read_rollouts", "run"]

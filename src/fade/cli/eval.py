@@ -10,9 +10,10 @@ import argparse
 import json
 from pathlib import Path
 
+from fade.jsonl import json_safe
 from fade.verifiers.judges import JUDGES, limit_defaults
 
-from .output import console, fmt, json_safe
+from .output import console, fmt
 from .parsing import check_workers
 
 __all__ = ["add", "run"]

@@ -1,22 +1,9 @@
-"""What the commands print: a rich console sized for pipes, numbers as tables show them, strict JSON."""
+"""What the commands print: a rich console sized for pipes, and numbers as tables show them (strict JSON
+is :func:`fade.jsonl.json_safe`'s)."""
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
-__all__ = ["console", "fmt", "json_safe"]
-
-
-def json_safe(x: Any) -> Any:
-    """NaN and inf become null so the output is strict JSON."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: json_safe(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [json_safe(v) for v in x]
-    return x
+__all__ = ["console", "fmt"]
 
 
 def console():

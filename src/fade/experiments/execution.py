@@ -20,8 +20,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from pathlib import Path
 from typing import Any
 
+from fade import jsonl
 from fade.atomic import write_json_atomic
-from fade.testbed.runlog import EVAL_FILE, METRICS_FILE, log_path, read_log_bytes
+from fade.testbed.runlog import EVAL_FILE, METRICS_FILE, log_path
 
 from .design import RunSpec
 
@@ -67,23 +68,22 @@ def read_json(path: Path) -> dict[str, Any] | None:
 
 
 def log_lines(directory: Path, name: str) -> list[bytes]:
-    """The lines of the run's log ``name``, compressed or plain ([] when it is missing or unreadable)."""
+    """The non-blank whole lines of the run's log ``name``, compressed or plain, a torn last line
+    (a kill mid-write) left out ([] when it is missing or unreadable)."""
     path = log_path(directory, name)
     try:
-        return read_log_bytes(path).splitlines() if path is not None else []
+        return [line for _, line in jsonl.read(path, torn="skip-silently").numbered()] if path is not None else []
     except (OSError, ValueError):
         return []
 
 
 def _last_step(directory: Path, name: str) -> int | None:
-    """The step of the last complete record of the run's log ``name`` (None if there is none)."""
+    """The step of the last record of the run's log ``name`` (None if there is none, or it names none)."""
     lines = log_lines(directory, name)
-    for raw in reversed(lines):
-        try:
-            return int(json.loads(raw)["step"])
-        except (ValueError, KeyError, TypeError):
-            continue  # a torn last line from a kill
-    return None
+    try:
+        return int(jsonl.loads(lines[-1], name)["step"]) if lines else None
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _complete(directory: Path, run: RunSpec) -> bool:

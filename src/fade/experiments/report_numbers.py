@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from itertools import combinations
 from typing import Any
 
+from fade.jsonl import json_safe
 from fade.testbed.summary import early_steps
 
 from . import design
@@ -225,16 +226,13 @@ def version() -> str:
     return getattr(fade, "__version__", "unknown")
 
 
-def _clean(x: Any) -> Any:
-    """JSON-safe: non-finite floats become null, Stats become their values with mean and std."""
+def _report_value(x: Any) -> Any:
+    """The report's own values as JSON's, before :func:`fade.jsonl.json_safe` makes them strict: a
+    Stat as its mean, std, count and values, a dict's keys as text."""
     if isinstance(x, Stat):
-        return {"mean": _clean(x.mean), "std": _clean(x.std), "n": x.n, "values": list(x.values)}
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
+        return {"mean": x.mean, "std": x.std, "n": x.n, "values": list(x.values)}
     if isinstance(x, dict):
-        return {str(k): _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
+        return {str(k): v for k, v in x.items()}
     return x
 
 
@@ -247,7 +245,7 @@ def _interval_json(interval: PairedVerdict | None) -> dict[str, Any] | None:
 
 def results_json(preset: Preset, runs, summaries, sections, failures, command: str, choice: str | None,
                   design: dict[str, Any], checks: Sequence[ClaimSection] = ()) -> dict:
-    return _clean({
+    return json_safe({
         "preset": preset.name,
         "command": command,
         "design": design,
@@ -275,4 +273,4 @@ def results_json(preset: Preset, runs, summaries, sections, failures, command: s
             for s in checks
         ],
         "failures": failures,
-    })
+    }, _report_value)

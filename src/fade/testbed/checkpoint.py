@@ -6,7 +6,8 @@ never a torn file. Metric logs are JSON lines appended as a run goes; on resume,
 the checkpoint's step are dropped (atomically) so the resumed run writes them again exactly
 as an uninterrupted run would have. A log whose name ends in ``.gz`` is written gzip-compressed,
 record by record (see :class:`JsonlLog`), so a run's logs stay small and are readable at every
-moment, and after a kill, as the plain ones are.
+moment, and after a kill, as the plain ones are. The lines are read and written by
+:mod:`fade.jsonl`.
 
 A checkpoint file is one header line, ``FADE-CHECKPOINT sha256=<hex digest of the rest>``, then
 the ``torch.save`` payload; loading verifies the digest, so a truncated or bit-flipped file is
@@ -18,17 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
-import math
-import zlib
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from fade import jsonl
 from fade.atomic import atomic_write as _atomic_write
-
-from .runlog import COMPRESSED, read_log_bytes
+from fade.jsonl import COMPRESSED
 
 __all__ = ["JsonlLog", "compress_log", "compress_logs", "load_checkpoint", "save_checkpoint"]
 
@@ -84,37 +82,22 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     return state
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None  # JSON has no NaN; readers treat null as missing
-    return value
-
-
-def _gzip(level: int = 9):
-    """A deflate stream in a gzip wrapper; its header carries no time and no name, so the same
-    records always give the same bytes."""
-    return zlib.compressobj(level, zlib.DEFLATED, 31)
-
-
 class JsonlLog:
     """An append-only JSON-lines file of records keyed by ``step``; gzip-compressed when its name
-    ends in ``.gz``.
+    ends in ``.gz`` (one gzip member per writing session, :class:`fade.jsonl.Appender`).
 
-    A compressed log is written as one gzip member per writing session: each :meth:`append`
-    compresses its record into the member and flushes it to a byte boundary (a sync flush), so
-    the file always decompresses to every record appended, and a kill mid-write leaves at most
-    one torn last record, as a plain log would; :meth:`close` ends the member with gzip's
-    trailer. :meth:`truncate_after` rewrites the file atomically as one finished member, and a
-    session appending to a file whose last member a kill left unfinished first rewrites it the
-    same way, so members always follow one another whole. A compressed log also reads, and on
-    :meth:`truncate_after` converts, the plain file of its name without ``.gz`` that a run
-    written before holds (:meth:`remove` deletes both).
+    :meth:`truncate_after` rewrites the file atomically (as one finished member, where
+    compressed). A compressed log also reads, and on :meth:`truncate_after` converts, the plain
+    file of its name without ``.gz`` that a run written before holds (:meth:`remove` deletes both).
+    Reading it back (:meth:`records`, before a resumed run continues it), a torn last record (a run
+    killed mid-write) is dropped silently; any other line that is not a record is an error naming
+    it.
     """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.compressed = self.path.suffix == COMPRESSED
-        self._member = None  # the compressor of this session's gzip member, once it has begun
+        self._appender = jsonl.Appender(self.path)
 
     @property
     def plain(self) -> Path | None:
@@ -122,53 +105,17 @@ class JsonlLog:
         return self.path.with_suffix("") if self.compressed else None
 
     def append(self, record: dict[str, Any]) -> None:
-        data = (json.dumps({k: _jsonable(v) for k, v in record.items()}, sort_keys=False) + "\n").encode("utf-8")
-        if self.compressed:
-            if self._member is None:
-                self._end_unfinished_member()
-                self._member = _gzip()
-            data = self._member.compress(data) + self._member.flush(zlib.Z_SYNC_FLUSH)
-        self._write(data)
+        self._appender.append(jsonl.json_safe(record))  # JSON has no NaN; readers treat null as missing
 
     def close(self) -> None:
         """End this session's gzip member (a plain log needs nothing)."""
-        if self._member is not None:
-            member, self._member = self._member, None
-            self._write(member.flush())
-
-    def _write(self, data: bytes) -> None:
-        try:
-            with self.path.open("ab") as f:
-                f.write(data)
-                f.flush()
-        except OSError as exc:  # a full disk: say which file (a torn line is dropped on resume)
-            if exc.filename is None:
-                exc.filename = str(self.path)
-            raise
-
-    def _end_unfinished_member(self) -> None:
-        if not self.path.exists():
-            return
-        data = self.path.read_bytes()
-        while data:
-            member = zlib.decompressobj(wbits=31)
-            member.decompress(data)
-            if not member.eof:
-                self._rewrite(self.records())
-                return
-            data = member.unused_data
+        self._appender.close()
 
     def records(self) -> list[dict[str, Any]]:
         path = self.path if self.path.exists() or self.plain is None else self.plain
         if not path.exists():
             return []
-        out = []
-        for line in read_log_bytes(path).decode("utf-8", errors="replace").splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                break  # a line torn by a kill mid-write: nothing after it is trusted
-        return out
+        return [record for _, record in jsonl.read(path, torn="skip-silently").records()]
 
     def truncate_after(self, step: int) -> None:
         """Keep the records with ``step`` <= ``step`` (one per step, first kept), atomically."""
@@ -178,21 +125,14 @@ class JsonlLog:
             if isinstance(s, int) and s <= step and s not in seen:
                 kept.append(rec)
                 seen.add(s)
-        self._rewrite(kept)
-
-    def _rewrite(self, records: list[dict[str, Any]]) -> None:
-        text = "".join(json.dumps(r) + "\n" for r in records).encode("utf-8")
-        if self.compressed:
-            member = _gzip()
-            text = member.compress(text) + member.flush()
         self.close()
-        _atomic_write(self.path, lambda f: f.write(text))
+        jsonl.write(self.path, kept)
         if self.plain is not None:
             self.plain.unlink(missing_ok=True)  # converted: the compressed file is the log now
 
     def remove(self) -> None:
         """Delete the log (and the plain file a compressed one replaces)."""
-        self._member = None
+        self._appender.forget()
         self.path.unlink(missing_ok=True)
         if self.plain is not None:
             self.plain.unlink(missing_ok=True)
@@ -208,10 +148,8 @@ def compress_log(path: str | Path) -> Path:
     if target.exists():
         raise ValueError(f"{target} already exists beside {path}: remove the one that is not the log, then rerun")
     data = path.read_bytes()
-    member = _gzip()
-    packed = member.compress(data) + member.flush()
-    _atomic_write(target, lambda f: f.write(packed))
-    if read_log_bytes(target) != data:  # never expected: but the plain file goes only once this holds
+    jsonl.write_lines(target, data)
+    if jsonl.read_bytes(target) != data:  # never expected: but the plain file goes only once this holds
         target.unlink()
         raise ValueError(f"{target} does not read back as {path}: the plain log is kept")
     path.unlink()

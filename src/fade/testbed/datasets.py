@@ -10,7 +10,8 @@ from :mod:`fade.verifiers`, imported on first use. For ``--verifier code`` a lin
 tests instead of ``answer``: any fields :mod:`fade.verifiers.testcases` reads (``tests``,
 LiveCodeBench's ``public_test_cases``/``private_test_cases``/``metadata``, TACO's
 ``input_output``, CodeContests' ``public_tests``/``private_tests``/``generated_tests``); they are
-kept as the problem's answer, as JSON text.
+kept as the problem's answer, as JSON text. The file is read by :mod:`fade.jsonl` (a ``.gz`` one
+decompressed): a line that cannot be read, a torn last line included, is an error naming it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from fade import jsonl
 
 from .tasks import TEST_FRACTION, Problem, Verdict, select_difficulties
 
@@ -121,26 +124,17 @@ class FileTask:
         self._verify = VERIFIERS[verifier]
         self._verify_many = BATCH_VERIFIERS.get(verifier)
         self._splits: dict[str, list[Problem]] = {"train": [], "test": []}
-        for number, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{self.path}:{number}: not valid JSON ({exc.msg})") from None
-            if verifier == "math" and isinstance(row, dict) and type(row.get("answer")) in (int, float):
+        wanted = "'answer' or the tests" if verifier == "code" else "'answer'"
+        expected = f"an object with string 'prompt' and {wanted}"
+        for number, row in jsonl.records(self.path, torn="error", expected=expected):
+            if verifier == "math" and type(row.get("answer")) in (int, float):
                 row["answer"] = str(row["answer"])  # integer answers, as AIME sets store them
-            if verifier == "code" and isinstance(row, dict) and "answer" not in row:
+            if verifier == "code" and "answer" not in row:
                 tests = {k: row[k] for k in _TEST_FIELDS if row.get(k) is not None}
                 if tests:
                     row["answer"] = json.dumps(tests)
-            if (
-                not isinstance(row, dict)
-                or not isinstance(row.get("prompt"), str)
-                or not isinstance(row.get("answer"), str)
-            ):
-                wanted = "'answer' or the tests" if verifier == "code" else "'answer'"
-                raise ValueError(f"{self.path}:{number}: expected an object with string 'prompt' and {wanted}")
+            if not isinstance(row.get("prompt"), str) or not isinstance(row.get("answer"), str):
+                raise ValueError(f"{self.path}:{number}: expected {expected}")
             difficulty = row.get("difficulty", 1)
             if isinstance(difficulty, bool) or not isinstance(difficulty, int) or difficulty < 1:
                 raise ValueError(f"{self.path}:{number}: difficulty must be a positive integer, got {difficulty!r}")

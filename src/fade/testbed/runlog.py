@@ -4,14 +4,14 @@ A run directory holds ``metrics.jsonl`` (one object per training step), ``eval.j
 object per evaluation, step 0 = the base model) and optionally ``run.json`` (its configuration),
 as the README's testbed section lists them. The trainer writes the two logs gzip-compressed
 (``metrics.jsonl.gz``, ``eval.jsonl.gz``: see :class:`fade.testbed.checkpoint.JsonlLog`); runs
-written before hold them plain, and every reader takes either (:func:`log_path`,
-:func:`read_log_bytes`). The key tuples below are the schema of those records, shared by the
-trainer that writes them and every reader. :func:`read_jsonl` is the one JSON-lines reader:
-a torn last line (a run killed mid-write) is skipped with a warning, any other bad line raises
-naming the file and line. :func:`load_run` reads a whole directory, keeping the last record of a
-step a resumed run repeated; :func:`metric_column` turns one key into a float array with NaN for
-gaps. Plotting and tables live in :mod:`fade.testbed.report`; this module imports neither
-matplotlib nor rich, so the experiments read runs without them.
+written before hold them plain, and every reader takes either (:func:`log_path` finds the one
+there). The key tuples below are the schema of those records, shared by the trainer that writes
+them and every reader. A log is read by :mod:`fade.jsonl` (:func:`read_log`): a torn last line (a
+run killed mid-write) is skipped with a warning, any other bad line raises naming the file and
+line. :func:`load_run` reads a whole directory, keeping the last record of a step a resumed run
+repeated; :func:`metric_column` turns one key into a float array with NaN for gaps. Plotting and
+tables live in :mod:`fade.testbed.report`; this module imports neither matplotlib nor rich, so the
+experiments read runs without them.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import warnings
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from numbers import Real
@@ -29,7 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from fade import jsonl
 from fade.adaptive import SCHEDULE
+from fade.jsonl import COMPRESSED
 from fade.mass import DIAGNOSTICS
 
 __all__ = [
@@ -64,14 +64,12 @@ __all__ = [
     "pass_key",
     "peak_eval_index",
     "read_json_object",
-    "read_jsonl",
-    "read_log_bytes",
+    "read_log",
 ]
 
 METRICS_FILE, EVAL_FILE, CONFIG_FILE = "metrics.jsonl", "eval.jsonl", "run.json"
-#: The suffix of a compressed log: the trainer writes ``METRICS_FILE + COMPRESSED`` and
-#: ``EVAL_FILE + COMPRESSED``; a run written before holds the plain files, which readers still read.
-COMPRESSED = ".gz"
+# The suffix of a compressed log (fade.jsonl.COMPRESSED): the trainer writes ``METRICS_FILE + COMPRESSED``
+# and ``EVAL_FILE + COMPRESSED``; a run written before holds the plain files, which readers still read.
 
 # -- the schema ---------------------------------------------------------------------------------
 
@@ -173,67 +171,16 @@ def log_path(directory: str | Path, name: str) -> Path | None:
     return None
 
 
-def read_log_bytes(path: str | Path) -> bytes:
-    """The text of a log file as bytes: a plain file as it is, a ``.gz`` one decompressed.
-
-    A compressed log is one gzip member or several in a row (one per writing session); the last
-    may be unfinished, as a running or killed run leaves it (flushed record by record, without
-    the gzip trailer): what it holds is read, and a record a kill cut short is the torn last line
-    :func:`read_jsonl` skips. Bytes that are not gzip data raise ValueError naming the file.
-    """
-    path = Path(path)
-    data = path.read_bytes()
-    if path.suffix != COMPRESSED:
-        return data
-    parts = []
-    while data:
-        member = zlib.decompressobj(wbits=31)  # 31: a gzip header and trailer around the deflate stream
-        try:
-            parts.append(member.decompress(data))
-        except zlib.error as err:
-            raise ValueError(f"{path} is not a readable gzip log ({err})") from None
-        if not member.eof:
-            break  # the member the run is writing (or was writing when killed)
-        data = member.unused_data
-    return b"".join(parts)
+def _numbered_records(path: str | Path, stacklevel: int = 3) -> list[tuple[int, dict]]:
+    """(1-based line number, object) for each non-blank line of a log, compressed or plain; a torn
+    last line (a run killed mid-write) is skipped with a RuntimeWarning, any other line that is not
+    a JSON object raises ValueError naming the file and the line."""
+    return list(jsonl.read(path, torn="skip-with-warning", stacklevel=stacklevel).records())
 
 
-def _numbered_records(path: str | Path) -> list[tuple[int, dict]]:
-    """(1-based line number, object) for each non-blank line; see :func:`read_jsonl`."""
-    path = Path(path)
-    # Bytes, decoded line by line, so a kill in the middle of a multi-byte character spoils only
-    # the last line, not the whole file.
-    lines = read_log_bytes(path).split(b"\n")
-    numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
-    records: list[tuple[int, dict]] = []
-    for position, (lineno, raw) in enumerate(numbered):
-        try:
-            record = json.loads(raw.decode("utf-8"))
-        except ValueError as err:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
-            if position == len(numbered) - 1:
-                warnings.warn(
-                    f"{path}: line {lineno} is incomplete (a run killed mid-write?); skipped it",
-                    RuntimeWarning,
-                    stacklevel=3,
-                )
-                break
-            # json's own position says "line 1" (of the one line it saw): give the column only.
-            reason = f"{err.msg} at column {err.colno}" if isinstance(err, json.JSONDecodeError) else str(err)
-            raise ValueError(f"{path}: line {lineno} is not valid JSON ({reason})") from None
-        if not isinstance(record, dict):
-            raise ValueError(f"{path}: line {lineno} is a JSON {type(record).__name__}, expected an object")
-        records.append((lineno, record))
-    return records
-
-
-def read_jsonl(path: str | Path) -> list[dict]:
-    """The JSON objects of a JSON-lines file (plain, or gzip-compressed when its name ends in
-    ``.gz``), one per non-blank line, in file order.
-
-    A last line that does not parse is what a run killed mid-write leaves: it is skipped with a
-    RuntimeWarning. Any other line that does not parse, or is not a JSON object, raises
-    ValueError naming the file and the line number.
-    """
+def read_log(path: str | Path) -> list[dict]:
+    """The records of the log file ``path`` (``metrics.jsonl``, ``eval.jsonl``; gzip-compressed when
+    its name ends in ``.gz``), one per non-blank line, in file order: :func:`_numbered_records`."""
     return [record for _, record in _numbered_records(path)]
 
 

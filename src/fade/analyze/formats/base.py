@@ -14,8 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ..columns import INT64_MAX, INT64_MIN, arrow, encode_keys, loads, parquet_schema, shown
-from ..records import DumpError, RunRecords, StepBatch
+from fade import jsonl
+
+from ..columns import INT64_MAX, INT64_MIN, arrow, encode_keys, parquet_schema, shown
+from ..records import DumpError, RunRecords, StepBatch, dump_errors
 
 __all__ = ["Format", "Progress", "ReadOptions", "blocks", "first_object", "int_column", "name_step", "not_int64",
            "not_unicode", "number_column", "numbered_files", "one_per_step", "probe", "prompt_runs", "split_runs",
@@ -117,13 +119,10 @@ def one_per_step(numbered: list[tuple[int, Path]], where: Path) -> list[tuple[in
 
 
 def first_object(path: Path) -> dict:
-    with open(path, "rb") as f:
-        for lineno, line in enumerate(f, start=1):
-            if line.strip():
-                obj = loads(line, f"{path}:{lineno}", "one JSON object per line")
-                if not isinstance(obj, dict):
-                    raise DumpError(f"{path}:{lineno}: a JSON {type(obj).__name__}, expected an object")
-                return obj
+    """The first record of a JSON-lines file, read as far as it ends (:func:`fade.jsonl.records`)."""
+    with dump_errors():
+        for _, obj in jsonl.records(path, torn="error"):
+            return obj
     raise DumpError(f"{path}: no records: expected one JSON object per line")
 
 

@@ -43,19 +43,19 @@ step, and the reward is the final trace's sum of score x weight over its reward 
 from __future__ import annotations
 
 import io
-import json
 import math
 import re
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 
+from fade import jsonl
+
 from ..columns import INT64_MAX, INT64_MIN, encode_keys, read_jsonl, shown
-from ..records import DumpError, RunRecords, StepBatch, dense_ids
-from .base import Format, ReadOptions, name_step, one_per_step, step_files, strict_json
+from ..records import DumpError, RunRecords, StepBatch, dense_ids, dump_errors
+from .base import Format, ReadOptions, name_step, one_per_step, step_files
 
 __all__ = ["FORMAT"]
 
@@ -120,36 +120,23 @@ def _open_chunk(path: Path, sealed: bool) -> tuple[BinaryIO, tuple[type[Exceptio
 
 
 def _records(path: Path, sealed: bool, newest: bool) -> Iterator[tuple[int, int, dict]]:
-    """(line number, byte offset, record) of every line of a chunk. The last line of the live chunk
-    (the newest, still plain) may be cut short by a run still writing it: it is skipped with a
-    warning; anywhere else a line cut short is refused (prime-rl's own reader ends the stream at the
-    first line it cannot parse, chunks.py:50-59, which would drop every later episode unsaid)."""
+    """(line number, byte offset, record) of every line of a chunk, read once (:mod:`fade.jsonl`),
+    an object naming a key twice refused. The last line of the live chunk (the newest, still plain)
+    may be cut short by a run still writing it: it is skipped with a warning; anywhere else a line
+    cut short is refused (prime-rl's own reader ends the stream at the first line it cannot parse,
+    chunks.py:50-59, which would drop every later episode unsaid)."""
     f, errors = _open_chunk(path, sealed)
-    with f:
-        offset = 0
-        try:
-            for lineno, line in enumerate(f, start=1):
-                if line.strip():
-                    try:
-                        record = strict_json(line, f"{path}:{lineno}")
-                    except json.JSONDecodeError:
-                        if line.endswith(b"\n"):
-                            raise DumpError(f"{path}:{lineno}: not valid JSON: expected one episode record per "
-                                            "line") from None
-                        if newest and not sealed:
-                            warnings.warn(f"{path}:{lineno}: skipped the unfinished last line of a file still being "
-                                          "written", RuntimeWarning, stacklevel=2)
-                            return
-                        raise DumpError(f"{path}:{lineno}: the last line is cut short: expected a complete JSON "
-                                        "object (only the live chunk of a run still writing may end so)") from None
-                    if not isinstance(record, dict):
-                        raise DumpError(f"{path}:{lineno}: a JSON {type(record).__name__}, expected an episode "
-                                        "record (an object)")
-                    yield lineno, offset, record
-                offset += len(line)
-        except errors as exc:
-            raise DumpError(f"{path}: not readable ({exc}): expected a {'zstd-sealed' if sealed else 'plain'} "
-                            "chunk of JSON lines") from None
+    try:
+        with f, dump_errors():
+            lines = jsonl.read(path, torn="skip-with-warning" if newest and not sealed else "error", file=f,
+                               stacklevel=2)
+    except errors as exc:
+        raise DumpError(f"{path}: not readable ({exc}): expected a {'zstd-sealed' if sealed else 'plain'} "
+                        "chunk of JSON lines") from None
+    starts = np.r_[0, jsonl.line_ends(lines.data)]  # where each line starts, the index's offsets
+    with dump_errors():
+        for lineno, record in lines.records("one episode record (a JSON object) per line", unique_keys=True):
+            yield lineno, int(starts[lineno - 1]), record
 
 
 def _index_rows(path: Path) -> dict[tuple[int, int], tuple[int, str, str]]:

@@ -5,15 +5,15 @@ line, raised before anything is scored."""
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
-import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from fade import jsonl
 
 from ..judges import judge_for
 from ..rewards import GOLD_COLUMNS
@@ -37,46 +37,12 @@ class Sample:
 
 
 def _read_jsonl(path: str | Path, what: str) -> Iterator[tuple[int, dict]]:
-    p = Path(path)
-    if not p.is_file():
+    """(line number, object) of each line of an input file, read as it goes: a .gz file (HumanEval
+    ships HumanEval.jsonl.gz) as it ships; any line that is not a JSON object in UTF-8, a torn last
+    line and a .gz file cut off are errors naming the file and line (:mod:`fade.jsonl`)."""
+    if not Path(path).is_file():
         raise ValueError(f"{what} {path}: no such file")
-    # bytes, so that a bad byte is reported with its line, not by the reader; a .gz file (HumanEval
-    # ships HumanEval.jsonl.gz) is read as it ships.
-    with (gzip.open(p, "rb") if p.suffix == ".gz" else p.open("rb")) as f:
-        for lineno, raw in _numbered_lines(f, path):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not UTF-8 (byte {raw[exc.start]:#04x} at column {exc.start + 1}); "
-                                 "expected JSON lines in UTF-8") from None
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-            except ValueError as exc:  # e.g. an integer past Python's 4300-digit conversion limit
-                raise ValueError(f"{path}:{lineno}: a value JSON cannot be read into Python ({exc})") from None
-            except RecursionError:
-                raise ValueError(f"{path}:{lineno}: JSON nested too deeply to read") from None
-            if not isinstance(obj, dict):
-                raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-            yield lineno, obj
-
-
-def _numbered_lines(f: Any, path: str | Path) -> Iterator[tuple[int, bytes]]:
-    """The lines of ``f`` numbered from 1; a .gz stream cut off or damaged is an error naming the file."""
-    lineno = 0
-    while True:
-        try:
-            raw = f.readline()
-        except (EOFError, OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
-            raise ValueError(f"{path}: the compressed file is cut off or damaged after line {lineno} ({exc}); "
-                             "expected a complete .gz file") from None
-        if not raw:
-            return
-        lineno += 1
-        yield lineno, raw
+    return jsonl.records(path, torn="error")
 
 
 def _problem_id(obj: dict, where: str) -> Any:

@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fade import jsonl
+
 from .config import EvalConfig, EvalOutcome, check_config
 from .inputs import Sample, read_samples
 from .report import load_report, summarize
@@ -58,6 +60,6 @@ def _evaluate_locked(config: EvalConfig, out: Path, samples: list[Sample], refs:
             stale.unlink()  # a report of fewer samples than the file now holds would mislead
         return EvalOutcome(False, scored, len(samples), remaining, None, [], compared)
     report, rows = summarize(samples, done, order, ks, config)
-    atomic_write_text(out / PROBLEMS, "".join(json.dumps(r) + "\n" for r in rows))
+    jsonl.write(out / PROBLEMS, rows)
     atomic_write_text(out / REPORT, json.dumps(report, indent=2) + "\n")
     return EvalOutcome(True, scored, len(samples), 0, report, [out / REPORT, out / PROBLEMS], compared)

@@ -4,7 +4,6 @@ flushed as it finishes, so an interrupt loses at most the samples in flight."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -61,8 +60,7 @@ def score_missing(todo: list[Sample], refs: dict[str, Any], config: EvalConfig, 
                     result = future.result()
                     rec = {"problem_id": sample.problem_id, "sample": sample.index, "completion_sha": sample.sha,
                            "reference_sha": sample.reference_sha, **result.to_dict()}
-                    log.write(json.dumps(rec) + "\n")
-                    log.flush()
+                    log.append(rec)
                     done[(sample.problem, sample.index)] = rec
                     scored += 1
                     finished += 1

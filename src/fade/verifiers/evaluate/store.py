@@ -13,8 +13,9 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
+from fade import jsonl
 from fade.atomic import atomic_write
 
 from .inputs import Sample
@@ -41,6 +42,7 @@ LOCK = ".lock"
 
 # Every line fade eval writes to scores.jsonl starts so; a torn last line is dropped only if it does.
 _SCORE_LINE_START = b'{"problem_id": '
+_NOT_OURS = "this is not fade eval's scores file or it is damaged: choose another --out"
 
 
 def own_file(path: Path, what: str) -> bool:
@@ -86,30 +88,19 @@ def load_scores(path: Path) -> dict[tuple[str, int], dict]:
         return {}
     fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
     with os.fdopen(fd, "r+b") as f:
-        data = f.read()
+        # every score line is appended with its newline, so a last line without one is torn, whole or not
+        lines = jsonl.read(path, torn="skip-silently", file=f, newline_ends=True)
         scores: dict[tuple[str, int], dict] = {}
-        good = 0
-        for lineno, line in enumerate(data.splitlines(keepends=True), start=1):
-            if not line.endswith(b"\n"):
-                if not line.startswith(_SCORE_LINE_START):
-                    raise ValueError(f"{path}:{lineno}: not a fade eval score line (unterminated, and not the start of "
-                                     "one a kill tore); this is not fade eval's scores file or it is damaged: "
-                                     "choose another --out")
-                break  # torn by a kill mid-write
-            try:
-                rec = json.loads(line)
-            except (ValueError, RecursionError):
-                rec = None
-                defect = "not valid JSON"
-            else:
-                defect = _score_record_defect(rec)
+        for lineno, rec in lines.records(f"a fade eval score line ({_NOT_OURS})"):
+            defect = _score_record_defect(rec)
             if defect is not None:
-                raise ValueError(f"{path}:{lineno}: not a fade eval score line ({defect}); this is not fade eval's "
-                                 "scores file or it is damaged: choose another --out")
+                raise ValueError(f"{path}:{lineno}: not a fade eval score line ({defect}); {_NOT_OURS}")
             scores[(json.dumps(rec["problem_id"]), rec["sample"])] = rec
-            good += len(line)
-        if good < len(data):
-            f.truncate(good)
+        if lines.torn is not None:
+            if not lines.rest.startswith(_SCORE_LINE_START):
+                raise ValueError(f"{path}:{lines.torn}: not a fade eval score line (unterminated, and not the start of "
+                                 f"one a kill tore); {_NOT_OURS}")
+            f.truncate(len(lines.data))
     return scores
 
 
@@ -137,11 +128,11 @@ def check_reused(
                              f"tests (line {sample.where}, or --problems) changed since; use another --out")
 
 
-def append_scores(path: Path) -> TextIO:
+def append_scores(path: Path) -> jsonl.Appender:
     """``scores.jsonl`` opened to append, never through a link (:func:`load_scores` has checked
     the file, or its absence, under the lock)."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    return os.fdopen(fd, "a", encoding="utf-8")
+    return jsonl.Appender(path, file=os.fdopen(fd, "ab"))
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from fade.series import moving_average
+
 from .runlog import (
     DIAGNOSTICS,
     ENTROPY_FORMULA_KEYS,
@@ -30,7 +32,6 @@ from .runlog import (
     logged_buckets,
     logged_ks,
     metric_column,
-    moving_average,
     pass_key,
     peak_eval_index,
 )

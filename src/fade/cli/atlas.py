@@ -6,8 +6,9 @@ import argparse
 import json
 from pathlib import Path
 
+from fade.plots import FADE_ENDS, atlas_profiles, draw_atlas, profile_summary
 from fade.registry import spec as registry_spec
-from fade.specs import format_value, parse_spec
+from fade.specs import parse_spec
 
 from .output import console, fmt, json_safe
 from .parsing import SPEC_HELP, estimator_label
@@ -30,8 +31,7 @@ DEFAULT_ATLAS_ESTIMATORS = (
     # FADE's two ends, from its defaults: early (entropy above target, low solve rate) hard
     # focus and balanced sign; late (entropy below target, solves common) medium focus and
     # failure-biased.
-    f"fade:alpha={format_value(registry_spec('fade').defaults['alpha_max'])}:delta=1",
-    f"fade:alpha=1:delta={format_value(registry_spec('fade').defaults['delta_min'])}",
+    *(spec for _, spec in FADE_ENDS),
 )
 
 
@@ -78,7 +78,6 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import fade
     from fade.specs import split_specs
 
     specs = split_specs(args.estimators)
@@ -89,22 +88,14 @@ def run(args: argparse.Namespace) -> int:
     entries = []
     for text in specs:
         name, params = parse_spec(text)
-        s = registry_spec(name)
-        if "baseline_rewards" in s.needs and args.baseline_reward is None:
+        if "baseline_rewards" in registry_spec(name).needs and args.baseline_reward is None:
             raise ValueError(f"estimator {name!r} needs --baseline-reward (the reward of its baseline response)")
-        try:
-            prof = fade.mass_profile(
-                name, args.group_size, lengths=args.length, baseline_rewards=args.baseline_reward, **params
-            )
-        except ValueError as exc:
-            raise ValueError(f"{text.strip()}: {exc}") from None
-        entries.append((estimator_label(name, params), params, prof))
+        entries += atlas_profiles([(estimator_label(name, params), text)], args.group_size, lengths=args.length,
+                                  baseline_reward=args.baseline_reward)
 
-    from fade import plots
-
-    summaries = [plots.profile_summary(prof) for _, _, prof in entries]
+    summaries = [profile_summary(prof) for _, _, prof in entries]
     out.parent.mkdir(parents=True, exist_ok=True)
-    plots.draw_atlas([(label, prof) for label, _, prof in entries], out)
+    draw_atlas([(label, prof) for label, _, prof in entries], out)
 
     doc = {
         "group_size": args.group_size,

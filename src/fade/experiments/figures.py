@@ -1,7 +1,7 @@
 """The sweep report's figures: small PNGs that show every run of a task side by side.
 
-- :func:`draw_atlas`: the gradient-mass atlas of every estimator the sweep trained (through
-  :func:`fade.plots.draw_atlas`), with FADE's family drawn at the two ends of its schedule.
+- :func:`draw_atlas`: the gradient-mass atlas of every estimator the sweep trained (built and
+  drawn by :mod:`fade.plots.atlas`), with FADE's family drawn at the two ends of its schedule.
 - :func:`draw_plane_paths`: each run as a path over the sign-balance / difficulty plane, one small
   panel per estimator, one line per seed (start circled, end starred).
 - :func:`draw_pass1`: pass@1 against step, one panel per claim group, each run a thin line with
@@ -37,8 +37,18 @@ from pathlib import Path
 
 import numpy as np
 
+from fade import plots
 from fade.atomic import write_figure_atomic
-from fade.plots import DPI, Mark, PlanePath, draw_plane, finish_axes, headless_pyplot, panel_grid, smoothing_window
+from fade.plots import (
+    DPI,
+    Mark,
+    PlanePath,
+    draw_plane,
+    finish_axes,
+    headless_pyplot,
+    panel_grid,
+    smoothing_window,
+)
 from fade.series import moving_average
 from fade.specs import parse_spec
 from fade.testbed.runlog import peak_eval_index
@@ -67,15 +77,6 @@ __all__ = [
 Groups = Sequence[tuple[str, Sequence[str]]]
 RunsBySpec = dict[str, list[SweepRun]]
 
-#: FADE's schedule runs between these two ends (docs/method.md, section 3): hard focus with a balanced sign
-#: while the solve rate is low and the entropy above its target, medium focus with a failure-biased sign
-#: once the solve rate has risen and the entropy fallen; the atlas draws the family there.
-FADE_ENDS = (
-    ("fade early: alpha=3, delta=1", {"alpha": 3.0, "delta": 1.0}),
-    ("fade late: alpha=1, delta=0.3", {"alpha": 1.0, "delta": 0.3}),
-)
-
-
 def colours(specs: Sequence[str]) -> dict[str, tuple]:
     """One colour per estimator spec, the same in every figure of a report."""
     from matplotlib import colormaps
@@ -91,29 +92,26 @@ def _save(fig, path: Path) -> Path:
 
 
 def draw_atlas(specs: Sequence[str], group_size: int, path: str | Path) -> Path:
-    """The atlas of ``specs`` at G = ``group_size``. Stateful estimators (FADE and its ablations)
-    change their profile as they train, so the family is drawn once, at the two ends of its
-    schedule; estimators that need a baseline response's reward (remax) are left out."""
-    import fade
-    from fade.plots import draw_atlas as draw
+    """The atlas of ``specs`` at G = ``group_size`` (:func:`fade.plots.atlas_profiles`, each labelled
+    by its spec). Stateful estimators (FADE and its ablations) change their profile as they train,
+    so the family is drawn once, at the two ends of its schedule (:data:`fade.plots.FADE_ENDS`);
+    estimators that need a baseline response's reward (remax) are left out."""
     from fade.registry import spec as registry_spec
 
-    entries = []
+    chosen = []
     stateful = False
     for text in specs:
-        name, params = parse_spec(text)
-        entry = registry_spec(name)
+        entry = registry_spec(parse_spec(text)[0])
         if entry.cls is not None:
             stateful = True
-            continue
-        if "baseline_rewards" in entry.needs:
-            continue
-        entries.append((text, fade.mass_profile(name, group_size, lengths=1.0, **params)))
+        elif "baseline_rewards" not in entry.needs:
+            chosen.append((text, text))
     if stateful:
-        entries.extend((label, fade.mass_profile("fade", group_size, **params)) for label, params in FADE_ENDS)
-    if not entries:
+        chosen.extend(plots.FADE_ENDS)
+    if not chosen:
         raise ValueError(f"no estimator among {list(specs)} has a fixed mass profile to draw")
-    return draw(entries, Path(path))
+    return plots.draw_atlas([(label, profile) for label, _, profile in plots.atlas_profiles(chosen, group_size)],
+                            Path(path))
 
 
 def _stack(arrays: Sequence[np.ndarray]) -> np.ndarray:

@@ -4,7 +4,8 @@
   :func:`finish_axes`, :func:`smoothing_window`, :func:`trace`, the mass colours);
 - :mod:`~fade.plots.plane`: the sign/difficulty plane, drawn by :func:`draw_plane` wherever it
   appears;
-- :mod:`~fade.plots.atlas`: the gradient-mass atlas (:func:`draw_atlas`);
+- :mod:`~fade.plots.atlas`: the gradient-mass atlas (:func:`atlas_profiles` builds it,
+  :func:`draw_atlas` draws it);
 - :mod:`~fade.plots.passk`: ``fade eval``'s pass@k figure (:func:`draw_eval_passk`).
 
 It imports the core and, inside its functions, matplotlib (on the Agg backend), never the other
@@ -15,7 +16,7 @@ draw with these.
 
 from __future__ import annotations
 
-from .atlas import ATLAS_COLUMNS, atlas_pixel_size, draw_atlas, profile_summary
+from .atlas import ATLAS_COLUMNS, FADE_ENDS, atlas_pixel_size, atlas_profiles, draw_atlas, profile_summary
 from .axes import (
     DPI,
     NEGATIVE_COLOUR,
@@ -34,12 +35,14 @@ from .plane import Mark, PlanePath, draw_plane, plane_guides
 __all__ = [
     "ATLAS_COLUMNS",
     "DPI",
+    "FADE_ENDS",
     "Mark",
     "NEGATIVE_COLOUR",
     "PASSK_SIZE_IN",
     "POSITIVE_COLOUR",
     "PlanePath",
     "atlas_pixel_size",
+    "atlas_profiles",
     "bucket_colours",
     "draw_atlas",
     "draw_eval_passk",

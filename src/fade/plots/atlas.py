@@ -1,9 +1,13 @@
 """The gradient-mass atlas: where estimators put their weight, drawn so a person can see it.
 
-One panel per estimator with its positive mass m_S(p) and negative mass m_F(p) over the solve
-rates p = k/G of a group, above the sign/difficulty plane with every estimator placed on it
-(:func:`fade.plots.plane.draw_plane`). The figure has a fixed size at :data:`fade.plots.axes.DPI`,
-so a PNG's pixel size depends only on how many estimators it shows (:func:`atlas_pixel_size`).
+:func:`atlas_profiles` turns (label, estimator spec) pairs into their mass profiles, and
+:func:`draw_atlas` draws them: one panel per estimator with its positive mass m_S(p) and negative
+mass m_F(p) over the solve rates p = k/G of a group, above the sign/difficulty plane with every
+estimator placed on it (:func:`fade.plots.plane.draw_plane`). ``fade atlas`` and the sweep's
+``atlas.png`` both build theirs so; FADE, whose profile moves as it trains, is drawn at the two
+ends of its schedule (:data:`FADE_ENDS`). The figure has a fixed size at
+:data:`fade.plots.axes.DPI`, so a PNG's pixel size depends only on how many estimators it shows
+(:func:`atlas_pixel_size`).
 """
 
 from __future__ import annotations
@@ -15,15 +19,56 @@ from pathlib import Path
 import numpy as np
 
 from fade.atomic import write_figure_atomic
-from fade.mass import MassProfile
+from fade.mass import MassProfile, mass_profile
+from fade.registry import spec as registry_spec
+from fade.specs import format_value, parse_spec
 
 from .axes import DPI, NEGATIVE_COLOUR, POSITIVE_COLOUR, headless_pyplot
 from .plane import draw_plane
 
-__all__ = ["ATLAS_COLUMNS", "atlas_pixel_size", "draw_atlas", "profile_summary"]
+__all__ = ["ATLAS_COLUMNS", "FADE_ENDS", "atlas_pixel_size", "atlas_profiles", "draw_atlas", "profile_summary"]
 
 ATLAS_COLUMNS = 4
 _PANEL_W_IN, _PANEL_H_IN, _PLANE_H_IN = 3.0, 2.5, 4.5
+
+
+def _fade_ends() -> tuple[tuple[str, str], ...]:
+    defaults = registry_spec("fade").defaults
+    high, low = defaults["alpha_max"], defaults["delta_min"]
+    return (
+        (f"fade early: alpha={high:g}, delta=1", f"fade:alpha={format_value(high)}:delta=1"),
+        (f"fade late: alpha=1, delta={low:g}", f"fade:alpha=1:delta={format_value(low)}"),
+    )
+
+
+#: FADE's schedule runs between two ends (docs/method.md, section 3), from its defaults: hard focus
+#: with a balanced sign while the solve rate is low and the entropy above its target (alpha at
+#: alpha_max, delta 1), medium focus with a failure-biased sign once the solve rate has risen and
+#: the entropy fallen (alpha 1, delta at delta_min). (label, estimator spec) each: an atlas draws
+#: FADE there.
+FADE_ENDS: tuple[tuple[str, str], ...] = _fade_ends()
+
+
+def atlas_profiles(
+    estimators: Sequence[tuple[str, str]],
+    group_size: int,
+    *,
+    lengths: float = 1.0,
+    baseline_reward: float | None = None,
+) -> list[tuple[str, dict, MassProfile]]:
+    """The mass profile at G = ``group_size`` of each (label, estimator spec) of ``estimators``:
+    (label, the parameters the spec gives, profile) each, in order. Every rollout has length
+    ``lengths`` and baseline reward ``baseline_reward`` (for estimators that need one: remax). A
+    spec the estimator refuses is a ValueError starting with the spec."""
+    entries = []
+    for label, text in estimators:
+        name, params = parse_spec(text)
+        try:
+            profile = mass_profile(name, group_size, lengths=lengths, baseline_rewards=baseline_reward, **params)
+        except ValueError as exc:
+            raise ValueError(f"{text.strip()}: {exc}") from None
+        entries.append((label, params, profile))
+    return entries
 
 
 def atlas_pixel_size(num_estimators: int) -> tuple[int, int]:

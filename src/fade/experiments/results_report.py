@@ -29,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from fade.atomic import write_json_atomic
+from fade.atomic import atomic_write, write_json_atomic
 from fade.geometry import PAPER_RANK1_SHARE
 from fade.testbed.evaluation import EVAL_KS, ks_text
 
@@ -356,9 +356,8 @@ def write_report(
     lines += _every_run(summaries)
 
     readme = out / README
-    tmp = readme.with_suffix(".md.tmp")
-    tmp.write_text("\n".join(lines))
-    os.replace(tmp, readme)
+    text = "\n".join(lines).encode("utf-8")
+    atomic_write(readme, lambda f: f.write(text))
     computed = report_numbers.interval_verdicts(sections)
     design = {
         "rule": "paired" if paired else "spread",

@@ -53,6 +53,8 @@ from typing import BinaryIO
 
 import numpy as np
 
+from fade.extras import install_line
+
 from ..columns import INT64_MAX, INT64_MIN, encode_keys, read_jsonl, shown
 from ..records import DumpError, RunRecords, StepBatch, dense_ids
 from .base import Format, ReadOptions, name_step, one_per_step, step_files, strict_json
@@ -105,7 +107,7 @@ def _zstandard(path: Path):
         import zstandard
     except ImportError:
         raise DumpError(f"{path}: a sealed (zstd-compressed) chunk, and zstandard is not installed: "
-                        "pip install zstandard (or pip install 'fade-rl[analyze]')") from None
+                        f"pip install zstandard (or {install_line('analyze')})") from None
     return zstandard
 
 

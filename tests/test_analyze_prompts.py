@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 pytest.importorskip("pyarrow")
 
 from fade.analyze import RunRecords, StepBatch, analyze_records, analyze_run, write_outputs  # noqa: E402
-from fade.analyze.figures import plane_note, rolling_mean, smoothing_window  # noqa: E402
+from fade.analyze.figures import plane_note, rolling_mean, rolling_window  # noqa: E402
 from fade.analyze.prompts import CLASSES, EXCERPT_CHARS, excerpt, prompt_view  # noqa: E402
 from fade.cli import main  # noqa: E402
 
@@ -283,4 +283,4 @@ def test_the_rolling_mean_is_centred_and_leaves_out_steps_without_mass():
     got = rolling_mean(np.array([1.0, np.nan, 3.0, 5.0, 7.0]), 3)
     assert got.tolist() == [1.0, 2.0, 4.0, 5.0, 6.0]
     assert np.isnan(rolling_mean(np.array([np.nan, np.nan]), 3)).all()
-    assert [smoothing_window(n) for n in (3, 5, 6, 30, 40, 200)] == [None, None, 3, 3, 5, 21]
+    assert [rolling_window(n) for n in (3, 5, 6, 30, 40, 200)] == [None, None, 3, 3, 5, 21]

@@ -18,7 +18,7 @@ import pytest
 
 from fade import pass_at_k
 from fade.cli import main
-from fade.plots import PASSK_DPI, PASSK_SIZE_IN
+from fade.plots import DPI, PASSK_SIZE_IN
 from fade.verifiers.evaluate import curve_ks
 
 SAMPLES = Path(__file__).resolve().parents[1] / "examples" / "samples"
@@ -79,7 +79,7 @@ def test_math_report_equals_pass_at_k_by_hand(capsys, tmp_path):
     assert report["reasons"] == {"correct": 9, "empty": 1, "malformed": 1, "no_answer": 2, "wrong": 7}
     assert "pass@100 (0 problems)" in stdout and "n/a" in stdout
     image = matplotlib.image.imread(out / "passk.png")
-    assert image.shape[:2] == (round(PASSK_SIZE_IN[1] * PASSK_DPI), round(PASSK_SIZE_IN[0] * PASSK_DPI))
+    assert image.shape[:2] == (round(PASSK_SIZE_IN[1] * DPI), round(PASSK_SIZE_IN[0] * DPI))
 
 
 def test_resume_after_a_limit_equals_an_uninterrupted_run(capsys, tmp_path):

@@ -17,13 +17,14 @@ from rich.console import Console
 
 import fade
 from fade.integrations import diagnostics
+from fade.plots import headless_pyplot, legend_in_headroom
+from fade.series import moving_average
 from fade.testbed import report, runlog
 from fade.testbed.report import (
     COMPARE_PIXEL_SIZE,
     PLANE_PIXEL_SIZE,
     compare_runs,
     compare_table,
-    legend_in_headroom,
     passk_pixel_size,
     plot_run,
     summary_table,
@@ -42,7 +43,6 @@ from fade.testbed.runlog import (
     logged_buckets,
     logged_ks,
     metric_column,
-    moving_average,
     pass_key,
     read_json_object,
     read_log,
@@ -590,7 +590,7 @@ def test_compare_runs_labels_and_their_errors(tmp_path):
 
 
 def _panel(cols: dict, title: str):
-    from fade.testbed.report import _training_panels, headless_pyplot
+    from fade.testbed.report import _training_panels
 
     steps = cols["step"]
     draw = dict(_training_panels(cols, steps, 1))[title]
@@ -601,8 +601,6 @@ def _panel(cols: dict, title: str):
 
 
 def test_a_legend_sits_above_every_curve_of_its_panel():
-    from fade.testbed.report import headless_pyplot
-
     plt = headless_pyplot()
     fig, ax = plt.subplots(figsize=(4, 2.6))
     x = np.arange(50)

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fade.testbed.runlog import load_run, moving_average
+from fade.series import moving_average
+from fade.testbed.runlog import load_run
 from fade.testbed.summary import (
     ENTROPY_BLOCK,
     FINAL_SHARE,

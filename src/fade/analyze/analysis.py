@@ -6,17 +6,26 @@ with its one-line error and leaves the output folder as it was.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fade.series import finite_mean
+
 from .formats import ReadOptions, read_run
 from .prompts import PromptView, prompt_view
 from .records import RunRecords
-from .stats import Counterfactuals, default_estimators, finite_mean, run_diagnostics, step_stats
+from .stats import Counterfactuals, default_estimators, run_diagnostics, step_stats
 
 __all__ = ["Analysis", "analyze_records", "analyze_run"]
+
+
+def _mean_or_none(values: list[float | None]) -> float | None:
+    """:func:`fade.series.finite_mean` as ``report.json`` writes it: None (null) where no value is finite."""
+    mean = finite_mean(values)
+    return None if math.isnan(mean) else mean
 
 
 @dataclass
@@ -34,7 +43,7 @@ class Analysis:
     def summary(self) -> dict[str, Any]:
         """The run-level numbers of ``report.json``: the run, then per-step means."""
         def mean(key: str) -> float | None:
-            return finite_mean([s.get(key) for s in self.steps])
+            return _mean_or_none([s.get(key) for s in self.steps])
 
         out: dict[str, Any] = {**self.run.to_dict(), "estimators": self.estimators,
                                "skipped_estimators": dict(self.skipped)}
@@ -48,7 +57,7 @@ class Analysis:
             rows = [r for r in rows if r]
             if rows:
                 out.setdefault("mean_diagnostics", {})[who] = {
-                    k: finite_mean([r[k] for r in rows]) for k in rows[0] if k != "max_abs_diff_to_run"}
+                    k: _mean_or_none([r[k] for r in rows]) for k in rows[0] if k != "max_abs_diff_to_run"}
         out["prompts"] = self.prompts.summary() if self.prompts is not None else {"note": self.prompts_note}
         return out
 

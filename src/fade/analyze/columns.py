@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from fade import jsonl
+from fade.extras import install_line, installed
 
 from .records import DumpError, dense_ids, dump_errors
 
@@ -47,8 +48,8 @@ def arrow():
         import pyarrow.json  # noqa: F401
         import pyarrow.parquet  # noqa: F401
     except ImportError:
-        raise DumpError("fade analyze reads dumps with pyarrow, which is not installed: "
-                        "pip install 'fade-rl[analyze]'") from None
+        how = install_line("analyze")
+        raise DumpError(f"fade analyze reads dumps with pyarrow, which is not installed: {how}") from None
     return pyarrow
 
 
@@ -197,12 +198,6 @@ def _kind_problem(value: Any, kind: Field) -> str | None:
     return None
 
 
-def _has_arrow() -> bool:
-    from importlib.util import find_spec
-
-    return find_spec("pyarrow") is not None
-
-
 def _key_texts(values: list) -> list[str]:
     """Each key as text, one to one: an all-text column as it is, an all-integer one in decimal;
     a column of both tags every key with its kind, so no text ever spells an integer's key."""
@@ -219,7 +214,7 @@ def encode_keys(values) -> tuple[np.ndarray, list]:
     order. ``values`` is a pyarrow text or integer array (a dictionary one too) or a list of text
     and integers (None-free); the integer 1 and the text "1" are different keys, whatever else the
     column holds."""
-    if not _has_arrow():  # then every column is a list (the per-line reader's)
+    if not installed("pyarrow"):  # then every column is a list (the per-line reader's)
         values = list(values)
         return _distinct(dense_ids(_key_texts(values))[0], values)
     pa = arrow()
@@ -260,7 +255,7 @@ def read_jsonl(path: str | Path, fields: Mapping[str, Field], *, required: tuple
     """
     path = Path(path)
     data = read_lines(path, newest=newest, what=what, stacklevel=3).data
-    if raw_keys or not _has_arrow():
+    if raw_keys or not installed("pyarrow"):
         out = _read_slow(path, data, fields, required, raw_keys)
     else:
         out = _read_arrow(path, data, fields, required)

@@ -9,7 +9,8 @@
 - ``prompts.png``: the solve rate of each prompt seen at two steps or more at every step it was
   seen (a heat map, prompts by steps; :mod:`fade.analyze.prompts`).
 
-Each is written atomically (:func:`fade.atomic.write_figure_atomic`), never through a link.
+Each is written atomically (:func:`fade.atomic.write_figure_atomic`), never through a link, at the
+plotting layer's dpi (:data:`fade.plots.DPI`); the plane is :func:`fade.plots.draw_plane`'s.
 """
 
 from __future__ import annotations
@@ -20,21 +21,20 @@ import numpy as np
 
 from fade.atomic import write_figure_atomic
 from fade.mass import BALANCED_SIGN
-from fade.plots import plane_guides
+from fade.plots import DPI, Mark, PlanePath, draw_plane, headless_pyplot
 
 from .analysis import Analysis
 from .prompts import SOLVED_RATE, excerpt
 from .stats import SOLVE_BUCKETS
 
-__all__ = ["DPI", "FIGURES", "draw_all", "plane_note", "rolling_mean", "smoothing_window"]
+__all__ = ["FIGURES", "draw_all", "plane_note", "rolling_mean", "rolling_window"]
 
-DPI = 100
 FIGURES = ("plane.png", "zero_spread.png", "solve_rate.png", "pass_at_k.png", "prompts.png")
 #: The prompts heat map labels its rows with the prompts' excerpts up to this many rows.
 _LABELLED_ROWS = 40
 
 
-def smoothing_window(num_steps: int) -> int | None:
+def rolling_window(num_steps: int) -> int | None:
     """The rolling mean's window over a run of ``num_steps`` steps: about a tenth of the run, odd
     (so it is centred), at least 3; None below 6 steps, too few to smooth."""
     if num_steps < 6:
@@ -68,17 +68,8 @@ def plane_note(analysis: Analysis) -> str | None:
             "one line; they differ in difficulty only (below)")
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _save(fig, path: Path) -> Path:
-    plt = _plt()
+    plt = headless_pyplot()
     try:
         write_figure_atomic(path, fig, dpi=DPI)
     finally:
@@ -97,27 +88,26 @@ def draw_all(analysis: Analysis, out: Path) -> list[Path]:
 
 
 def _plane(analysis: Analysis, path: Path) -> Path:
-    plt = _plt()
+    plt = headless_pyplot()
     fig, (ax, below) = plt.subplots(2, 1, figsize=(7.5, 7.5), gridspec_kw={"height_ratios": [2.2, 1]})
-    plane_guides(ax)
     series = [("the run's own", [s.get("run") for s in analysis.steps])]
     series += [(spec, [s["estimators"].get(spec) for s in analysis.steps]) for spec in analysis.estimators]
     x = _steps(analysis)
-    window = smoothing_window(len(x))
+    window = rolling_window(len(x))
+    paths = []
     for i, (label, rows) in enumerate(series):
         xy = np.array([(r["difficulty"], r["sign_balance"]) if r else (np.nan, np.nan) for r in rows], dtype=float)
         if np.isnan(xy).all():
             continue
         colour = "black" if i == 0 else f"C{i - 1}"
-        ax.plot(xy[:, 0], xy[:, 1], "-", color=colour, lw=1.2 if i == 0 else 0.8, alpha=0.7)
-        ax.plot(xy[:, 0], xy[:, 1], "o", color=colour, ms=3, label=label)
-        last = np.flatnonzero(~np.isnan(xy[:, 0]))[-1]
-        ax.plot([xy[last, 0]], [xy[last, 1]], "s", color=colour, ms=6, mec="black", mew=0.6)
+        paths.append(PlanePath(xy[:, 0], xy[:, 1], colour, label=label, lw=1.2 if i == 0 else 0.8, alpha=0.7, dots=3,
+                               end=Mark("s", 6, 0.6)))
         if window is None:
             below.plot(x, xy[:, 0], "o-", color=colour, ms=2.5, lw=1.2 if i == 0 else 0.8)
         else:  # a step of a few groups is noisy: the raw points, and their rolling mean as the line
             below.plot(x, xy[:, 0], "o", color=colour, ms=2, alpha=0.35)
             below.plot(x, rolling_mean(xy[:, 0], window), "-", color=colour, lw=1.6 if i == 0 else 1.1)
+    draw_plane(ax, paths)
     ax.set_title(f"Gradient mass per step on the sign/difficulty plane ({analysis.run.format} run; square: last step)",
                  fontsize=9)
     if ax.get_legend_handles_labels()[0]:  # a run without mass at any step has no point to name
@@ -152,7 +142,7 @@ def _steps(analysis: Analysis) -> np.ndarray:
 
 
 def _zero_spread(analysis: Analysis, path: Path) -> Path:
-    plt = _plt()
+    plt = headless_pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 3.5))
     x = _steps(analysis)
     ax.plot(x, [s["zero_spread_share"] for s in analysis.steps], "o-", ms=3, color="C3",
@@ -169,7 +159,7 @@ def _zero_spread(analysis: Analysis, path: Path) -> Path:
 
 
 def _solve_rate(analysis: Analysis, path: Path) -> Path:
-    plt = _plt()
+    plt = headless_pyplot()
     rows = [s for s in analysis.steps if "solve_rate_histogram" in s]
     grid = np.array([[s["solve_rate_histogram"][b] for b in SOLVE_BUCKETS] for s in rows]).T
     fig, ax = plt.subplots(figsize=(7.5, 3.5))
@@ -186,7 +176,7 @@ def _solve_rate(analysis: Analysis, path: Path) -> Path:
 
 
 def _pass_at_k(analysis: Analysis, path: Path) -> Path:
-    plt = _plt()
+    plt = headless_pyplot()
     rows = [s for s in analysis.steps if "pass_at_k" in s]
     ks = sorted({int(k) for s in rows for k in s["pass_at_k"]})
     shown = [k for k in ks if k & (k - 1) == 0 or k == ks[-1]]  # powers of two and the largest
@@ -204,7 +194,7 @@ def _pass_at_k(analysis: Analysis, path: Path) -> Path:
 
 
 def _prompts(analysis: Analysis, path: Path) -> Path:
-    plt = _plt()
+    plt = headless_pyplot()
     view = analysis.prompts
     rows = view.heatmap_rows()
     position = {step: i for i, step in enumerate(view.steps)}

@@ -12,7 +12,6 @@ order, fed before step s what the run's engine fed it (:func:`fed_entropy`, by t
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +20,7 @@ import numpy as np
 from fade.mass import DIAGNOSTICS, decompose
 from fade.passk import pass_at_k
 from fade.registry import Estimator, check_signal, estimator
+from fade.series import mean_of
 from fade.specs import parse_spec
 from fade.weighing import weigh
 
@@ -182,21 +182,4 @@ def run_diagnostics(batch: StepBatch) -> dict[str, float] | None:
     return _diagnostics(batch.advantages, batch)
 
 
-def mean_of(values: np.ndarray) -> float:
-    """The mean of finite ``values``, finite too: where their sum overflows (rewards near 1e308),
-    they are summed scaled by a power of two (exact) below their largest magnitude."""
-    with np.errstate(over="ignore"):
-        mean = float(np.mean(values))
-    if math.isfinite(mean) or not np.isfinite(values).all():
-        return mean
-    _, exponent = np.frexp(np.abs(values).max())
-    return float(np.ldexp(np.mean(np.ldexp(values, -int(exponent))), int(exponent)))
-
-
-def finite_mean(values: list[float]) -> float | None:
-    """The mean of the finite ones of ``values`` (None and NaN, a step's missing number, left out)."""
-    vals = [v for v in values if v is not None and math.isfinite(v)]
-    return mean_of(np.asarray(vals, dtype=np.float64)) if vals else None
-
-
-__all__ += ["DIAGNOSTICS", "finite_mean", "mean_of", "run_diagnostics"]
+__all__ += ["DIAGNOSTICS", "run_diagnostics"]

@@ -20,10 +20,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from fade.extras import EXTRAS, install_line
+
 from . import analyze, atlas, calibrate, compare, decompose, demo, pretrain, sweep, train
 from . import eval as eval_command
 from .atlas import DEFAULT_ATLAS_ESTIMATORS
-from .extras import EXTRAS, install_line, require_extras
+from .extras import require_extras
 from .parsing import Parser, UsageError
 
 __all__ = ["COMMANDS", "DEFAULT_ATLAS_ESTIMATORS", "EXTRAS", "build_parser", "install_line", "main", "require_extras"]

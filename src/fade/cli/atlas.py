@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 from fade.jsonl import json_safe
+from fade.plots import FADE_ENDS, atlas_profiles, draw_atlas, profile_summary
 from fade.registry import check_inputs
 from fade.registry import spec as registry_spec
-from fade.specs import format_value, parse_spec
+from fade.specs import parse_spec
 
 from .output import console, fmt
 from .parsing import SPEC_HELP, estimator_label
@@ -32,8 +33,7 @@ DEFAULT_ATLAS_ESTIMATORS = (
     # FADE's two ends, from its defaults: early (entropy above target, low solve rate) hard
     # focus and balanced sign; late (entropy below target, solves common) medium focus and
     # failure-biased.
-    f"fade:alpha={format_value(registry_spec('fade').defaults['alpha_max'])}:delta=1",
-    f"fade:alpha=1:delta={format_value(registry_spec('fade').defaults['delta_min'])}",
+    *(spec for _, spec in FADE_ENDS),
 )
 
 
@@ -80,7 +80,6 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import fade
     from fade.specs import split_specs
 
     specs = split_specs(args.estimators)
@@ -94,19 +93,12 @@ def run(args: argparse.Namespace) -> int:
         given = {"lengths", *(["baseline_rewards"] if args.baseline_reward is not None else [])}
         check_inputs(registry_spec(name), given, where="was not given",
                      called={"baseline_rewards": "--baseline-reward (the reward of its baseline response)"})
-        try:
-            prof = fade.mass_profile(
-                name, args.group_size, lengths=args.length, baseline_rewards=args.baseline_reward, **params
-            )
-        except ValueError as exc:
-            raise ValueError(f"{text.strip()}: {exc}") from None
-        entries.append((estimator_label(name, params), params, prof))
+        entries += atlas_profiles([(estimator_label(name, params), text)], args.group_size, lengths=args.length,
+                                  baseline_reward=args.baseline_reward)
 
-    from fade import plots
-
-    summaries = [plots.profile_summary(prof) for _, _, prof in entries]
+    summaries = [profile_summary(prof) for _, _, prof in entries]
     out.parent.mkdir(parents=True, exist_ok=True)
-    plots.draw_atlas([(label, prof) for label, _, prof in entries], out)
+    draw_atlas([(label, prof) for label, _, prof in entries], out)
 
     doc = {
         "group_size": args.group_size,

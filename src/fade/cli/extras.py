@@ -1,41 +1,23 @@
-"""The extras of pyproject.toml that commands need: whether they are installed, and the line that installs one."""
+"""The extras a command needs: a command refused, in one line, when one is missing; the testbed
+imported or the extra it lacks named. What is installed, and the line that installs it, is
+:mod:`fade.extras`'s."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["EXTRAS", "import_testbed", "install_line", "require_extras"]
+from fade.extras import install_line, missing
 
-#: The extras of pyproject.toml that commands need, each with the modules whose presence says it
-#: is installed (looked up without importing them, so the check costs nothing).
-EXTRAS: dict[str, tuple[str, ...]] = {
-    "testbed": ("transformers", "tokenizers", "safetensors"),
-    "math": ("math_verify",),
-    "analyze": ("pyarrow",),
-}
-
-
-def install_line(extra: str) -> str:
-    """The pip command that adds ``extra`` to this fade: to the installed distribution when there
-    is one (pip reads the extra from its metadata), else from the repository's root."""
-    from importlib.metadata import PackageNotFoundError, distribution
-
-    try:
-        distribution("fade-rl")
-    except PackageNotFoundError:
-        return f"pip install -e '.[{extra}]' (from the fade repository's root)"
-    return f"pip install 'fade-rl[{extra}]'"
+__all__ = ["import_testbed", "require_extras"]
 
 
 def require_extras(command: str, extras: Sequence[str]) -> None:
     """Raise ValueError naming the first of ``extras`` that is not installed, with its install line."""
-    from importlib.util import find_spec
-
     for extra in extras:
-        missing = [module for module in EXTRAS[extra] if find_spec(module) is None]
-        if missing:
+        absent = missing(extra)
+        if absent:
             raise ValueError(
-                f"{command} needs the '{extra}' extra, which is not installed ({', '.join(missing)} missing): "
+                f"{command} needs the '{extra}' extra, which is not installed ({', '.join(absent)} missing): "
                 f"{install_line(extra)}"
             )
 

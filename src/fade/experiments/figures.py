@@ -1,7 +1,7 @@
 """The sweep report's figures: small PNGs that show every run of a task side by side.
 
-- :func:`draw_atlas`: the gradient-mass atlas of every estimator the sweep trained (through
-  :func:`fade.plots.draw_atlas`), with FADE's family drawn at the two ends of its schedule.
+- :func:`draw_atlas`: the gradient-mass atlas of every estimator the sweep trained (built and
+  drawn by :mod:`fade.plots.atlas`), with FADE's family drawn at the two ends of its schedule.
 - :func:`draw_plane_paths`: each run as a path over the sign-balance / difficulty plane, one small
   panel per estimator, one line per seed (start circled, end starred).
 - :func:`draw_pass1`: pass@1 against step, one panel per claim group, each run a thin line with
@@ -22,9 +22,9 @@
 - :func:`draw_calibration`: where a base policy starts (``fade calibrate``): its pass@1 per bucket
   and the spread of its per-prompt solve rates.
 
-Figures are drawn at the testbed report's dpi with fixed panel sizes; smoothing, the plotting
-backend and the axis styling come from :mod:`fade.testbed.axes`, the moving average and the
-peak evaluation from :mod:`fade.testbed.runlog`.
+Figures are drawn at the plotting layer's dpi with fixed panel sizes; smoothing, the plotting
+backend, the axis styling and the plane come from :mod:`fade.plots`, the moving average from
+:mod:`fade.series` and the peak evaluation from :mod:`fade.testbed.runlog`.
 """
 
 from __future__ import annotations
@@ -37,11 +37,21 @@ from pathlib import Path
 
 import numpy as np
 
+from fade import plots
 from fade.atomic import write_figure_atomic
-from fade.plots import plane_guides
+from fade.plots import (
+    DPI,
+    Mark,
+    PlanePath,
+    draw_plane,
+    finish_axes,
+    headless_pyplot,
+    panel_grid,
+    smoothing_window,
+)
+from fade.series import moving_average
 from fade.specs import parse_spec
-from fade.testbed.axes import REPORT_DPI, finish_axes, headless_pyplot, panel_grid, smoothing_window
-from fade.testbed.runlog import moving_average, peak_eval_index
+from fade.testbed.runlog import peak_eval_index
 from fade.testbed.summary import FORMULA_TERMS, SIGN_CLASSES
 
 from .calibrate import HARDEST_PASS1, MID_RANGE, Calibration
@@ -67,15 +77,6 @@ __all__ = [
 Groups = Sequence[tuple[str, Sequence[str]]]
 RunsBySpec = dict[str, list[SweepRun]]
 
-#: FADE's schedule runs between these two ends (docs/method.md, section 3): hard focus with a balanced sign
-#: while the solve rate is low and the entropy above its target, medium focus with a failure-biased sign
-#: once the solve rate has risen and the entropy fallen; the atlas draws the family there.
-FADE_ENDS = (
-    ("fade early: alpha=3, delta=1", {"alpha": 3.0, "delta": 1.0}),
-    ("fade late: alpha=1, delta=0.3", {"alpha": 1.0, "delta": 0.3}),
-)
-
-
 def colours(specs: Sequence[str]) -> dict[str, tuple]:
     """One colour per estimator spec, the same in every figure of a report."""
     from matplotlib import colormaps
@@ -86,35 +87,32 @@ def colours(specs: Sequence[str]) -> dict[str, tuple]:
 
 def _save(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_figure_atomic(path, fig, dpi=REPORT_DPI)
+    write_figure_atomic(path, fig, dpi=DPI)
     return path
 
 
 def draw_atlas(specs: Sequence[str], group_size: int, path: str | Path) -> Path:
-    """The atlas of ``specs`` at G = ``group_size``. Stateful estimators (FADE and its ablations)
-    change their profile as they train, so the family is drawn once, at the two ends of its
-    schedule; estimators that need a baseline response's reward (remax) are left out."""
-    import fade
-    from fade.plots import draw_atlas as draw
+    """The atlas of ``specs`` at G = ``group_size`` (:func:`fade.plots.atlas_profiles`, each labelled
+    by its spec). Stateful estimators (FADE and its ablations) change their profile as they train,
+    so the family is drawn once, at the two ends of its schedule (:data:`fade.plots.FADE_ENDS`);
+    estimators that need a baseline response's reward (remax) are left out."""
     from fade.registry import missing_inputs
     from fade.registry import spec as registry_spec
 
-    entries = []
+    chosen = []
     stateful = False
     for text in specs:
-        name, params = parse_spec(text)
-        entry = registry_spec(name)
+        entry = registry_spec(parse_spec(text)[0])
         if entry.cls is not None:
             stateful = True
-            continue
-        if missing_inputs(entry, {"lengths"}):  # a baseline response's reward (remax): none here
-            continue
-        entries.append((text, fade.mass_profile(name, group_size, lengths=1.0, **params)))
+        elif not missing_inputs(entry, {"lengths"}):  # a baseline response's reward (remax): none here
+            chosen.append((text, text))
     if stateful:
-        entries.extend((label, fade.mass_profile("fade", group_size, **params)) for label, params in FADE_ENDS)
-    if not entries:
+        chosen.extend(plots.FADE_ENDS)
+    if not chosen:
         raise ValueError(f"no estimator among {list(specs)} has a fixed mass profile to draw")
-    return draw(entries, Path(path))
+    return plots.draw_atlas([(label, profile) for label, _, profile in plots.atlas_profiles(chosen, group_size)],
+                            Path(path))
 
 
 def _stack(arrays: Sequence[np.ndarray]) -> np.ndarray:
@@ -142,7 +140,7 @@ def _panel_figure(
     rows = max(1, math.ceil(count / columns))
     top, bottom, hspace = 0.75, 0.45, 0.75  # inches: the title band, step labels, a panel's title
     height = rows * size[1] + top + bottom + (rows - 1) * hspace
-    fig = plt.figure(figsize=(columns * size[0], height), dpi=REPORT_DPI)
+    fig = plt.figure(figsize=(columns * size[0], height), dpi=DPI)
     try:
         axes = panel_grid(
             fig, rows, columns, top=top, bottom=bottom, hspace=hspace, left=0.6, right=0.25, wspace=0.6
@@ -179,18 +177,18 @@ def draw_plane_paths(runs_by_spec: RunsBySpec, path: str | Path, *, title: str) 
                        f"{title}: each run's path (circle: start, star: end)") as axes:
         for ax, spec in zip(axes, specs):
             runs = runs_by_spec[spec]
-            plane_guides(ax, labels=False, lw=0.8)
+            paths = []
             for i, run in enumerate(runs):
                 x, y = run.curves["difficulty"], run.curves["sign_balance"]
                 keep = np.isfinite(x) & np.isfinite(y)
                 if not keep.any():
                     continue
                 window = smoothing_window(None, int(keep.sum()))
-                x, y = moving_average(x[keep], window), moving_average(y[keep], window)
                 colour = palette(0.15 + 0.7 * i / max(len(runs) - 1, 1))
-                ax.plot(x, y, color=colour, lw=1.3, label=f"seed {run.seed}")
-                ax.plot([x[0]], [y[0]], "o", ms=5, mfc="white", mec=colour, mew=1.2)
-                ax.plot([x[-1]], [y[-1]], "*", ms=9, color=colour, mec="black", mew=0.4)
+                paths.append(PlanePath(moving_average(x[keep], window), moving_average(y[keep], window), colour,
+                                       label=f"seed {run.seed}", lw=1.3, start=Mark("o", 5, 1.2, hollow=True),
+                                       end=Mark("*", 9, 0.4)))
+            draw_plane(ax, paths, labels=False, lw=0.8)
             ax.set_xlabel("difficulty (low = hard focus)", fontsize=7, labelpad=1)
             ax.set_ylabel("sign_balance", fontsize=7, labelpad=1)
             finish_axes(ax, spec, legend=len(runs) > 1)
@@ -267,7 +265,7 @@ def draw_entropy_check(points: Sequence[tuple[str, int, float, float]], eta: flo
                        *, title: str) -> Path:
     """Observed block-to-block entropy change against the first-order prediction, per estimator."""
     plt = headless_pyplot()
-    fig = plt.figure(figsize=(6.5, 5.0), dpi=REPORT_DPI)
+    fig = plt.figure(figsize=(6.5, 5.0), dpi=DPI)
     try:
         ax = fig.add_axes((0.12, 0.1, 0.58, 0.78))
         specs = list(dict.fromkeys(p[0] for p in points))
@@ -397,7 +395,7 @@ def draw_schedule(arms: Sequence[tuple[str, list[SweepRun]]], palette: dict, pat
 def draw_bucket_gains(levels: Sequence[tuple[str, list[SweepRun]]], path: str | Path, *, title: str) -> Path:
     """Bars of the pass@1 gain (final - base) per difficulty bucket, one bar per level, +- std."""
     plt = headless_pyplot()
-    fig = plt.figure(figsize=(6.5, 3.6), dpi=REPORT_DPI)
+    fig = plt.figure(figsize=(6.5, 3.6), dpi=DPI)
     try:
         ax = fig.add_axes((0.1, 0.15, 0.62, 0.72))
         buckets = sorted({b for _, runs in levels for r in runs for b in r.buckets()})
@@ -431,7 +429,7 @@ def draw_controls(arms: Sequence[tuple[str, object, list[SweepRun]]], path: str 
     pass@k against k (log2 axis, seed mean) on the left, the training entropy against step (seed
     mean, smoothed) on the right, one legend beside them. FADE is drawn thick and black."""
     plt = headless_pyplot()
-    fig = plt.figure(figsize=(13.0, 4.6), dpi=REPORT_DPI)
+    fig = plt.figure(figsize=(13.0, 4.6), dpi=DPI)
     try:
         passk_ax = fig.add_axes((0.05, 0.12, 0.3, 0.74))
         entropy_ax = fig.add_axes((0.41, 0.12, 0.3, 0.74))
@@ -497,7 +495,7 @@ def draw_calibration(cal: Calibration, path: str | Path) -> Path:
         solutions = "" if cal.mean_solutions is None else f", {cal.mean_solutions:.2f} distinct answers per problem"
         fig.suptitle(f"{cal.task}: where the base policy starts{solutions}", fontsize=11)
         out = Path(path)
-        write_figure_atomic(out, fig, dpi=REPORT_DPI)
+        write_figure_atomic(out, fig, dpi=DPI)
     finally:
         plt.close(fig)
     return out

@@ -33,7 +33,7 @@ from .stats import (
 )
 
 __all__ = [
-    "POWER",
+    "STATISTICAL_POWER",
     "check_lines",
     "claim_lines",
     "interval_verdicts",
@@ -48,8 +48,10 @@ __all__ = [
     "version",
 ]
 
-#: The power at which the report states the minimum detectable difference (the usual 80%).
-POWER = 0.8
+#: The statistical power (the chance that a true difference clears the test) at which the report
+#: states the minimum detectable difference: the usual 80%. Not Power(alpha), the estimator
+#: (``claims/difficulty_axis.POWER_LEVELS``).
+STATISTICAL_POWER = 0.8
 
 
 def md_table(table: Table) -> list[str]:
@@ -203,7 +205,7 @@ def minimum_detectable(task: str, summaries: Sequence[SweepRun]) -> dict[str, An
     if not math.isfinite(sd):
         return {"n": n, "sd": None, "mdd": None, "source": source,
                 "text": f"not measurable: no pair of estimators shares 2 seeds ({source})"}
-    mdd = minimum_detectable_difference(sd, n, power=POWER)
+    mdd = minimum_detectable_difference(sd, n, power=STATISTICAL_POWER)
     d = _decimals(min(mdd, sd) if sd > 0 else mdd)
     return {
         "n": n,

@@ -29,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from fade.atomic import write_json_atomic
+from fade.atomic import atomic_write, write_json_atomic
 from fade.geometry import PAPER_RANK1_SHARE
 from fade.testbed.evaluation import EVAL_KS, ks_text
 
@@ -38,7 +38,7 @@ from .claims import CHECKS, CLAIMS, design_checks, fade_spec
 from .claims.base import ClaimSection, Table, TaskFigures, VerdictLine
 from .costs import estimate_seconds
 from .design import Arm, Preset, RunSpec, as_arm
-from .report_numbers import POWER
+from .report_numbers import STATISTICAL_POWER
 from .runs import SweepRun, copies
 from .stats import (
     CONTRADICTED,
@@ -127,7 +127,7 @@ def _role_groups(view: TaskFigures) -> list[tuple[str, list[str]]]:
     return kept or [("estimators", list(present))]
 
 
-def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[ClaimSection], fade: str,
+def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[ClaimSection], fade_spec: str,
              palette: dict) -> list[tuple[str, str]]:
     """Draw the task's figures; returns (file name, caption) of each."""
     runs_by_spec: dict[str, list[SweepRun]] = defaultdict(list)
@@ -135,7 +135,7 @@ def _figures(out: Path, task: str, summaries: list[SweepRun], sections: list[Cla
     for s in sorted(summaries, key=lambda s: s.seed):
         runs_by_spec[s.run.arm.text].append(s)
         arms.setdefault(s.run.arm.text, s.run.arm)
-    view = TaskFigures(task, dict(runs_by_spec), arms, palette, fade)
+    view = TaskFigures(task, dict(runs_by_spec), arms, palette, fade_spec)
     groups = _role_groups(view)
     ks = _ks_label(summaries)
     drawn: list[tuple[str, str]] = []
@@ -356,9 +356,8 @@ def write_report(
     lines += _every_run(summaries)
 
     readme = out / README
-    tmp = readme.with_suffix(".md.tmp")
-    tmp.write_text("\n".join(lines))
-    os.replace(tmp, readme)
+    text = "\n".join(lines).encode("utf-8")
+    atomic_write(readme, lambda f: f.write(text))
     computed = report_numbers.interval_verdicts(sections)
     design = {
         "rule": "paired" if paired else "spread",
@@ -413,11 +412,11 @@ def _how_to_read(paired: bool, detectable: dict[str, dict], ks: str) -> list[str
     if detectable:
         lines += [
             f"Minimum detectable pass@1 difference of this design (paired, two-sided 95%, power "
-            f"{POWER:.0%}: (t_0.975 + t_{POWER}) · SD / √n with t on n − 1 degrees of freedom, SD the observed "
-            "standard deviation of paired peak-pass@1 differences. A true difference of this size clears 0 "
-            f"in {POWER:.0%} of such experiments, a smaller one less often; the bootstrap interval behaves "
-            "like the t-test this formula is for. The SD is itself estimated from n seeds, so the figure is "
-            "a guide, not a guarantee):",
+            f"{STATISTICAL_POWER:.0%}: (t_0.975 + t_{STATISTICAL_POWER}) · SD / √n with t on n − 1 degrees of "
+            "freedom, SD the observed standard deviation of paired peak-pass@1 differences. A true difference "
+            f"of this size clears 0 in {STATISTICAL_POWER:.0%} of such experiments, a smaller one less often; "
+            "the bootstrap interval behaves like the t-test this formula is for. The SD is itself estimated "
+            "from n seeds, so the figure is a guide, not a guarantee):",
             "",
         ]
         lines += [f"- {task}: {m['text']}" for task, m in detectable.items()] + [""]

@@ -22,8 +22,8 @@ directory, at 100 dpi with fixed sizes so a PNG's pixel size depends only on wha
 :func:`compare_runs` draws several runs on shared axes. The tables of one run and of several
 (:func:`summary_table`, :func:`compare_table`) live in :mod:`fade.testbed.tables` (re-exported here);
 the numbers they and the figures put on a run are :mod:`fade.testbed.summary`'s, and the panels'
-house style is :mod:`fade.testbed.axes`'s (re-exported here). matplotlib is imported inside the
-drawing functions, with the non-interactive Agg backend.
+house style and the plane are the plotting layer's (:mod:`fade.plots`). matplotlib is imported
+inside the drawing functions, with the non-interactive Agg backend.
 """
 
 from __future__ import annotations
@@ -36,12 +36,15 @@ from typing import Any
 import numpy as np
 
 from fade.atomic import write_figure_atomic
-
-from ..mass import BALANCED_SIGN
-from ..plots import NEGATIVE_COLOUR, POSITIVE_COLOUR, plane_guides
-from .axes import (
-    REPORT_DPI,
+from fade.mass import BALANCED_SIGN
+from fade.plots import (
+    DPI,
+    NEGATIVE_COLOUR,
+    POSITIVE_COLOUR,
+    Mark,
+    PlanePath,
     bucket_colours,
+    draw_plane,
     finish_axes,
     headless_pyplot,
     legend_in_headroom,
@@ -49,6 +52,8 @@ from .axes import (
     smoothing_window,
     trace,
 )
+from fade.series import moving_average
+
 from .runlog import (
     ENTROPY_FORMULA_KEYS,
     METRICS_FILE,
@@ -59,7 +64,6 @@ from .runlog import (
     metric_column,
     metric_columns,
     metric_value,
-    moving_average,
     peak_eval_index,
 )
 from .summary import last_finite
@@ -70,18 +74,12 @@ __all__ = [
     "PASSK_PNG",
     "PLANE_PIXEL_SIZE",
     "PLANE_PNG",
-    "REPORT_DPI",
     "TRAINING_PNG",
     "compare_runs",
     "compare_table",  # re-exported from tables, as the command line reads it here
-    "finish_axes",
-    "headless_pyplot",
-    "legend_in_headroom",
     "load_run",  # re-exported from runlog: `fade report` reads the run it draws through here
-    "panel_grid",
     "passk_pixel_size",
     "plot_run",
-    "smoothing_window",
     "summary_table",  # re-exported from tables, as the command line reads it here
     "training_panels",
     "training_pixel_size",
@@ -94,8 +92,8 @@ _PANEL_W_IN, _TRAINING_PANEL_H_IN, _PASSK_PANEL_H_IN, _TITLE_H_IN = 4.0, 2.6, 3.
 _PLANE_SIZE_IN = (6.5, 5.5)
 _COMPARE_SIZE_IN = (11.0, 9.5)
 _COMPARE_LEGEND_COLUMNS = 4
-PLANE_PIXEL_SIZE = (round(_PLANE_SIZE_IN[0] * REPORT_DPI), round(_PLANE_SIZE_IN[1] * REPORT_DPI))  # (650, 550)
-COMPARE_PIXEL_SIZE = (round(_COMPARE_SIZE_IN[0] * REPORT_DPI), round(_COMPARE_SIZE_IN[1] * REPORT_DPI))  # (1100, 950)
+PLANE_PIXEL_SIZE = (round(_PLANE_SIZE_IN[0] * DPI), round(_PLANE_SIZE_IN[1] * DPI))  # (650, 550)
+COMPARE_PIXEL_SIZE = (round(_COMPARE_SIZE_IN[0] * DPI), round(_COMPARE_SIZE_IN[1] * DPI))  # (1100, 950)
 
 _STEP_PASS_KS = (1, 4, 16, 64)
 #: The sign_balance range a training panel always shows (0.5 = balanced).
@@ -113,8 +111,8 @@ def training_pixel_size(num_panels: int) -> tuple[int, int]:
         raise ValueError(f"num_panels must be >= 0, got {num_panels}")
     rows = math.ceil(max(num_panels, 1) / TRAINING_COLUMNS)
     return (
-        round(TRAINING_COLUMNS * _PANEL_W_IN * REPORT_DPI),
-        round((rows * _TRAINING_PANEL_H_IN + _TITLE_H_IN) * REPORT_DPI),
+        round(TRAINING_COLUMNS * _PANEL_W_IN * DPI),
+        round((rows * _TRAINING_PANEL_H_IN + _TITLE_H_IN) * DPI),
     )
 
 
@@ -122,15 +120,10 @@ def passk_pixel_size(has_buckets: bool) -> tuple[int, int]:
     """(width, height) in pixels of ``passk.png``: 3 panels (or 2 without per-bucket keys) of
     4.0 x 3.4 inches under a 0.5-inch title band at 100 dpi: (1200 or 800, 390)."""
     panels = 3 if has_buckets else 2
-    return round(panels * _PANEL_W_IN * REPORT_DPI), round((_PASSK_PANEL_H_IN + _TITLE_H_IN) * REPORT_DPI)
+    return round(panels * _PANEL_W_IN * DPI), round((_PASSK_PANEL_H_IN + _TITLE_H_IN) * DPI)
 
 
 # -- columns ------------------------------------------------------------------------------------
-
-
-def _plane_guides(ax) -> None:
-    # The atlas's plane (fade.plots), so a run's path reads against where the estimators sit.
-    plane_guides(ax, fontsize=8)
 
 
 def _plane_path(cols: dict[str, np.ndarray], steps: np.ndarray, window: int):
@@ -297,7 +290,7 @@ def _draw_training(run: Run, cols: dict[str, np.ndarray], steps: np.ndarray, win
     panels = _training_panels(cols, steps, window)
     width_px, height_px = training_pixel_size(len(panels))
     rows = math.ceil(max(len(panels), 1) / TRAINING_COLUMNS)
-    fig = plt.figure(figsize=(width_px / REPORT_DPI, height_px / REPORT_DPI), dpi=REPORT_DPI)
+    fig = plt.figure(figsize=(width_px / DPI, height_px / DPI), dpi=DPI)
     try:
         axes = panel_grid(fig, rows, TRAINING_COLUMNS, top=_TITLE_H_IN + 0.3).ravel()
         for i, ax in enumerate(axes):
@@ -315,7 +308,7 @@ def _draw_training(run: Run, cols: dict[str, np.ndarray], steps: np.ndarray, win
             axes[0].text(0.5, 0.5, "no numeric training signal logged", ha="center", va="center")
         smoothing = f"  |  moving average over {window} steps, raw faint" if window > 1 else ""
         fig.suptitle(f"training: {run_title(run)}{smoothing}", fontsize=10, y=1 - 0.15 / fig.get_size_inches()[1])
-        write_figure_atomic(out, fig, dpi=REPORT_DPI)
+        write_figure_atomic(out, fig, dpi=DPI)
     finally:
         plt.close(fig)
     return out
@@ -328,7 +321,7 @@ def _draw_passk(run: Run, out: Path) -> Path:
     ks = logged_ks(cols)
     buckets = logged_buckets(cols, "pass@1")
     width_px, height_px = passk_pixel_size(bool(buckets))
-    fig = plt.figure(figsize=(width_px / REPORT_DPI, height_px / REPORT_DPI), dpi=REPORT_DPI)
+    fig = plt.figure(figsize=(width_px / DPI, height_px / DPI), dpi=DPI)
     try:
         axes = panel_grid(fig, 1, 3 if buckets else 2, top=_TITLE_H_IN + 0.1, right=0.2, wspace=0.6).ravel()
 
@@ -381,7 +374,7 @@ def _draw_passk(run: Run, out: Path) -> Path:
             per_bucket.set_xlabel("step", fontsize=7)
             finish_axes(per_bucket, "pass@1 per difficulty bucket (d1 easiest)", legend=True)
         fig.suptitle(f"evaluation: {run_title(run)}", fontsize=10, y=1 - 0.12 / fig.get_size_inches()[1])
-        write_figure_atomic(out, fig, dpi=REPORT_DPI)
+        write_figure_atomic(out, fig, dpi=DPI)
     finally:
         plt.close(fig)
     return out
@@ -389,28 +382,21 @@ def _draw_passk(run: Run, out: Path) -> Path:
 
 def _draw_plane(run: Run, cols: dict[str, np.ndarray], steps: np.ndarray, window: int, out: Path) -> Path:
     plt = headless_pyplot()
-    from matplotlib.collections import LineCollection
-
-    fig = plt.figure(figsize=_PLANE_SIZE_IN, dpi=REPORT_DPI)
+    fig = plt.figure(figsize=_PLANE_SIZE_IN, dpi=DPI)
     try:
         ax = panel_grid(fig, 1, 1, top=0.35, bottom=0.5, left=0.65, right=1.0)[0, 0]
-        _plane_guides(ax)
         path = _plane_path(cols, steps, window)
         if path is None:
+            draw_plane(ax)
             ax.text(0.5, 0.5, "no step logged both difficulty and sign_balance", ha="center", va="center")
         else:
             t, x, y, raw_x, raw_y = path
             lo, hi = float(t[0]), float(t[-1])
             norm = plt.Normalize(lo, hi if hi > lo else lo + 1)
-            if window > 1:
-                ax.scatter(raw_x, raw_y, c=t, cmap="viridis", norm=norm, s=4, alpha=0.15, lw=0)
-            points = np.column_stack([x, y])
-            segments = np.stack([points[:-1], points[1:]], axis=1)
-            lines = LineCollection(segments, cmap="viridis", norm=norm, lw=2.0)
-            lines.set_array(t[1:])
-            ax.add_collection(lines)
-            ax.plot([x[0]], [y[0]], "o", ms=9, mfc="white", mec="black", mew=1.2, label=f"start (step {int(t[0])})")
-            ax.plot([x[-1]], [y[-1]], "*", ms=15, color="gold", mec="black", mew=0.8, label=f"end (step {int(t[-1])})")
+            draw_plane(ax, [PlanePath(
+                x, y, colour="black", lw=2.0, steps=t, step_colours=norm, raw=(raw_x, raw_y) if window > 1 else None,
+                start=Mark("o", 9, 1.2, hollow=True, label=f"start (step {int(t[0])})"),
+                end=Mark("*", 15, 0.8, colour="gold", label=f"end (step {int(t[-1])})"))])
             box = ax.get_position()
             bar_axes = fig.add_axes((box.x1 + 0.015, box.y0, 0.025, box.height))
             colourbar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap="viridis"), cax=bar_axes)
@@ -419,7 +405,7 @@ def _draw_plane(run: Run, cols: dict[str, np.ndarray], steps: np.ndarray, window
             ax.legend(fontsize=7.5, loc="best", frameon=False)
         smoothing = f", moving average over {window} steps" if window > 1 else ""
         ax.set_title(f"{run_label(run)}: path on the sign/difficulty plane{smoothing}", fontsize=9)
-        write_figure_atomic(out, fig, dpi=REPORT_DPI)
+        write_figure_atomic(out, fig, dpi=DPI)
     finally:
         plt.close(fig)
     return out
@@ -476,11 +462,11 @@ def compare_runs(
     from matplotlib.lines import Line2D
 
     legend_rows = math.ceil(len(runs) / _COMPARE_LEGEND_COLUMNS)
-    fig = plt.figure(figsize=_COMPARE_SIZE_IN, dpi=REPORT_DPI)
+    fig = plt.figure(figsize=_COMPARE_SIZE_IN, dpi=DPI)
     try:
         grid = panel_grid(fig, 2, 2, top=0.35 + 0.22 * legend_rows, bottom=0.5, right=0.2, wspace=0.7, hspace=0.75)
         (over_steps, curve), (entropy, plane) = grid
-        _plane_guides(plane)
+        paths = []
         all_ks: set[int] = set()
         handles = []
         base = shared_base(runs)
@@ -519,9 +505,9 @@ def compare_runs(
             path = _plane_path(cols, steps, window)
             if path is not None:
                 _, x, y, _, _ = path
-                plane.plot(x, y, color=colour, lw=1.6)
-                plane.plot([x[0]], [y[0]], "o", ms=7, mfc="white", mec=colour, mew=1.5)
-                plane.plot([x[-1]], [y[-1]], "*", ms=13, color=colour, mec="black", mew=0.6)
+                paths.append(PlanePath(x, y, colour, lw=1.6, start=Mark("o", 7, 1.5, hollow=True),
+                                       end=Mark("*", 13, 0.6)))
+        draw_plane(plane, paths)
         if all_ks:
             curve.set_xscale("log", base=2)
             ks = sorted(all_ks)
@@ -544,7 +530,7 @@ def compare_runs(
         )
         out = Path(out_png)
         out.parent.mkdir(parents=True, exist_ok=True)
-        write_figure_atomic(out, fig, dpi=REPORT_DPI)
+        write_figure_atomic(out, fig, dpi=DPI)
     finally:
         plt.close(fig)
     return out

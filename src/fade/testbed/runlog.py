@@ -60,7 +60,6 @@ __all__ = [
     "metric_column",
     "metric_columns",
     "metric_value",
-    "moving_average",
     "pass_key",
     "peak_eval_index",
     "read_json_object",
@@ -286,22 +285,3 @@ def peak_eval_index(pass1: np.ndarray) -> int | None:
     if not np.isfinite(pass1).any():
         return None
     return int(np.nanargmax(pass1))
-
-
-def moving_average(values: np.ndarray, window: int) -> np.ndarray:
-    """Centred moving average over ``window`` values, the window shrinking at both ends.
-
-    Point i averages values[i - window // 2 : i + (window - 1) // 2 + 1] (clipped to the array),
-    so an even window leans one point into the past. Cumulative sums keep it O(n) for long runs.
-    """
-    n = len(values)
-    if window <= 1 or n == 0:
-        return values.astype(float, copy=True)
-    # Summing differences from the first value keeps a constant series exactly constant and
-    # the rounding of a long cumulative sum small.
-    origin = float(values[0])
-    sums = np.concatenate([[0.0], np.cumsum(values - origin, dtype=float)])
-    index = np.arange(n)
-    lo = np.maximum(index - window // 2, 0)
-    hi = np.minimum(index + (window - 1) // 2 + 1, n)
-    return origin + (sums[hi] - sums[lo]) / (hi - lo)

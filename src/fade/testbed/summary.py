@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from fade.series import finite_mean, moving_average
+
 from .runlog import (
     DIAGNOSTICS,
     ENTROPY_FORMULA_KEYS,
@@ -30,7 +32,6 @@ from .runlog import (
     logged_buckets,
     logged_ks,
     metric_column,
-    moving_average,
     pass_key,
     peak_eval_index,
 )
@@ -53,7 +54,6 @@ __all__ = [
     "entropy_blocks",
     "final_mean",
     "final_window",
-    "finite_mean",
     "first_finite",
     "formula_terms",
     "last_finite",
@@ -105,15 +105,6 @@ FORMULA_TERMS = {"drive": "drive", "mass": "-(m_S - m_F) H", "cov": "-Cov(A, log
 
 
 # -- numbers over steps ---------------------------------------------------------------------------
-
-
-def finite_mean(values: np.ndarray | None) -> float:
-    """The mean of the finite values (nan when there is none)."""
-    if values is None:
-        return math.nan
-    values = np.asarray(values, float)
-    values = values[np.isfinite(values)]
-    return float(values.mean()) if values.size else math.nan
 
 
 def first_finite(values: np.ndarray | None) -> float:

@@ -28,7 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from .judges import JUDGES, Judge, extract_program, judge_for
-from .judges.base import Run, excerpt
+from .judges.base import SandboxJob, excerpt
 from .result import VerifierResult
 from .run_options import RunOptions
 from .sandbox import Limits, SandboxRun
@@ -221,18 +221,18 @@ class CodeVerifier:
             return result, failure
         return self._sandbox(again, code, suite, judge, limits, options, expected)
 
-    def _sandbox(self, plan: Run, code: str, suite: TestSuite, judge: Judge, limits: Limits, options: RunOptions,
+    def _sandbox(self, job: SandboxJob, code: str, suite: TestSuite, judge: Judge, limits: Limits, options: RunOptions,
                  expected: list) -> tuple[VerifierResult | None, str | None]:
-        with SandboxRun(plan.source, plan.inputs, call=suite.call, limits=limits, namespaces=self.namespaces,
+        with SandboxRun(job.source, job.inputs, call=suite.call, limits=limits, namespaces=self.namespaces,
                         options=options) as run:
             if run.failure_kind == "start":
                 return None, run.failure
             try:
-                return self._judge(run, plan, code, suite, judge, limits, expected), None
+                return self._judge(run, job, code, suite, judge, limits, expected), None
             except SetupFailed as exc:
                 return None, str(exc)
 
-    def _judge(self, run: SandboxRun, plan: Run, code: str, suite: TestSuite, judge: Judge, limits: Limits,
+    def _judge(self, run: SandboxRun, job: SandboxJob, code: str, suite: TestSuite, judge: Judge, limits: Limits,
                expected: list) -> VerifierResult:
         """Read the run's records as they come, by the judge's record rules; the first failing test decides."""
         base = {"judge": judge.name, "tests": len(suite), "sandbox": run.isolation.get("mode"),
@@ -244,14 +244,14 @@ class CodeVerifier:
         deferred: tuple[str, dict[str, Any]] | None = None
         for record in run:
             seconds += record.get("seconds", 0.0)
-            index = record["test"] - (1 if plan.compile_step is not None else 0)
+            index = record["test"] - (1 if job.compile_step is not None else 0)
             if index < 0:  # a compile step before the tests
                 ended = classify(record, limits)
                 if ended is not None:
                     reason, info = ended
                     if reason not in ("sandbox_violation", "time_limit", "memory_limit", "output_limit"):
                         reason = "compile_error"
-                    return VerifierResult.of(reason, **base, **info, note=plan.compile_step)
+                    return VerifierResult.of(reason, **base, **info, note=job.compile_step)
                 continue
             where = {**base, "passed": passed, "failed_test": index, "seconds": round(seconds, 4)}
             exits.append(record.get("exit") if not record.get("signal") and not record.get("ended") else None)

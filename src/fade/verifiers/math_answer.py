@@ -62,6 +62,8 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from fade.extras import install_line
+
 from .result import VerifierResult
 from .sandbox import MAX_LIMIT_MB, MAX_TIME_SECONDS
 
@@ -172,7 +174,7 @@ class _Worker:
             self.kill()
             raise RuntimeError(
                 "the math-verify worker did not start; is the 'math' extra installed? "
-                "(pip install 'fade-rl[math]')"
+                f"({install_line('math')})"
                 + (f": {hello.get('error')}" if isinstance(hello, dict) and hello.get("error") else "")
             )
 

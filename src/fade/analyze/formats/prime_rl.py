@@ -52,6 +52,7 @@ from typing import BinaryIO
 import numpy as np
 
 from fade import jsonl
+from fade.extras import install_line
 
 from ..columns import INT64_MAX, INT64_MIN, encode_keys, read_jsonl, shown
 from ..records import DumpError, RunRecords, StepBatch, dense_ids, dump_errors
@@ -105,7 +106,7 @@ def _zstandard(path: Path):
         import zstandard
     except ImportError:
         raise DumpError(f"{path}: a sealed (zstd-compressed) chunk, and zstandard is not installed: "
-                        "pip install zstandard (or pip install 'fade-rl[analyze]')") from None
+                        f"pip install zstandard (or {install_line('analyze')})") from None
     return zstandard
 
 

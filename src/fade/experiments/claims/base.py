@@ -233,13 +233,13 @@ class TaskFigures:
     """What a claim's figures read on one task: the ``task``, its finished runs by arm text (each
     arm's runs in seed order, the arms as they first come: ``runs``), each arm (``arms``), the
     report's colour of each (``palette``), and the FADE spec that stands for FADE there
-    (``fade``: the tuned choice where the task takes it, else the defaults)."""
+    (``fade_spec``: the tuned choice where the task takes it, else the defaults; :func:`fade_spec`)."""
 
     task: str
     runs: dict[str, list[SweepRun]]
     arms: dict[str, Arm]
     palette: dict
-    fade: str
+    fade_spec: str
 
     @property
     def present(self) -> list[str]:

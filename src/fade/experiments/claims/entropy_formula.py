@@ -19,12 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fade.series import finite_mean
 from fade.testbed.summary import (
     ENTROPY_BLOCK,
     SIGN_CLASSES,
     block_spans,
     early_steps,
-    finite_mean,
     formula_terms,
     sign_class,
 )

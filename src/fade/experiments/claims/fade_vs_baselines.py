@@ -63,7 +63,7 @@ class FadeVsBaselines:
     logged k); ``tuned_here``: FADE's configuration was chosen on these same runs."""
 
     task: str
-    fade: str
+    fade_spec: str
     baselines: tuple[str, ...]
     best: str
     ks: tuple[int, ...]
@@ -113,11 +113,11 @@ def _earlier(reach: Reach, best: str) -> Verdict:
 
 
 def measure(task: str, context: Context) -> FadeVsBaselines | None:
-    runs, fade = context.runs(task), context.fade_spec(task)
+    runs, fade_spec = context.runs(task), context.fade_spec(task)
     baselines = runs.present(STATIC_BASELINES)
-    if not baselines or not runs.has(fade):
+    if not baselines or not runs.has(fade_spec):
         return None
-    specs = [fade, *baselines]
+    specs = [fade_spec, *baselines]
     ks = sorted({k for spec in specs for s in runs.of(spec) for k in s.passk(s.final)})
     stats = stat_table(runs, specs, (*COLUMNS, *(f"pass@{k}" for k in ks)))
     peak = {spec: stats[spec]["peak_pass1"] for spec in specs}
@@ -127,13 +127,14 @@ def measure(task: str, context: Context) -> FadeVsBaselines | None:
     for k in ks:
         key = f"pass@{k}"
         best_k = max(baselines, key=lambda spec: stats[spec][key].mean if stats[spec][key].n else -math.inf)
-        parts.append((f"k={k} vs {best_k}", compare(stats[fade][key], stats[best_k][key], greater=True)))
+        parts.append((f"k={k} vs {best_k}", compare(stats[fade_spec][key], stats[best_k][key], greater=True)))
     preset = context.preset
     return FadeVsBaselines(
-        task=task, fade=fade, baselines=tuple(baselines), best=best, ks=tuple(ks), stats=stats, reach=reach,
+        task=task, fade_spec=fade_spec, baselines=tuple(baselines), best=best, ks=tuple(ks),
+        stats=stats, reach=reach,
         tuned_here=bool(preset and preset.tuning and preset.tuning.task == task and context.choice),
-        higher_peak=judge([("peak", compare(peak[fade], peak[best], greater=True))]),
-        earlier=judge([("ratio", _earlier(reach[fade], best))]),
+        higher_peak=judge([("peak", compare(peak[fade_spec], peak[best], greater=True))]),
+        earlier=judge([("ratio", _earlier(reach[fade_spec], best))]),
         tradeoff=judge(parts) if parts else None,
     )
 
@@ -151,34 +152,35 @@ def verdict(r: FadeVsBaselines) -> list[VerdictLine]:
 
 
 def words(r: FadeVsBaselines) -> Words:
-    fade, best = r.fade, r.best
+    fade_spec, best = r.fade_spec, r.best
     table = Table(
         ["estimator", "peak pass@1", "step of peak", f"step to reach {best}'s peak (reached)", "ratio to " + best,
          "final pass@1", "final pass@k mean", "final entropy"],
         caption=(f"best static baseline by seed-mean peak pass@1: {best}. The target on each seed is {best}'s peak "
                  "pass@1 on that seed; ratio = step to reach it / step of that peak."),
     )
-    specs = [fade, *r.baselines]
+    specs = [fade_spec, *r.baselines]
     for spec in specs:
         st, reach = r.stats[spec], r.reach[spec]
         table.rows.append([
-            f"**{spec}**" if spec == fade else spec, st["peak_pass1"].text(), st["peak_step"].text(0),
+            f"**{spec}**" if spec == fade_spec else spec, st["peak_pass1"].text(), st["peak_step"].text(0),
             f"{reach.reached.text(0)} ({reach.reached.n}/{len(reach.steps)})", reach.ratio.text(2),
             st["final_pass1"].text(), st["passk_mean"].text(), st["entropy_final"].text(2),
         ])
     passk = Table(["estimator", *[f"pass@{k}" for k in r.ks]], caption="final evaluation, mean ± std over seeds")
     for spec in specs:
-        passk.rows.append([f"**{spec}**" if spec == fade else spec, *[r.stats[spec][f"pass@{k}"].text() for k in r.ks]])
-    said = Words(f"FADE ({fade}) against the static baselines", [table, passk])
+        passk.rows.append([f"**{spec}**" if spec == fade_spec else spec,
+                           *[r.stats[spec][f"pass@{k}"].text() for k in r.ks]])
+    said = Words(f"FADE ({fade_spec}) against the static baselines", [table, passk])
     if r.tuned_here:
         said.notes.append(
-            f"FADE's configuration ({fade}) was chosen on these same {r.task} runs, which favours it here; the task "
-            "that takes the choice without retuning is the unbiased check.")
+            f"FADE's configuration ({fade_spec}) was chosen on these same {r.task} runs, which favours it here; the "
+            "task that takes the choice without retuning is the unbiased check.")
     return said
 
 
 def arms(view: TaskFigures) -> list[str]:
-    return view.pick([view.fade, *STATIC_BASELINES])
+    return view.pick([view.fade_spec, *STATIC_BASELINES])
 
 
 CLAIM = Claim(

@@ -28,7 +28,7 @@ from ..sandbox import Limits, worst_case_seconds
 from ..testcases import TestCase, TestSuite
 from ..wire import decode_value
 
-__all__ = ["ENDED_EARLY", "Judge", "Run", "excerpt", "extract_program", "guarded_equal"]
+__all__ = ["ENDED_EARLY", "Judge", "SandboxJob", "excerpt", "extract_program", "guarded_equal"]
 
 #: Why a test fails whose process ended before the program's code returned to the harness.
 ENDED_EARLY = ("the process ended before the program's code returned to the harness (os._exit, exec, a thread "
@@ -39,10 +39,10 @@ _PYTHON_TAGS = ("python", "py", "python3")
 
 
 @dataclass(frozen=True)
-class Run:
-    """One sandbox run of a judging: the program, its harness inputs, and ``compile_step``, what
-    to say when the first input, a compile step rather than a test, fails (None: every input is
-    a test)."""
+class SandboxJob:
+    """What one sandbox run of a judging runs (:class:`~fade.verifiers.sandbox.SandboxRun` runs it):
+    the program, its harness inputs, and ``compile_step``, what to say when the first input, a
+    compile step rather than a test, fails (None: every input is a test)."""
 
     source: str
     inputs: list[dict[str, Any]]
@@ -86,10 +86,10 @@ class Judge:
         """The program that runs: the code with what the harness prepends or wraps it in."""
         return code
 
-    def first_run(self, code: str, suite: TestSuite, inputs: list[dict[str, Any]]) -> Run:
-        return Run(self.program(code, suite), inputs)
+    def first_run(self, code: str, suite: TestSuite, inputs: list[dict[str, Any]]) -> SandboxJob:
+        return SandboxJob(self.program(code, suite), inputs)
 
-    def rerun(self, code: str, suite: TestSuite, inputs: list[dict[str, Any]], result: Any) -> Run | None:
+    def rerun(self, code: str, suite: TestSuite, inputs: list[dict[str, Any]], result: Any) -> SandboxJob | None:
         """A second run that the first run's ``result`` (a VerifierResult) calls for, whose result
         replaces it; None: the first result stands."""
         return None

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..run_options import RunOptions
 from ..testcases import TestCase, TestSuite, integer_guard_ok, is_ascii_int
-from .base import Judge, Run, guarded_equal
+from .base import Judge, SandboxJob, guarded_equal
 
 __all__ = ["JUDGE", "TACO_PRELUDE", "taco_std_versions", "taco_stdout_match", "taco_value_match"]
 
@@ -146,21 +146,21 @@ class Taco(Judge):
     time_seconds = 4.0
     needs_numpy = True
 
-    def first_run(self, code: str, suite: TestSuite, inputs: list[dict[str, Any]]) -> Run:
+    def first_run(self, code: str, suite: TestSuite, inputs: list[dict[str, Any]]) -> SandboxJob:
         if suite.call is not None:
-            return Run(TACO_PRELUDE + code, inputs)
+            return SandboxJob(TACO_PRELUDE + code, inputs)
         # TACO compiles the wrapped version first (running its imports): if that fails, every
         # test fails as a compile error. Then it runs the plain version on each test.
         compiled, run_version = taco_std_versions(code)
-        return Run(run_version, [{"stdin": "", "source": compiled}, *inputs],
-                   compile_step="TACO's compile step (the wrapped program) failed")
+        return SandboxJob(run_version, [{"stdin": "", "source": compiled}, *inputs],
+                          compile_step="TACO's compile step (the wrapped program) failed")
 
-    def rerun(self, code: str, suite: TestSuite, inputs: list[dict[str, Any]], result: Any) -> Run | None:
+    def rerun(self, code: str, suite: TestSuite, inputs: list[dict[str, Any]], result: Any) -> SandboxJob | None:
         # If every test ended with exit status 1, TACO runs the wrapped version with code() called.
         if suite.call is not None or not result.details.get("all_exit_1"):
             return None
         compiled, _ = taco_std_versions(code)
-        return Run(compiled + "\ncode()\n", inputs)
+        return SandboxJob(compiled + "\ncode()\n", inputs)
 
     def run_options(self, suite: TestSuite) -> RunOptions:
         if suite.call is None:

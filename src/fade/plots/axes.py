@@ -1,11 +1,12 @@
-"""The axes kit of fade's figures: the house style shared by the run figures
-(:mod:`fade.testbed.report`) and the experiment figures (:mod:`fade.experiments.figures`).
+"""The axes kit of fade's figures: the house style every figure shares (the atlas, ``fade eval``'s
+pass@k, the run figures of :mod:`fade.testbed.report`, the sweep's of :mod:`fade.experiments.figures`
+and ``fade analyze``'s of :mod:`fade.analyze.figures`).
 
-Panels are placed with fixed margins in inches (:func:`panel_grid`) at :data:`REPORT_DPI`, so a
-PNG's pixel size depends only on what it shows; a series is drawn smoothed over its faint raw
-values (:func:`trace`, :func:`smoothing_window`), and legends sit in headroom above the curves
-(:func:`legend_in_headroom`). matplotlib is imported inside the functions, on the Agg backend
-(:func:`headless_pyplot`).
+Every figure is drawn at :data:`DPI`, and panels placed with fixed margins in inches
+(:func:`panel_grid`), so a PNG's pixel size depends only on what it shows; a series is drawn
+smoothed over its faint raw values (:func:`trace`, :func:`smoothing_window`), and legends sit in
+headroom above the curves (:func:`legend_in_headroom`). matplotlib is imported inside the
+functions, on the Agg backend (:func:`headless_pyplot`), so importing this module loads none of it.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from .runlog import moving_average
+from fade.series import moving_average
 
 __all__ = [
-    "REPORT_DPI",
+    "DPI",
+    "NEGATIVE_COLOUR",
+    "POSITIVE_COLOUR",
     "bucket_colours",
     "finish_axes",
     "headless_pyplot",
@@ -29,7 +32,11 @@ __all__ = [
     "trace",
 ]
 
-REPORT_DPI = 100
+#: The dots per inch of every figure fade draws.
+DPI = 100
+
+POSITIVE_COLOUR = "#2a9d3f"  # m_S, successes
+NEGATIVE_COLOUR = "#d62828"  # m_F, failures
 
 # The auto smoothing window is about steps / 50: enough to read a trend through the noise of
 # small batches without hiding a collapse that takes a few percent of the run.

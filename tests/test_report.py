@@ -16,7 +16,7 @@ import pytest
 from rich.console import Console
 
 import fade
-from fade.integrations import diagnostics
+from fade import weighing
 from fade.plots import headless_pyplot, legend_in_headroom
 from fade.series import moving_average
 from fade.testbed import report, runlog
@@ -252,8 +252,8 @@ def test_load_run_reads_config_and_rejects_a_bad_one(tmp_path):
 
 def test_schema_keys_and_helpers():
     # one tuple each, in the core: what the trainer, the readers and the engines log
-    assert DIAGNOSTICS is fade.mass.DIAGNOSTICS is diagnostics.DIAGNOSTICS
-    assert SCHEDULE is fade.adaptive.SCHEDULE is diagnostics.SCHEDULE
+    assert DIAGNOSTICS is fade.mass.DIAGNOSTICS is weighing.DIAGNOSTICS
+    assert SCHEDULE is fade.adaptive.SCHEDULE is weighing.SCHEDULE
     assert set(DIAGNOSTICS) <= {f.name for f in dataclasses.fields(fade.MassReport)}
     assert len(set(METRIC_KEYS)) == len(METRIC_KEYS)
     assert set(DIAGNOSTICS) | set(SCHEDULE) | set(ENTROPY_FORMULA_KEYS) <= set(METRIC_KEYS)

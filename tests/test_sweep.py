@@ -189,7 +189,7 @@ def test_dry_run_lists_runs_and_estimates(tmp_path, capsys):
     [
         (["--preset", "nope"], "unknown preset 'nope'; known presets: quick, full"),
         (["--estimators", "grpo,bogus"], "unknown estimator 'bogus'"),
-        (["--estimators", "power:beta=2"], "'power' has no parameter(s) ['beta']"),
+        (["--estimators", "power:beta=2"], "'power' got unknown parameter(s) ['beta']"),
         (["--seeds", "0,x"], "'x' is not a non-negative integer"),
         (["--tasks", "chess"], "unknown task(s) ['chess']"),
         (["--workers", "0"], "--workers must be >= 1"),

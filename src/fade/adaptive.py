@@ -306,10 +306,6 @@ class FadeEstimator(Estimator):
         object.__setattr__(self, name, value)
 
     @property
-    def stateful(self) -> bool:
-        return True
-
-    @property
     def reads_entropy(self) -> bool:
         """Whether this variant's schedule, with the knobs this instance fixes, reads the entropy.
 

@@ -85,6 +85,12 @@ class EstimatorSpec:
     run_length: str | None = None
 
     @property
+    def stateful(self) -> bool:
+        """Whether the estimator carries state across batches (FADE and its variants): such an
+        estimator is built from its own class (``cls``) and is fed signals through ``observe``."""
+        return self.cls is not None
+
+    @property
     def inputs(self) -> tuple[str, ...]:
         """The per-rollout inputs the estimator weighs with: those it ``needs``, then those it ``uses``.
         :func:`fade.weigh` gives it exactly these; :func:`check_inputs` refuses a missing need before a run."""
@@ -334,7 +340,8 @@ class Estimator:
 
     @property
     def stateful(self) -> bool:
-        return False
+        """Whether the estimator carries state across batches (:attr:`EstimatorSpec.stateful`)."""
+        return self.spec.stateful
 
     @property
     def reads_entropy(self) -> bool:

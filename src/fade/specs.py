@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .registry import Estimator, estimator, spec
+from .registry import Estimator, bind, estimator, spec
 
 __all__ = [
     "SPEC_SYNTAX",
@@ -136,12 +136,7 @@ def identity(name: str, params: Mapping[str, Any] | None = None) -> tuple[str, t
     (whole numbers compare as floats, so ``alpha=3`` is ``alpha=3.0``). Unknown names and
     parameters raise ValueError listing the accepted ones.
     """
-    params = dict(params or {})
-    defaults = dict(spec(name).defaults)
-    unknown = sorted(set(params) - set(defaults))
-    if unknown:
-        raise ValueError(f"estimator {name!r} has no parameter(s) {unknown}; it takes {sorted(defaults)}")
-    merged = {**defaults, **params}
+    merged = bind(f"estimator {name!r}", spec(name).defaults, dict(params or {}))
     return name, tuple(
         sorted((k, float(v) if isinstance(v, int) and not isinstance(v, bool) else v) for k, v in merged.items())
     )

@@ -155,6 +155,11 @@ class Arm:
         """What the arm trains, whatever its estimator spec leaves to defaults (:func:`identity`)."""
         return identity(self.estimator), self.overrides
 
+    @property
+    def stateful(self) -> bool:
+        """Whether the arm's estimator carries state across steps (FADE's family)."""
+        return spec(parse_spec(self.estimator)[0]).stateful
+
     def check(self, steps: int = 100) -> None:
         """Raise ValueError naming the arm when its estimator does not build, a setting is not one
         an arm may set, or the trainer refuses the settings (TrainConfig.validate)."""
@@ -220,6 +225,11 @@ class RunSpec:
     tuned_from: str | None = None
     trains_on: str | None = None
     overrides: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def stateful(self) -> bool:
+        """Whether the run's estimator carries state across steps (FADE's family)."""
+        return spec(self.name).stateful
 
     @property
     def testbed_task(self) -> str:

@@ -103,7 +103,7 @@ def draw_atlas(specs: Sequence[str], group_size: int, path: str | Path) -> Path:
     stateful = False
     for text in specs:
         entry = registry_spec(parse_spec(text)[0])
-        if entry.cls is not None:
+        if entry.stateful:
             stateful = True
         elif not missing_inputs(entry, {"lengths"}):  # a baseline response's reward (remax): none here
             chosen.append((text, text))

@@ -179,7 +179,7 @@ def arms(view: TaskFigures) -> list[str]:
 
 def family_figure(view: TaskFigures) -> list[Drawing]:
     """FADE and every variant of its family that ran, side by side on their first seed."""
-    family = [spec for spec in view.present if view.arms[spec].estimator.startswith("fade")]
+    family = [spec for spec in view.present if view.arms[spec].stateful]
     if len(family) < 2:
         return []
     seed = min(s.seed for spec in family for s in view.runs[spec])

@@ -178,7 +178,7 @@ def written_path(arms: Sequence[Arm]) -> tuple[str, np.ndarray, np.ndarray, np.n
 def schedule_figure(view: TaskFigures) -> list[Drawing]:
     """alpha, delta and p_hat against step for every arm of FADE's family that logged alpha, whether
     or not the check was measured."""
-    scheduled = [(spec, view.runs[spec]) for spec in view.present if view.arms[spec].estimator.startswith("fade")
+    scheduled = [(spec, view.runs[spec]) for spec in view.present if view.arms[spec].stateful
                  and any(np.isfinite(r.curves["alpha"]).any() for r in view.runs[spec])]
     if not scheduled:
         return []

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import figures
-from ..design import FADE
 from ..runs import SweepRun
 from ..stats import Stat
 from .base import Claim, Context, Drawing, Figures, Reads, Table, TaskFigures, VerdictLine, Words
@@ -50,7 +49,7 @@ class SignKnob:
 def measure(task: str, context: Context) -> SignKnob | None:
     by_arm: dict[str, list[SweepRun]] = defaultdict(list)
     for s in sorted(context.of(task), key=lambda s: s.seed):
-        if s.run.name.startswith(FADE) and np.isfinite(s.curves["delta"]).any():
+        if s.run.stateful and np.isfinite(s.curves["delta"]).any():
             by_arm[s.run.estimator].append(s)
     if not by_arm:
         return None
@@ -92,7 +91,7 @@ def words(r: SignKnob) -> Words:
 
 def delta_figure(view: TaskFigures) -> list[Drawing]:
     """delta against step for each FADE arm that logged it, whether or not the check was measured."""
-    arms = [(spec, view.runs[spec]) for spec in view.present if view.arms[spec].estimator.startswith(FADE)
+    arms = [(spec, view.runs[spec]) for spec in view.present if view.arms[spec].stateful
             and any(np.isfinite(r.curves["delta"]).any() for r in view.runs[spec])]
     if not arms:
         return []

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from fade.cli.sweep import custom_preset
-from fade.experiments.claims import evaluate
+from fade.experiments.claims import report_sections
 from fade.experiments.costs import estimate_seconds
 from fade.experiments.design import Preset, TaskPlan, comparisons
 from fade.experiments.presets import PRESETS, get_preset
@@ -248,7 +248,7 @@ def test_time_to_threshold_compares_every_arm_with_the_best_static_arm(tmp_path)
     arms = {"dr_grpo": (0.10, 80, 0.0), "power:alpha=3": (0.05, 80, 0.0), "fade": (0.10, 40, 0.0),
             "psr": (0.20, 80, 0.0)}  # a sign-axis probe with the largest gain: not a baseline, it sets no bar
     preset, summaries = _hand_sweep(tmp_path, arms)
-    (section,) = [s for s in evaluate(summaries, preset) if s.key == "time_to_threshold"]
+    (section,) = [s for s in report_sections(summaries, preset) if s.key == "time_to_threshold"]
     r = section.result
     assert r.best == "dr_grpo" and r.share == 0.75
     timing = {a.arm: a for a in r.arms}
@@ -279,7 +279,7 @@ def test_the_report_reads_only_the_fixed_comparisons_and_counts_copies_once(tmp_
     fixed = comparisons(["fade", "fade_alpha"], ["dr_grpo"], ["passk_mean", "smoothed_peak_pass1"])
     preset, summaries = _hand_sweep(tmp_path, arms, preset_comparisons=fixed)
     assert copies(summaries) == [("countdown_multi", ("fade", "fade_alpha"))]
-    sections = evaluate(summaries, preset)
+    sections = report_sections(summaries, preset)
     assert [s.key for s in sections] == ["comparisons", "time_to_threshold"]  # the preset's claims only
     fixed_section = sections[0]
     assert len(fixed_section.verdicts) == 4
@@ -314,7 +314,7 @@ def test_an_unresolved_verdict_without_an_interval_says_none_was_computed(tmp_pa
     arms = {"grpo": (0.10, 50, 0.0), "dr_grpo": (0.10, 50, 0.0), "fade": (0.09, 60, 0.0)}
     preset, summaries = _hand_sweep(tmp_path, arms)
     preset = Preset(name="hand", description="All claims.", seeds=preset.seeds, plans=preset.plans)
-    sections = evaluate(summaries, preset)
+    sections = report_sections(summaries, preset)
     earlier = next(v for s in sections if s.key == "fade_vs_baselines" for v in s.verdicts if "earlier" in v.statement)
     assert earlier.outcome in (UNRESOLVED, CONTRADICTED) and all(p.interval is None for _, p in earlier.parts)
     out = tmp_path / "report"

@@ -211,6 +211,6 @@ def test_batch_diagnostics_take_what_fade_measured_and_nothing_from_nothing():
     got = batch_diagnostics(est, adv, scores, 4)
     assert got == {key: est.last[key] for key in got}
     assert got == fade.decompose(adv, (scores >= 0.5).double(), 4).diagnostics()
-    adv, record = est.evaluate(scores.flip(0), 4)
+    adv, record = est.peek(scores.flip(0), 4)
     assert batch_diagnostics(est, adv, scores.flip(0), 4, record) == {key: record[key] for key in got}
     assert batch_diagnostics(fade.estimator("grpo"), torch.zeros(0), torch.zeros(0), 1) == {}

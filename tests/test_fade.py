@@ -717,12 +717,12 @@ def test_evaluate_gives_what_a_call_would_and_advances_nothing(name):
     est.observe(entropy=1.2, step=3)
     est(_batch(0), 8)
     state, last = est.state, dict(est.last)
-    adv, record = est.evaluate(_batch(1), 8)
+    adv, record = est.peek(_batch(1), 8)
     assert est.state is state and est.last == last
     assert torch.equal(adv, est(_batch(1), 8)) and record == est.last
     assert est.state != state
     stateless = fade.estimator("grpo")
-    adv, record = stateless.evaluate(_batch(1), 8)
+    adv, record = stateless.peek(_batch(1), 8)
     assert torch.equal(adv, stateless(_batch(1), 8)) and record == {} == stateless.last
 
 

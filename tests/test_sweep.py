@@ -16,7 +16,7 @@ import pytest
 from fade import jsonl
 from fade.cli import main
 from fade.cli.sweep import custom_preset
-from fade.experiments.claims import design_checks, evaluate
+from fade.experiments.claims import design_checks, report_sections
 from fade.experiments.claims.defaults import choose_tuned
 from fade.experiments.claims.regime import REGIME_CALIBRATED, REGIME_NOT_CALIBRATED
 from fade.experiments.claims.sign_knob import REQUIREMENT_MET, REQUIREMENT_NOT_MET
@@ -295,7 +295,7 @@ def test_sign_axis_verdict_is_computed_from_the_runs(tmp_path, psr_slope, expect
             run = plan.run(spec, seed)
             _write_run(tmp_path, run, slope, 0.01 * seed, pos, neg)
             summaries.append(summarise(run, tmp_path))
-    sections = evaluate(summaries)
+    sections = report_sections(summaries)
     sign = next(s for s in sections if s.key == "sign")
     assert sign.verdicts[0].outcome == expected
     assert sign.tables[0].rows[0][0] == "psr"
@@ -377,7 +377,7 @@ def test_entropy_check_draws_no_correlation_from_rounding_of_centred_runs(tmp_pa
             noise = 3e-9 * (i + 1)
             _write_run(tmp_path, plan.run(spec, seed), 0.001 * (i + 1), 0.01 * seed, 0.2 + noise, 0.2)
             summaries.append(summarise(plan.run(spec, seed), tmp_path))
-    check = next(s for s in evaluate(summaries) if s.key == "entropy_check")
+    check = next(s for s in report_sections(summaries) if s.key == "entropy_check")
     assert check.verdicts == []
     assert any("Every run here is of a centred estimator" in note for note in check.notes)
     assert all(s.scalars["entropy_predicted_early"] == 0.0 for s in summaries)
@@ -408,7 +408,7 @@ def test_five_seeds_give_paired_verdicts_a_verdict_table_and_the_detectable_diff
             rows[-1]["pass@1"] += 2 * (shared[seed] + own[spec][seed])
             path.write_text("".join(json.dumps(r) + "\n" for r in rows))
             summaries.append(summarise(run, tmp_path))
-    sections = evaluate(summaries, preset)
+    sections = report_sections(summaries, preset)
     sign = next(s for s in sections if s.key == "sign")
     line = sign.verdicts[0]
     assert line.outcome == SUPPORTED
@@ -547,7 +547,7 @@ def test_paper_report_answers_the_regime_the_sign_knob_the_entropy_formula_and_f
     from fade.experiments.results_report import write_report
 
     preset, summaries = _paper_like_sweep(tmp_path / "sweep")
-    sections = evaluate(summaries, preset)
+    sections = report_sections(summaries, preset)
     adam, sgd = "countdown_multi", "countdown_multi-sgd"
 
     checks = design_checks(summaries)
@@ -663,7 +663,7 @@ def test_the_regime_caveat_says_whether_a_plan_reads_peaks(tmp_path):
         "countdown_multi": REGIME_NOT_CALIBRATED, "countdown_multi-sgd": REGIME_NOT_CALIBRATED}
     out = tmp_path / "report"
     write_report(out, preset=preset, runs=preset.runs(), summaries=summaries,
-                 sections=evaluate(summaries, preset), failures={}, command="fade sweep", workers=1)
+                 sections=report_sections(summaries, preset), failures={}, command="fade sweep", workers=1)
     text = (out / "README.md").read_text()
     assert ("- countdown_multi: the regime check failed (**regime not calibrated**): a balanced baseline was still "
             "climbing late in the run, so claims about peaks") in text
@@ -673,7 +673,7 @@ def test_the_regime_caveat_says_whether_a_plan_reads_peaks(tmp_path):
 
 def test_entropy_moving_against_the_drive_contradicts_the_formula(tmp_path):
     _, summaries = _paper_like_sweep(tmp_path, direction=-1.0)
-    sections = evaluate(summaries)
+    sections = report_sections(summaries)
     for task in ("countdown_multi", "countdown_multi-sgd"):
         formula = _section(sections, "entropy_formula", task)
         assert formula.verdicts[1].outcome == CONTRADICTED
@@ -693,7 +693,7 @@ def test_runs_without_the_new_keys_keep_the_old_report(tmp_path):
         for spec, slope, pos, neg in (("grpo", 0.002, 0.2, 0.2), ("psr", 0.01, 0.4, 0.0), ("fade", 0.003, 0.2, 0.2)):
             _write_run(tmp_path, plan.run(spec, seed), slope, 0.01 * seed, pos, neg)
             summaries.append(summarise(plan.run(spec, seed), tmp_path))
-    sections = evaluate(summaries, preset)
+    sections = report_sections(summaries, preset)
     keys = {s.key for s in sections}
     assert "entropy_check" in keys
     assert not keys & {"entropy_formula", "fade_arms", "ablations_engaged"}
@@ -739,7 +739,7 @@ def test_a_baseline_that_never_rises_above_its_base_fails_the_regime(tmp_path):
     assert collapse.tables[0].rows == [["grpo", "1 of 5", f"seed 1: {collapsed.scalars['base_pass1']:.3f} -> 0.000"]]
     out = tmp_path / "report"
     write_report(out, preset=preset, runs=preset.runs(), summaries=summaries,
-                 sections=evaluate(summaries, preset), failures={}, command="fade sweep", workers=1)
+                 sections=report_sections(summaries, preset), failures={}, command="fade sweep", workers=1)
     text = (out / "README.md").read_text()
     assert "a balanced baseline never rose above its base evaluation (it diverged or learnt nothing)" in text
     assert "still climbing late" not in text
@@ -929,7 +929,7 @@ def test_fade_against_the_controls_is_computed_from_the_runs(tmp_path):
     from fade.experiments.results_report import write_report
 
     preset, summaries = _entropy_like_sweep(tmp_path / "sweep")
-    sections = evaluate(summaries, preset)
+    sections = report_sections(summaries, preset)
     section = _section(sections, "controls", "countdown_multi")
     outcomes = {v.statement: v.outcome for v in section.verdicts}
     assert len(outcomes) == 4 * 4  # four arms, four measures
@@ -990,14 +990,14 @@ def test_fade_against_the_controls_is_computed_from_the_runs(tmp_path):
                                                   (-0.05, SUPPORTED, "below FADE's pass@k")])
 def test_a_control_at_equal_pass1_decides_whether_fades_pass_k_is_matched(tmp_path, gap, outcome, answer):
     preset, summaries = _entropy_like_sweep(tmp_path, clip_gap=gap)
-    match = _section(evaluate(summaries, preset), "controls_match", "countdown_multi")
+    match = _section(report_sections(summaries, preset), "controls_match", "countdown_multi")
     assert {row[0]: row[-1] for row in match.tables[0].rows}["clip-higher, recommended"] == answer
     assert match.verdicts[0].outcome == outcome
 
 
 def test_no_arm_at_equal_pass1_leaves_the_question_open(tmp_path):
     preset, summaries = _entropy_like_sweep(tmp_path, names=("FADE", "entropy bonus, tuned"))
-    match = _section(evaluate(summaries, preset), "controls_match", "countdown_multi")
+    match = _section(report_sections(summaries, preset), "controls_match", "countdown_multi")
     assert match.verdicts == [] and match.result.unmatched is None
     assert any("No arm's peak pass@1 equals FADE's" in note for note in match.notes)
 
@@ -1008,7 +1008,7 @@ def test_without_a_control_the_report_has_no_control_claims(tmp_path):
     from fade.experiments.results_report import write_report
 
     preset, summaries = _entropy_like_sweep(tmp_path / "sweep", names=("FADE", "dr_grpo (no control)"))
-    sections = evaluate(summaries, preset)
+    sections = report_sections(summaries, preset)
     assert not {"controls", "controls_match"} & {s.key for s in sections}
     write_report(tmp_path / "report", preset=preset, runs=preset.runs(), summaries=summaries, sections=sections,
                  failures={}, command="fade sweep", workers=1)

@@ -92,7 +92,7 @@ def test_advance_false_weighs_at_the_present_state_and_observes_nothing():
     fade.weigh(est, R, G, entropy=1.0, step=0)
     state = est.state_dict()
     weighing = fade.weigh(est, R, G, advance=False)
-    want, record = est.evaluate(R, G)
+    want, record = est.peek(R, G)
     assert torch.equal(weighing.advantages, want) and weighing.record == record
     assert est.state_dict() == state
     with pytest.raises(ValueError, match=r"signals \['entropy', 'step'\] are observed only by a weighing that adv"):

@@ -149,7 +149,7 @@ def batch_diagnostics(
     :func:`decompose` on the rewards as the estimator reads them (:meth:`Estimator.as_success`:
     successes under a ``success_threshold``, the mapped rewards under a reward range), not the raw
     ones. ``record`` is what the call recorded (``est.last`` when None, or the record of
-    :meth:`Estimator.evaluate`); where it holds the diagnostics, the estimator measured the batch
+    :meth:`Estimator.peek`); where it holds the diagnostics, the estimator measured the batch
     itself (FADE does) and they are taken from it. Empty advantages (nothing was scored) give {}.
     """
     record = est.last if record is None else record
@@ -221,7 +221,7 @@ def carries_signal(name_or_estimator: str | Estimator, group_size: int, **params
     rollout has nobody to compare with), and pass@k estimators at ``k = group_size`` (the group is
     the only subset of k, so no rollout changes its pass@k). Each of the G + 1 solve counts is
     tried (:func:`canonical_batch`), with response lengths 1 and a baseline reward of 0 and of 1 (each
-    read by the estimators that weigh with it), through :meth:`Estimator.evaluate`, so a stateful
+    read by the estimators that weigh with it), through :meth:`Estimator.peek`, so a stateful
     estimator is not advanced.
     An estimator that cannot take groups of this size at all raises its ValueError.
     """
@@ -237,7 +237,7 @@ def carries_signal(name_or_estimator: str | Estimator, group_size: int, **params
         template = estimator(name_or_estimator, **params)
     rewards, ids = canonical_batch(int(group_size))
     for baseline in (0.0, 1.0):  # the estimator reads the inputs it weighs with, and no other
-        adv, _ = template.evaluate(rewards, ids, lengths=torch.ones_like(rewards),
+        adv, _ = template.peek(rewards, ids, lengths=torch.ones_like(rewards),
                                    baseline_rewards=torch.full_like(rewards, baseline))
         if bool((adv != 0).any()):
             return True
@@ -256,7 +256,7 @@ def mass_profile(
 
     Args:
         name_or_estimator: a registered name (built with ``params``) or an estimator, read with
-            :meth:`Estimator.evaluate` so that a stateful one is not advanced.
+            :meth:`Estimator.peek` so that a stateful one is not advanced.
         group_size: G >= 2.
         lengths: the response length every rollout gets (for length-aware estimators).
         baseline_rewards: the baseline reward every rollout gets (needed by ``remax``).
@@ -277,7 +277,7 @@ def mass_profile(
     inputs: dict[str, torch.Tensor] = {"lengths": torch.full_like(rewards, float(lengths))}
     if baseline_rewards is not None:
         inputs["baseline_rewards"] = torch.full_like(rewards, float(baseline_rewards))
-    adv = est.evaluate(rewards, ids, **inputs)[0].to(torch.float64)  # the estimator reads the inputs it weighs with
+    adv = est.peek(rewards, ids, **inputs)[0].to(torch.float64)  # the estimator reads the inputs it weighs with
     check_finite(adv, f"{est.name} advantages")
 
     grid = adv.view(g + 1, g)

@@ -317,7 +317,7 @@ class Estimator:
     rollout (same dtype and device as the rewards). Stateless estimators ignore ``observe`` and
     have empty state; stateful ones (FADE) override :meth:`observe`, :meth:`state_dict`,
     :meth:`load_state_dict`, and :meth:`compute_at_state` beside :meth:`compute`, so that
-    :meth:`evaluate` gives what a call would without advancing the state.
+    :meth:`peek` gives what a call would without advancing the state.
 
     ``last`` holds what the latest call scheduled (empty for stateless estimators), so a trainer
     can log it.
@@ -366,7 +366,7 @@ class Estimator:
         _check_output(self.name, out, r)
         return out
 
-    def evaluate(
+    def peek(
         self,
         rewards: torch.Tensor | np.ndarray | list[float],
         groups: int | torch.Tensor | np.ndarray | list,

@@ -99,7 +99,7 @@ def weigh(
             computed; an unknown input name is refused too.
         advance: True (a training step): observe, weigh, and advance a stateful estimator's state
             (``est(...)``). False: weigh at the present state and leave the estimator as it is
-            (``est.evaluate(...)``), to score an evaluation batch or probe mid-run; signals are then
+            (``est.peek(...)``), to score an evaluation batch or probe mid-run; signals are then
             refused.
     """
     given = dict(inputs or {})
@@ -125,7 +125,7 @@ def weigh(
         adv = est(rewards, groups, **wanted)
         record = dict(est.last)
     else:
-        adv, record = est.evaluate(rewards, groups, **wanted)
+        adv, record = est.peek(rewards, groups, **wanted)
     return measure(est, adv, rewards, groups, record)
 
 

@@ -2,7 +2,7 @@
 to it, and ``results.json`` with every number behind them.
 
 :func:`write_report` takes the finished runs' summaries and the claims in words
-(:func:`fade.experiments.claims.evaluate`) and writes, into the sweep's output folder: ``README.md``
+(:func:`fade.experiments.claims.report_sections`) and writes, into the sweep's output folder: ``README.md``
 headed by the exact command that regenerates it and then the design checks (is the regime
 calibrated, does FADE's sign knob act: :func:`~fade.experiments.claims.design_checks`), the setup,
 how to read the verdicts, every verdict at a glance, each claim's section, the figures, and where
@@ -260,7 +260,7 @@ def write_report(
 ) -> Path:
     """Write README.md, the PNGs and results.json into ``out``; returns the README's path.
 
-    ``sections`` are the claims in words (:func:`~fade.experiments.claims.evaluate`); the design
+    ``sections`` are the claims in words (:func:`~fade.experiments.claims.report_sections`); the design
     checks are measured here, on every run. Nothing below knows a claim: each section says its own
     tables, verdicts, notes and caveat, and each claim draws its own figures.
     """

@@ -392,7 +392,7 @@ def write_sweep_report(preset: Preset, out: Path, outcome: SweepOutcome, command
                        progress: bool = False) -> Path:
     """Summarise every finished run and write the report (README.md, PNGs, results.json);
     ``progress`` shows which part it is on (a large sweep's report takes a while)."""
-    from .claims import evaluate
+    from .claims import report_sections
     from .results_report import write_report
     from .runs import summarise
 
@@ -414,7 +414,7 @@ def write_sweep_report(preset: Preset, out: Path, outcome: SweepOutcome, command
             except (ValueError, OSError) as exc:
                 outcome.failed[run.key] = f"could not read its logs: {exc}"
         note(f"verdicts on {len(summaries)} runs")
-        sections = evaluate(summaries, preset, outcome.choice)
+        sections = report_sections(summaries, preset, outcome.choice)
         note(f"tables and figures into {out}")
         return write_report(out, preset=preset, runs=outcome.runs, summaries=summaries, sections=sections,
                             failures=outcome.failed, command=command, workers=workers, choice=outcome.choice)

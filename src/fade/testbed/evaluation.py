@@ -26,7 +26,7 @@ __all__ = [
     "ks_text",
     "reported_ks",
     "encode_prompt",
-    "evaluate",
+    "held_out_passk",
     "pass_at_k_table",
     "solve_counts",
 ]
@@ -76,7 +76,7 @@ def pass_at_k_table(n: int, correct: Sequence[int], ks: Sequence[int]) -> dict[i
 
 
 @torch.no_grad()
-def evaluate(
+def held_out_passk(
     model: torch.nn.Module,
     tokenizer: Any,
     task: Task,
@@ -99,7 +99,7 @@ def evaluate(
     each such chunk how many prompts are done (for a progress display).
     """
     if not problems:
-        raise ValueError("evaluate needs at least one problem")
+        raise ValueError("held_out_passk needs at least one problem")
     scored = _sample_and_verify(
         model, tokenizer, task, problems, samples=samples, max_new_tokens=max_new_tokens, eos_id=eos_id,
         pad_id=pad_id, generator=generator, max_rows=max_rows, with_greedy=True, on_prompts=on_prompts,
@@ -178,7 +178,7 @@ def solve_counts(
 ) -> list[int]:
     """How many of ``samples`` completions of each problem are correct: a per-prompt solve rate is
     ``count / samples``. The calibration of an experiment's regime reads these; ``on_prompts`` as
-    for :func:`evaluate`."""
+    for :func:`held_out_passk`."""
     if not problems:
         raise ValueError("solve_counts needs at least one problem")
     return _sample_and_verify(

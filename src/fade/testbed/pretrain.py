@@ -32,7 +32,7 @@ from fade.progress import step_bar
 
 from .checkpoint import JsonlLog, load_checkpoint, save_checkpoint
 from .config import PretrainConfig
-from .evaluation import encode_prompt, evaluate
+from .evaluation import encode_prompt, held_out_passk
 from .policy import build_policy, parameter_count, resolve_device, save_policy, tiny_llama_config
 from .session import generator, seed_for
 from .tasks import get_task
@@ -146,7 +146,7 @@ def pretrain(config: PretrainConfig, *, resume: bool = False) -> dict[str, Any]:
             record: dict[str, Any] = {"step": step, "loss": float(loss.detach())}
             if step % config.eval_every == 0:
                 advance(f"loss {record['loss']:.3f}  validating on {config.val_prompts} prompts", 0)
-                val = evaluate(
+                val = held_out_passk(
                     model, tokenizer, task, validation, samples=config.val_samples, max_new_tokens=max_new,
                     eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id,
                     generator=generator(device, config.seed, _VALIDATION_STREAM),
@@ -176,7 +176,7 @@ def pretrain(config: PretrainConfig, *, resume: bool = False) -> dict[str, Any]:
             )
 
         tested(0)
-        report = evaluate(
+        report = held_out_passk(
             model, tokenizer, task, test, samples=config.test_samples, max_new_tokens=max_new,
             eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id,
             generator=generator(device, config.seed, _TEST_STREAM), on_prompts=tested,

@@ -56,7 +56,7 @@ from fade.weighing import weigh
 
 from .checkpoint import JsonlLog
 from .config import OPTIMIZERS, RESUME_MAY_CHANGE, TrainConfig
-from .evaluation import decode_completions, encode_prompt, evaluate
+from .evaluation import decode_completions, encode_prompt, held_out_passk
 from .policy import save_policy
 from .runlog import (
     DIAGNOSTICS,
@@ -352,7 +352,7 @@ def _evaluate(setup: Setup, step: int, test_set: list[Problem], log: JsonlLog, w
         note(f"evaluating at step {step}: {prompts}/{len(test_set)} prompts x {c.eval_samples} samples")
 
     done(0)
-    result = evaluate(
+    result = held_out_passk(
         setup.model, setup.tokenizer, setup.task, test_set, samples=c.eval_samples, max_new_tokens=setup.max_new,
         eos_id=setup.eos_id, pad_id=setup.pad_id, generator=generator(setup.device, c.seed, _EVAL_STREAM),
         on_prompts=done,

@@ -5,7 +5,7 @@ verdict, its words and its figures), registered by its module's name below.
 :data:`CHECKS` are what must hold before the claims can be read (the regime is calibrated, FADE's
 sign knob acts, FADE's schedule acts, no run collapsed); :data:`CLAIMS` are the claims, in the
 report's order. Each is measured on every task it reads, claim by claim (:func:`measure`,
-:func:`measure_checks`), and put in words (:func:`evaluate`, :func:`design_checks`). Adding a
+:func:`measure_checks`), and put in words (:func:`report_sections`, :func:`design_checks`). Adding a
 claim: its module here and its name below (docs/architecture.md, "How to add a claim").
 """
 
@@ -29,10 +29,10 @@ __all__ = [
     "Finding",
     "Judgement",
     "design_checks",
-    "evaluate",
     "fade_spec",
     "measure",
     "measure_checks",
+    "report_sections",
 ]
 
 #: The design checks, each a module of this package, in the report's order.
@@ -87,7 +87,7 @@ def measure_checks(summaries: Sequence[SweepRun]) -> list[Finding]:
     return _measure(CHECKS, summaries)
 
 
-def evaluate(
+def report_sections(
     summaries: Sequence[SweepRun], preset: Preset | None = None, choice: str | None = None
 ) -> list[ClaimSection]:
     """Every claim the runs can answer, per task, in the report's order, in words (the design

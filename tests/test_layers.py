@@ -181,8 +181,9 @@ WEIGHING = ("registry.py", "weighing.py")
 
 
 def _weighing_outside(root: Path) -> list[str]:
-    """Each read of a spec's ``needs`` or ``uses`` and each call of ``batch_diagnostics`` in the modules
-    under ``root`` but :data:`WEIGHING`."""
+    """Each read of a spec's ``needs`` or ``uses``, each call of ``batch_diagnostics`` and each
+    ``observe`` fed the step's entropy or step (or ``**signals``) in the modules under ``root`` but
+    :data:`WEIGHING`."""
     found = []
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root).as_posix()
@@ -195,6 +196,9 @@ def _weighing_outside(root: Path) -> list[str]:
                 name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
                 if name == "batch_diagnostics":
                     found.append(f"{rel}:{node.lineno} calls {name}")
+                fed = any(k.arg in (None, "entropy", "step") for k in node.keywords)
+                if name == "observe" and isinstance(node.func, ast.Attribute) and fed:  # est.observe(...)
+                    found.append(f"{rel}:{node.lineno} feeds the step's signals")
     return found
 
 
@@ -203,17 +207,21 @@ def test_one_way_to_weigh_a_batch():
     # gives it exactly its spec's inputs, computing each only when wanted, and measures the batch. A
     # module that reads a spec's needs or uses decides them itself: it should weigh through fade.weigh,
     # or refuse before a run with fade.registry.check_inputs (missing_inputs). The diagnostics a
-    # trainer or engine logs are a Weighing's: batch_diagnostics is called by fade.weigh alone.
+    # trainer or engine logs are a Weighing's: batch_diagnostics is called by fade.weigh alone. Which
+    # entropy and step a stateful estimator observes is one rule, fed by fade.weighing.observe alone.
     found = _weighing_outside(SRC)
     assert not found, "\n".join(found)
 
 
 def test_the_one_way_rule_sees_what_it_forbids(tmp_path):
-    code = "wants = (*est.spec.needs, *fade.spec(n).uses)\nd = fade.mass.batch_diagnostics(est, a, r, g)\n"
+    code = ("wants = (*est.spec.needs, *fade.spec(n).uses)\nd = fade.mass.batch_diagnostics(est, a, r, g)\n"
+            "est.observe(entropy=h)\nest.observe(**signals)\nest.observe(rank1_share=s)\nbonus.observe(h)\n"
+            "observe(state, params, **signals)\n")
     for name in ("trainer.py", "registry.py", "weighing.py"):
         (tmp_path / name).write_text(code)
     assert sorted(_weighing_outside(tmp_path)) == [
-        "trainer.py:1 reads .needs", "trainer.py:1 reads .uses", "trainer.py:2 calls batch_diagnostics"]
+        "trainer.py:1 reads .needs", "trainer.py:1 reads .uses", "trainer.py:2 calls batch_diagnostics",
+        "trainer.py:3 feeds the step's signals", "trainer.py:4 feeds the step's signals"]
 
 
 #: The one module that reads and writes JSON lines (docs/architecture.md, "One reader of JSON lines").

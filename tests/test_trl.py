@@ -175,6 +175,29 @@ def test_unscorable_completions_get_zero_and_leave_the_baseline(tmp_path):
         assert bool((rec["advantages"][~rec["scorable"]] == 0).all())
 
 
+def test_a_generation_whose_every_completion_is_declined_still_feeds_the_schedule(tmp_path):
+    task = get_task("arithmetic")
+    problems = task.problems("train", n=64, seed=0)
+    score = reward_function(task, problems)
+    calls = []
+
+    def declined_once(prompts, completions, problem_id, **kw):
+        calls.append(len(prompts))
+        scores = score(prompts, completions, problem_id)
+        return [None] * len(scores) if len(calls) == 2 else scores
+
+    trainer = make_trainer(tmp_path, advantage="fade", reward=declined_once, accumulation=1)
+    trainer.train()
+    declined = trainer.records[1]
+    assert not bool(declined["scorable"].any()) and bool((declined["advantages"] == 0).all())
+    # The step is heard all the same (fade.weighing.observe, the rule of fade.weigh): the schedule moves on.
+    assert [[sorted(f) for f in rec["fed"]] for rec in trainer.records] == [[["entropy", "step"]]] * 3
+    assert [rec["fed"][0]["step"] for rec in trainer.records] == [0, 1, 2]
+    # Nothing was weighed: the step logs nothing under fade/ (not the previous batch's schedule and mass).
+    rows = [row for row in trainer.state.log_history if "loss" in row]
+    assert [any(key.startswith("fade/") for key in row) for row in rows] == [True, False, True]
+
+
 def test_fade_state_is_saved_with_the_checkpoint_and_restored(tmp_path):
     trainer = make_trainer(tmp_path, advantage="fade", steps=2, config={"save_strategy": "steps", "save_steps": 2})
     trainer.train()

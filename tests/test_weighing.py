@@ -100,6 +100,20 @@ def test_advance_false_weighs_at_the_present_state_and_observes_nothing():
     assert est.state_dict() == state
 
 
+def test_the_diagnostics_are_measured_when_read_and_are_of_the_batch_as_weighed(monkeypatch):
+    calls = []
+    monkeypatch.setattr(fade.weighing, "batch_diagnostics", lambda *a: calls.append(a) or batch_diagnostics(*a))
+    rewards, groups = R.clone(), G.clone()
+    weighing = fade.weigh(fade.estimator("rloo"), rewards, groups)
+    want = batch_diagnostics(fade.estimator("rloo"), weighing.advantages.clone(), R, G)
+    assert calls == []  # a caller that wants only the advantages does not pay for the diagnostics
+    rewards.fill_(1.0)  # the caller reuses its tensors in place after weighing
+    groups.zero_()
+    weighing.advantages.mul_(3.0)
+    assert weighing.diagnostics == want
+    assert weighing.diagnostics is weighing.diagnostics and len(calls) == 1  # measured once
+
+
 def test_metrics_are_the_schedule_and_diagnostics_finite_only():
     est = fade.estimator("fade")
     metrics = fade.weigh(est, R, G).metrics()  # no entropy yet: h_hat and h_star are NaN, left out

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from .adaptive import SCHEDULE
 from .mass import DIAGNOSTICS, batch_diagnostics
 from .registry import INPUTS, Estimator, missing_input
 
-__all__ = ["Weighing", "measure", "weigh"]
+__all__ = ["Weighing", "measure", "observe", "weigh"]
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,19 @@ class Weighing:
             h_hat, h_star, step, batch_solve_rate) and its own measure of the batch; empty for a
             stateless estimator.
         diagnostics: the batch's :data:`~fade.mass.DIAGNOSTICS`, by :func:`fade.mass.batch_diagnostics`
-            (on the rewards as the estimator reads them).
+            (on the rewards as the estimator reads them), measured the first time they are read: a
+            caller that wants only the advantages (a replay, a per-function normalisation) does not
+            pay for them. They are of the batch as weighed: :func:`measure` keeps its own copy of the
+            tensors, so a caller that changes them in place afterwards does not change the diagnostics.
     """
 
     advantages: torch.Tensor
     record: Mapping[str, float]
-    diagnostics: Mapping[str, float]
+    _diagnose: Callable[[], dict[str, float]] = field(repr=False, compare=False)
+
+    @cached_property
+    def diagnostics(self) -> Mapping[str, float]:
+        return self._diagnose()
 
     def metrics(self) -> dict[str, float]:
         """``fade/<key>``: the schedule of the record (:data:`fade.adaptive.SCHEDULE`) and the
@@ -109,12 +117,11 @@ def weigh(
     for key in est.spec.needs:
         if given.get(key) is None:
             raise ValueError(missing_input(est.name, key))
-    signals = {key: value for key, value in (("entropy", entropy), ("step", step)) if value is not None}
-    if signals and not advance:
-        raise ValueError(f"signals {sorted(signals)} are observed only by a weighing that advances (advance=True): "
+    if not advance and (entropy is not None or step is not None):
+        signals = sorted(k for k, v in (("entropy", entropy), ("step", step)) if v is not None)
+        raise ValueError(f"signals {signals} are observed only by a weighing that advances (advance=True): "
                          "a weighing at the present state leaves the estimator as it is")
-    if signals:
-        est.observe(**signals)
+    observe(est, entropy=entropy, step=step)
     wanted = {}
     for key in est.spec.inputs:
         value = given.get(key)
@@ -127,6 +134,15 @@ def weigh(
     else:
         adv, record = est.peek(rewards, groups, **wanted)
     return measure(est, adv, rewards, groups, record)
+
+
+def observe(est: Estimator, *, entropy: float | None = None, step: int | None = None) -> None:
+    """Feed ``est`` the step's training signals, each where given, by :func:`weigh`'s rule: how
+    :func:`weigh` begins, and what an engine does for a step whose batch it cannot weigh (TRL's
+    generation whose every completion was declined) so that the schedule still hears the step."""
+    signals = {key: value for key, value in (("entropy", entropy), ("step", step)) if value is not None}
+    if signals:
+        est.observe(**signals)
 
 
 def measure(
@@ -142,4 +158,18 @@ def measure(
     ``f_norm``, TRL's normalise-then-sum recipe): its diagnostics by
     :func:`fade.mass.batch_diagnostics`, taken from ``record`` where the estimator measured the
     batch itself (FADE)."""
-    return Weighing(advantages, dict(record), batch_diagnostics(est, advantages, rewards, groups, record))
+    record = dict(record)
+    kept = [_kept(x) for x in (advantages, rewards, groups)]
+    return Weighing(advantages, record, partial(batch_diagnostics, est, *kept, record))
+
+
+def _kept(value: Any) -> Any:
+    """A copy of a batch's tensor or array (a list: its items), so that what a :class:`Weighing`
+    measures later is the batch as it was weighed."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, list):
+        return list(value)
+    return value

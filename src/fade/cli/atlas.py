@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from fade.atomic import write_json_atomic
 from fade.jsonl import json_safe
 from fade.plots import FADE_ENDS, atlas_profiles, draw_atlas, profile_summary
 from fade.registry import check_inputs
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         ],
     }
     json_path = out.with_suffix(".json")
-    json_path.write_text(json.dumps(json_safe(doc), indent=2) + "\n")
+    write_json_atomic(json_path, json_safe(doc))
 
     from rich.table import Table
 

@@ -59,7 +59,7 @@ import fade
 from fade.integrations.ledger import Touch, mismatch, resolve
 from fade.integrations.state import STATE_FILE, load_estimator_state, save_estimator_state
 from fade.registry import check_inputs, check_real_valued
-from fade.weighing import measure
+from fade.weighing import measure, observe
 
 __all__ = [
     "ENTROPY_SOURCES", "PRIVATE", "STATE_FILE", "TRL_CHECKED", "TRL_EPS", "FadeGRPOTrainer",
@@ -298,12 +298,11 @@ class FadeGRPOTrainer(GRPOTrainer):
         groups = torch.div(torch.arange(n, device=device), size, rounding_mode="floor")
         advantages = torch.zeros_like(rewards)
         if not bool(scorable.any()):
-            # Every completion was declined: nothing to weigh. The generation's signals are fed all the same,
-            # and a training step logs the record the estimator holds, its latest weighing's.
-            if signals:
-                est.observe(**signals)
-            record = est.last if train else {}
-            weighing = measure(est, advantages[scorable], rewards[scorable], groups[scorable], record)
+            # Every completion was declined: nothing to weigh, every advantage 0. The generation's signals
+            # are fed all the same (the schedule hears the step), and nothing is logged under fade/: no
+            # batch was weighed, so there is no schedule or mass of this step to report.
+            observe(est, **signals)
+            weighing = None
         elif self.multi_objective_aggregation == "normalize_then_sum":
             # TRL's recipe, with fade's grpo at both stages: each reward function normalised within its
             # group (a None leaves that function out of the row), then the weighted sum over the batch.
@@ -336,7 +335,7 @@ class FadeGRPOTrainer(GRPOTrainer):
         replace_logged_advantages(self, n, advantages.tolist())
 
         self.fade_last = {"rewards": rewards, "groups": groups, "advantages": advantages, "scorable": scorable}
-        for key, value in weighing.metrics().items():
+        for key, value in ({} if weighing is None else weighing.metrics()).items():
             self._metrics[mode][key].append(value)
         return out
 

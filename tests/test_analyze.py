@@ -139,6 +139,21 @@ def test_fade_is_replayed_with_the_entropy_the_runs_engine_fed_it(feed, fed):
         Counterfactuals([spec], run)
 
 
+def test_a_replayed_estimators_diagnostics_are_of_the_rewards_as_it_reads_them():
+    """What fade analyze reports for a counterfactual is what a trainer weighing with it logs
+    (fade.Weighing's diagnostics): under a success threshold, the mass over successes, not over the
+    raw scores: the solve rate that places the mass on the difficulty axis is the share of successes."""
+    from fade.analyze import RunRecords, StepBatch, analyze_records
+
+    r, g = np.array([0.9, 0.2, 0.6, 0.1, 0.3, 0.4, 0.8, 0.7]), np.repeat(np.arange(2), 4)
+    spec = "maxrl:success_threshold=0.35"
+    analysis = analyze_records(RunRecords("generic", "run", [StepBatch(1, r, g)]), [spec])
+    adv = fade.estimator("maxrl", success_threshold=0.35)(r, g)
+    got = analysis.steps[0]["estimators"][spec]
+    assert got == pytest.approx(fade.decompose(adv, (r >= 0.35).astype(float), g).diagnostics(), nan_ok=True)
+    assert got != pytest.approx(fade.decompose(adv, r, g).diagnostics(), nan_ok=True)
+
+
 def test_prime_rl_nemo_rl_and_fade_eval_layouts(tmp_path):
     prime = tmp_path / "prime" / "rollouts"
     for step in (0, 1):

@@ -273,7 +273,7 @@ def test_fade_analyze_replays_a_fade_run_as_trl_fed_it(fade_trl_run):
     replay = Counterfactuals([FADE_SPEC], run)
     deltas = []
     for batch, row in zip(run.steps, analysis.steps):
-        adv = replay.weigh(batch)[FADE_SPEC]
+        adv = replay.weigh(batch)[FADE_SPEC].advantages
         np.testing.assert_allclose(adv.double().numpy(), batch.advantages, rtol=1e-6, atol=1e-6,
                                    err_msg=f"step {batch.step}")
         last = replay.estimators[FADE_SPEC].last

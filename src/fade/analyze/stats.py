@@ -3,8 +3,9 @@
 For every step: the groups and rollouts, the group sizes, the zero-spread share (the share of
 the step's rollouts in groups whose rewards all agree: a centred estimator gives them no
 gradient), the solve-rate histogram, the mean reward, unbiased pass@k from each group's (n, c),
-and the gradient-mass diagnostics of ``fade.decompose``: of the run's own advantages where the
-dump carries them, and of each counterfactual estimator on the same rewards. The estimators are
+and the gradient-mass diagnostics: of the run's own advantages where the dump carries them
+(``fade.decompose``), and of each counterfactual estimator's weighing of the same rewards (the
+:class:`fade.Weighing`'s, the ones a trainer logs). The estimators are
 the registry's vectorised ones, one call per step; a stateful one (FADE) is replayed in step
 order, fed before step s what the run's engine fed it (:func:`fed_entropy`, by the run's
 ``entropy_feed``) and s - 1 as its update count.
@@ -13,7 +14,7 @@ order, fed before step s what the run's engine fed it (:func:`fed_entropy`, by t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -22,12 +23,9 @@ from fade.passk import pass_at_k
 from fade.registry import Estimator, check_signal, estimator
 from fade.series import mean_of
 from fade.specs import parse_spec
-from fade.weighing import weigh
+from fade.weighing import Weighing, weigh
 
 from .records import DumpError, RunRecords, StepBatch
-
-if TYPE_CHECKING:
-    import torch
 
 __all__ = [
     "DEFAULT_ESTIMATORS", "ENTROPY_FEEDS", "SOLVE_BUCKETS", "ZERO_SPREAD_TOL", "Counterfactuals", "default_estimators",
@@ -106,11 +104,6 @@ def step_stats(batch: StepBatch, success: tuple[str, float] | None) -> dict[str,
     return out
 
 
-def _diagnostics(adv, batch: StepBatch) -> dict[str, float]:
-    report = decompose(adv, batch.rewards, batch.groups)
-    return {k: float(v) for k, v in report.diagnostics().items()}
-
-
 @dataclass
 class Counterfactuals:
     """The estimators replayed on a run's rewards, kept across steps (a stateful one's state moves)."""
@@ -132,8 +125,8 @@ class Counterfactuals:
             raise ValueError(f"entropy_feed {self.run.entropy_feed!r} of the {self.run.format} run: expected one of "
                              f"{', '.join(ENTROPY_FEEDS)}")
 
-    def weigh(self, batch: StepBatch) -> dict[str, torch.Tensor]:
-        """Each estimator's advantages of ``batch`` (:func:`fade.weigh`), a stateful one first fed what
+    def weigh(self, batch: StepBatch) -> dict[str, Weighing]:
+        """Each estimator's weighing of ``batch`` (:func:`fade.weigh`), a stateful one first fed what
         the run's engine fed it before this batch (:func:`fed_entropy`) and s - 1, the updates before
         it, as its step: the rule every engine fade integrates follows (:func:`fade.weigh`). Call it
         once per step, in step order."""
@@ -145,7 +138,7 @@ class Counterfactuals:
                 if value is not None:
                     check_signal(key, value)  # a bad logged signal stops the analysis; it skips no estimator
             try:
-                out[spec] = weigh(est, batch.rewards, batch.groups, entropy=entropy, step=step).advantages
+                out[spec] = weigh(est, batch.rewards, batch.groups, entropy=entropy, step=step)
             except ValueError as exc:
                 if self.strict:
                     raise DumpError(f"--estimators {spec!r} at step {batch.step} ({batch.source}): {exc}") from None
@@ -154,12 +147,13 @@ class Counterfactuals:
         return out
 
     def step(self, batch: StepBatch) -> dict[str, dict[str, float]]:
-        """The diagnostics of each estimator's advantages of ``batch`` (:meth:`weigh`)."""
+        """The diagnostics of each estimator's weighing of ``batch`` (:meth:`weigh`)."""
         out = {}
-        for spec, adv in self.weigh(batch).items():
-            entry = _diagnostics(adv, batch)
+        for spec, weighing in self.weigh(batch).items():
+            entry = {k: float(v) for k, v in weighing.diagnostics.items()}
             if batch.advantages is not None and spec == self.run.estimator:
-                entry["max_abs_diff_to_run"] = float(np.abs(adv.double().numpy() - batch.advantages).max())
+                adv = weighing.advantages.double().numpy()
+                entry["max_abs_diff_to_run"] = float(np.abs(adv - batch.advantages).max())
             out[spec] = entry
         return out
 
@@ -179,7 +173,8 @@ def run_diagnostics(batch: StepBatch) -> dict[str, float] | None:
     """The diagnostics of the advantages the run itself applied, where the dump carries them."""
     if batch.advantages is None:
         return None
-    return _diagnostics(batch.advantages, batch)
+    report = decompose(batch.advantages, batch.rewards, batch.groups)
+    return {k: float(v) for k, v in report.diagnostics().items()}
 
 
 __all__ += ["DIAGNOSTICS", "run_diagnostics"]

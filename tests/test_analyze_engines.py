@@ -160,7 +160,7 @@ def test_areal_evaluation_is_never_read_as_training(tmp_path, capsys):
     ("text_sample", ("1/11.jsonl:2", "sample_idx is '1'", "expected an integer")),
     ("negative_sample", ("1/11.jsonl:2", "sample_idx is -1", "non-negative")),
     ("duplicate_sample", ("1/11.jsonl:3", "sample_idx 1 again (also line 2)", "expected each sample of a task once")),
-    ("duplicate_key", ("1/11.jsonl:2", "'reward' twice in one record", "expected each field once")),
+    ("duplicate_key", ("1/11.jsonl:2", "key 'reward' twice in one object", "expected each key once")),
     ("other_task", ("1/11.jsonl:2", "task_id 12: expected 11", "as the file name says")),
     ("later_version", ("1/11.jsonl:2", "tail_version 2: expected at most 1")),
     ("not_an_object", ("1/11.jsonl:2", "a JSON list", "expected AReaL's record")),

@@ -456,7 +456,7 @@ def test_roll_a_torn_newest_dump_is_skipped_with_a_warning_and_a_torn_older_one_
     ("step_other", ("step_0.jsonl:1", "row 1", "global_step 5", "as ROLL names the file")),
     ("step_text", ("step_0.jsonl:1", "row 1", "global_step '0'", "expected an integer")),
     ("step_huge", ("step_0.jsonl:1", "row 1", f"global_step {2**70}", "expected an integer within int64")),
-    ("nested", ("step_0.jsonl:1", "nested too deeply")),
+    ("nested", ("step_0.jsonl:1", "nested deeper than Python's JSON parser reads")),
     ("short_column", ("step_0.jsonl:1", "column 'domain' has 15 values and 'scores' 16")),
     ("id_list", ("step_0.jsonl:1", "row 1", "id [0]", "expected text or an integer")),
     ("duplicate_key", ("step_0.jsonl:1", "key 'scores' twice", "expected each key once")),

@@ -187,6 +187,8 @@ def test_lines_are_numbered_from_one_counting_blank_lines_and_split_at_newlines_
     refused(path, "error", "m.jsonl:4: a JSON list: expected one JSON object per line")
     path.write_bytes(path.read_bytes()[:-5])
     assert read_both(path, "error") == [(3, {"t": "a\u2028b"})]
+    path.write_bytes(b'{"a": 1}\nnull\n')  # JSON's name for the value, not Python's
+    refused(path, "error", "m.jsonl:2: a JSON null: expected one JSON object per line")
 
 
 @pytest.mark.parametrize("where", ["first", "middle", "last"])
@@ -228,6 +230,8 @@ def test_other_values_json_cannot_read_into_python_name_the_line(tmp_path):
     path = tmp_path / "m.jsonl"
     path.write_text('{"a": 1}\n{"big": ' + "1" * 5000 + "}\n")
     refused(path, "error", "m.jsonl:2: a value JSON cannot be read into Python (", "4300")
+    path.write_text(path.read_text()[:-1])  # no newline: the parser stops at it, so it is judged, not dropped as torn
+    refused(path, "skip-silently", "m.jsonl:2: a value JSON cannot be read into Python (", "4300")
 
 
 def test_loads_names_where_and_what_was_expected():

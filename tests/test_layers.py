@@ -236,8 +236,6 @@ JSON_LINES_ELSEWHERE = {
     ("verifiers/testcases.py", "_functional_args"): "a LiveCodeBench functional test's input text, a JSON value per "
                                                     "line, in memory",
     ("verifiers/judges/lcb.py", "call_test"): "the same LiveCodeBench input text, in memory",
-    ("analyze/formats/areal.py", "_read_task"): "AReaL's task files, keys refused twice: not yet on fade.jsonl",
-    ("analyze/formats/roll.py", "_dump"): "ROLL's one-object step files, keys refused twice: not yet on fade.jsonl",
 }
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)

@@ -141,8 +141,10 @@ def _whole(tail: bytes) -> bool:
         json.loads(tail.decode("utf-8"))
     except RecursionError:
         return True  # too deep to tell here: the reader judges it as any other line
-    except ValueError:  # not JSON, or not UTF-8 (a line cut inside a character)
+    except (json.JSONDecodeError, UnicodeDecodeError):  # not JSON, or a line cut inside a character
         return False
+    except ValueError:
+        return True  # an integer past Python's digit limit stops the parser too: judged as any other line
     return True
 
 
@@ -263,7 +265,8 @@ def _record(line: bytes, where: str, expected: str, deep: Callable[[bytes], Any]
         if value is None:
             raise
     if not isinstance(value, dict):
-        raise JsonlError(f"{where}: a JSON {type(value).__name__}: expected {expected}")
+        kind = "null" if value is None else type(value).__name__
+        raise JsonlError(f"{where}: a JSON {kind}: expected {expected}")
     return value
 
 
@@ -287,7 +290,8 @@ def _torn(path: Path, lineno: int, torn: TornLine, stacklevel: int) -> None:
 class Lines:
     """A JSON-lines file as :func:`read` read it: ``data``, its lines up to the torn one (the last
     line is whole JSON where it lacks its newline); ``torn``, the number of the torn last line
-    dropped (None where there was none), and ``rest``, its bytes."""
+    dropped (None where there was none), and ``rest``, its bytes. ``Lines(path, data)`` reads the
+    lines of bytes a caller read itself (:func:`read_bytes`) and judged whole its own way."""
 
     path: Path
     data: bytes = field(repr=False)

@@ -15,17 +15,18 @@ makes ``tail_version`` per sample, at most the folder's); it is not read.
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import re
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
+from fade import jsonl
+
 from ..columns import INT64_MAX, INT64_MIN, shown
-from ..records import DumpError, RunRecords, StepBatch, dense_ids
+from ..records import DumpError, RunRecords, StepBatch, dense_ids, dump_errors
 from .base import Format, ReadOptions, first_object, name_step, not_unicode, one_per_step, step_files
 
 __all__ = ["FORMAT"]
@@ -33,6 +34,8 @@ __all__ = ["FORMAT"]
 _VERSION_DIR = re.compile(r"^(-?\d+)$")
 _TASK_FILE = re.compile(r"^(\d+)\.jsonl$")
 _FIELDS = "task_id, sample_idx, head_version, tail_version, reward, prompt"
+#: What each line of a task file is.
+_RECORD = f"AReaL's record ({_FIELDS}), one JSON object per line"
 _INTS = ("task_id", "sample_idx", "head_version", "tail_version")
 
 
@@ -50,19 +53,6 @@ def _task_files(folder: Path) -> list[tuple[int, Path]]:
         if a == b:
             raise DumpError(f"{folder}: {first.name} and {second.name} are both task {a}: expected one file per task")
     return found
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
-    seen: dict[str, object] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise _Repeated(key)
-        seen[key] = value
-    return seen
-
-
-class _Repeated(ValueError):
-    """A JSON object naming one key twice (which value is meant cannot be known)."""
 
 
 def _field_problem(name: str, value: object) -> str | None:
@@ -91,6 +81,13 @@ def _finite(value: object) -> bool:
         return False
 
 
+def _records(path: Path, data: bytes) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each non-blank line of ``data``, read as it goes: a line that is no
+    JSON object, or names a key twice, is refused naming it (:mod:`fade.jsonl`)."""
+    with dump_errors():
+        yield from jsonl.Lines(path, data).records(_RECORD, unique_keys=True)
+
+
 def _read_task(path: Path, data: bytes, task: int, version: int) -> tuple[list[float], str] | None:
     """A task file's rewards and prompt text from its ``data`` (read once, each line ending in its
     newline), or None for a file AReaL wrote no row into (every sample had an empty completion)."""
@@ -99,21 +96,7 @@ def _read_task(path: Path, data: bytes, task: int, version: int) -> tuple[list[f
     rewards: list[float] = []
     prompt = ""
     seen: dict[int, int] = {}
-    for lineno, line in enumerate(data.split(b"\n")[:-1], start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line, object_pairs_hook=_no_duplicate_keys)
-        except _Repeated as exc:
-            raise DumpError(f"{path}:{lineno}: {exc.args[0]!r} twice in one record: expected each field once") from None
-        except RecursionError:
-            raise DumpError(f"{path}:{lineno}: JSON nested too deeply to read: expected AReaL's record "
-                            f"({_FIELDS})") from None
-        except ValueError as exc:
-            raise DumpError(f"{path}:{lineno}: not valid JSON ({exc}): expected one JSON object per line") from None
-        if not isinstance(record, dict):
-            kind = "null" if record is None else type(record).__name__
-            raise DumpError(f"{path}:{lineno}: a JSON {kind}, expected AReaL's record ({_FIELDS})")
+    for lineno, record in _records(path, data):
         for name in ("task_id", "sample_idx", "head_version", "tail_version", "reward", "prompt"):
             if name not in record:
                 raise DumpError(f"{path}:{lineno}: no {name!r}: expected AReaL's record ({_FIELDS})")
@@ -141,20 +124,15 @@ def _read_task(path: Path, data: bytes, task: int, version: int) -> tuple[list[f
     return rewards, prompt
 
 
-def _read_bytes(path: Path) -> bytes:
-    """``path`` read once, to the size it had when opened: the records AReaL appends meanwhile wait
-    for the next analysis, and the check for a last line still being written sees these bytes."""
-    with open(path, "rb") as f:
-        return f.read(os.fstat(f.fileno()).st_size)
-
-
 def _read_version(version: int, folder: Path, tasks: list[tuple[int, Path]], newest: bool,
                   counts: dict[str, list[str]]) -> StepBatch | None:
     rewards: list[float] = []
     owners: list[int] = []
     prompts: list[str] = []
     for task, path in tasks:
-        data = _read_bytes(path)
+        # read once, to the size it had when opened: the records AReaL appends meanwhile wait for the
+        # next analysis, and the check for a last line still being written sees these bytes
+        data = jsonl.read_bytes(path)
         if data and not data.endswith(b"\n"):
             if not newest:
                 lineno = data.count(b"\n") + 1

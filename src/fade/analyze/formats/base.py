@@ -4,7 +4,6 @@ integer columns."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable
@@ -21,7 +20,7 @@ from ..records import DumpError, RunRecords, StepBatch, dump_errors
 
 __all__ = ["Format", "Progress", "ReadOptions", "blocks", "first_object", "int_column", "name_step", "not_int64",
            "not_unicode", "number_column", "numbered_files", "one_per_step", "probe", "prompt_runs", "split_runs",
-           "step_files", "strict_json"]
+           "step_files"]
 
 #: ``progress(done, total)``, called after each file is read.
 Progress = Callable[[int, int], None]
@@ -124,40 +123,6 @@ def first_object(path: Path) -> dict:
         for _, obj in jsonl.records(path, torn="error"):
             return obj
     raise DumpError(f"{path}: no records: expected one JSON object per line")
-
-
-class _DuplicateKey(Exception):
-    pass
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        raise _DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
-    return obj
-
-
-def strict_json(data: bytes, where: str) -> Any:
-    """``data`` parsed as JSON, refusing an object that names a key twice (``json`` would keep the
-    last value and drop the other without a word). Invalid JSON, or bytes that are not UTF-8, raise
-    ``json.JSONDecodeError``,
-    for the caller to tell a line still being written from a broken one."""
-    try:
-        text = data.decode("utf-8")  # a line cut inside a character reads as invalid JSON, as one cut elsewhere
-    except UnicodeDecodeError as exc:
-        raise json.JSONDecodeError(f"not UTF-8 ({exc.reason})", "", 0) from None
-    try:
-        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
-    except _DuplicateKey as exc:
-        raise DumpError(f"{where}: key {exc.args[0]!r} twice in one object: expected each key once") from None
-    except RecursionError:
-        raise DumpError(f"{where}: JSON nested too deeply to read: expected a record of fields") from None
-    except json.JSONDecodeError:
-        raise
-    except ValueError:  # not a JSONDecodeError: an integer past the 4300 digits Python converts from text
-        raise DumpError(f"{where}: an integer of more than 4300 digits (more than Python reads from text): expected "
-                        "numbers within the float range and ids of fewer digits") from None
 
 
 def not_unicode(text: str) -> str | None:

@@ -40,8 +40,10 @@ from typing import Any
 
 import numpy as np
 
+from fade import jsonl
+
 from ..columns import INT64_MAX, INT64_MIN, shown
-from ..records import DumpError, RunRecords, StepBatch
+from ..records import DumpError, RunRecords, StepBatch, dump_errors
 from .base import (
     Format,
     ReadOptions,
@@ -51,46 +53,39 @@ from .base import (
     prompt_runs,
     split_runs,
     step_files,
-    strict_json,
 )
 
 __all__ = ["FORMAT"]
 
 _ROLL_FILE = re.compile(r"^rollout_dump_data\.step_(\d+)\.jsonl$")
+#: What a step's file holds.
+_ONE_OBJECT = "ROLL's one JSON object of columns"
 #: The columns that name a prompt, where the dump has them: the dataset's id and the text the prompt was built from.
 _PROMPT_COLUMNS = ("id", "messages", "prompt")
 
 
 def _dump(p: Path, newest: bool, only: bool) -> dict | None:
     """The file's one object, or None where it is the newest file and still being written (ROLL
-    writes it from a daemon process, utils.py:71, so a run stopped mid-write leaves it cut short).
+    writes it from a daemon process, utils.py:71, so a run stopped mid-write leaves it cut short:
+    a last line without its newline that is no whole JSON, :mod:`fade.jsonl`'s torn line).
     The run's ``only`` file, unfinished, leaves no step to read: it is refused in one line."""
-    data = p.read_bytes()
-    lines = [(i, line) for i, line in enumerate(data.split(b"\n"), start=1) if line.strip()]
-    if len(lines) > 1:
-        raise DumpError(f"{p}:{lines[1][0]}: a second JSON object: expected one per file, as ROLL writes a step's "
-                        "columns once")
-    if lines:
-        try:
-            obj = strict_json(lines[0][1], f"{p}:1")
-        except json.JSONDecodeError as exc:
-            if data.endswith(b"\n"):
-                raise DumpError(f"{p}:1: not valid JSON ({exc.msg}): expected ROLL's one JSON object of "
-                                "columns") from None
-        else:
-            if not isinstance(obj, dict):
-                kind = "null" if obj is None else type(obj).__name__
-                raise DumpError(f"{p}:1: a JSON {kind}: expected ROLL's one object of columns")
+    with dump_errors():
+        lines = jsonl.read(p, torn="skip-silently")
+        found = [lineno for lineno, _ in lines.numbered()] + ([] if lines.torn is None else [lines.torn])
+        if len(found) > 1:
+            raise DumpError(f"{p}:{found[1]}: a second JSON object: expected one per file, as ROLL writes a step's "
+                            "columns once")
+        for _, obj in lines.records(_ONE_OBJECT, unique_keys=True):
             return obj
-    what = "cut short" if lines else "empty"
+    what = "cut short" if found else "empty"
     if only:
         raise DumpError(f"{p}: {what} (a step still being written), the run's only step: expected at least one "
                         "complete step to read")
     if newest:
         warnings.warn(f"{p}: skipped the unfinished dump of a step still being written", RuntimeWarning, stacklevel=2)
         return None
-    if not lines:
-        raise DumpError(f"{p}: empty: expected ROLL's one JSON object of columns")
+    if not found:
+        raise DumpError(f"{p}: empty: expected {_ONE_OBJECT}")
     raise DumpError(f"{p}:1: cut short: expected a complete JSON object (only the newest file of a run still being "
                     "written may end so)")
 

@@ -1,7 +1,8 @@
 """fade analyze: each format's grouping rules, the per-step statistics, and bad input.
 
 The engines' real dumps are in tests/test_analyze_trl.py (TRL) and tests/test_verl_cpu_e2e.py
-(verl); here each layout is written as its engine writes it, to pin the rules one by one.
+(verl); here each layout is written as its engine writes it (tests/analyze_dumps.py), to pin the
+rules one by one.
 """
 
 from __future__ import annotations
@@ -18,30 +19,20 @@ import pytest
 pytest.importorskip("pyarrow")
 
 import fade  # noqa: E402
+from analyze_dumps import (  # noqa: E402
+    REWARDS,
+    generic_dump,
+    generic_rows,
+    nemo_rows,
+    trl_dump,
+    verl_rows,
+    write_jsonl,
+    write_trl,
+)
 from fade.analyze import DumpError, ReadOptions, analyze_run, read_run, write_outputs  # noqa: E402
 from fade.analyze.stats import SOLVE_BUCKETS  # noqa: E402
 from fade.cli import main  # noqa: E402
 from fade.specs import split_specs  # noqa: E402
-
-
-def write_jsonl(path: Path, rows: list[dict], *, tail: str = "") -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + tail)
-    return path
-
-
-def verl_rows(step: int, rewards: list[list[float]], *, uid: bool = True) -> list[dict]:
-    rows = []
-    for g, group in enumerate(rewards):
-        for s, r in enumerate(group):
-            row = {"input": f"prompt {g}", "output": f"answer {s}", "gts": "1", "score": r, "step": step}
-            if uid:
-                row["uid"] = f"uuid{step}x{g}_{s}_0"
-            rows.append(row)
-    return rows
-
-
-REWARDS = [[1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [0.0, 1.0, 0.0, 0.0]]
 
 
 def test_generic_statistics_are_the_hand_computed_ones(tmp_path):
@@ -164,9 +155,7 @@ def test_prime_rl_nemo_rl_and_fade_eval_layouts(tmp_path):
     run = read_run(tmp_path / "prime")
     assert run.format == "prime-rl" and [b.step for b in run.steps] == [0, 1]
     assert run.steps[1].prompt_keys == ["t0", "t1", "t2", "t3"]
-    nemo = [{"content": [f"q{g}", f"a{i}"], "rewards": r, "advantages": [0.0, r - 0.5, r - 0.5],
-             "token_loss_mask": [0, 1, 1]} for g, group in enumerate(REWARDS) for i, r in enumerate(group)]
-    write_jsonl(tmp_path / "nemo" / "train_data_step7.jsonl", nemo)
+    write_jsonl(tmp_path / "nemo" / "train_data_step7.jsonl", nemo_rows())
     batch = read_run(tmp_path / "nemo").steps[0]
     assert batch.step == 7 and batch.num_groups == 4
     assert batch.advantages.tolist() == (np.array(sum(REWARDS, [])) - 0.5).tolist()
@@ -309,46 +298,6 @@ def test_outputs_are_strict_json_and_the_figures_are_drawn(tmp_path):
 # -- TRL: which columns are rewards, option values, evaluation files ---------------------------------
 
 
-def trl_dump(root: Path, steps: tuple[int, ...] = (1, 2), *, extras: tuple[str, ...] = (),
-             rewards: dict[str, float] | None = None, record: bool = True, eval_steps: tuple[int, ...] = (),
-             repeat: dict[int, int] | None = None) -> Path:
-    """A TRL output folder as GRPOTrainer.log writes it: completions/completions_NNNNN.parquet with
-    step, prompt, completion, a column per reward function, the log_extra columns (``extras``:
-    the text ``math_reason``, the integer ``num_tokens``, the float ``length_ratio``) and
-    advantage; with ``record``, trainer_state.json, whose log_history names the reward functions
-    (``rewards/NAME/mean``) and each evaluation (``eval_*`` at its step). ``rewards`` weights the
-    columns: {"acc": 1.0} is one reward function; ``repeat`` writes step s's rows again at step t."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rewards = rewards or {"acc": 1.0}
-    (root / "completions").mkdir(parents=True, exist_ok=True)
-    base = np.array(sum(REWARDS, []))
-    rows = {}
-    logged = {"math_reason": ["ok"] * base.size, "num_tokens": list(range(base.size)),
-              "length_ratio": np.linspace(0.1, 0.9, base.size).tolist()}
-    for s in steps:
-        r = np.roll(base, s)  # another batch each step
-        rows[s] = {"step": [s] * r.size, "prompt": [f"p{i // 4}" for i in range(r.size)],
-                   "completion": ["x" * (i % 3) for i in range(r.size)],
-                   **{name: (r * w).tolist() for name, w in rewards.items()},
-                   **{name: logged[name] for name in extras},
-                   "advantage": (r - r.reshape(-1, 4).mean(1).repeat(4)).tolist()}
-    for t, s in (repeat or {}).items():
-        rows[t] = {**rows[s], "step": [t] * len(rows[s]["step"])}
-    for s, table in rows.items():
-        pq.write_table(pa.table(table), root / "completions" / f"completions_{s:05d}.parquet")
-    if record:
-        history = []
-        for s in sorted(rows):
-            history.append({"step": s, "loss": 0.0, "frac_reward_zero_std": 0.5,
-                            **{f"rewards/{name}/mean": 0.5 for name in rewards}})
-            if s in eval_steps:
-                history.append({"step": s, "eval_loss": 0.0, **{f"eval_rewards/{name}/mean": 0.5 for name in rewards}})
-        (root / "trainer_state.json").write_text(json.dumps({"global_step": max(rows), "log_history": history}))
-    return root
-
-
 def analyze_cli(capsys, path: Path, out: Path, *flags: str) -> tuple[int, list[dict], dict, str]:
     """``fade analyze`` through the command line: its exit status, steps.jsonl, report.json and stderr."""
     code = main(["analyze", str(path), "--out", str(out), "--quiet", "--no-figures", *flags])
@@ -485,13 +434,6 @@ def test_without_the_runs_record_a_note_says_evaluation_files_cannot_be_told_apa
 
 OUTPUT_NAMES = ("steps.jsonl", "report.json", "summary.md", "prompts.jsonl", "plane.png", "zero_spread.png",
                 "solve_rate.png", "pass_at_k.png", "prompts.png")
-
-
-def generic_dump(path: Path, *, scale: float = 1.0) -> Path:
-    """Two steps of the generic layout; ``scale`` != 1 makes the rewards other than 0 or 1 (no solve-rate
-    or pass@k figure)."""
-    return write_jsonl(path, [{"step": s, "prompt_id": g, "reward": r * scale}
-                              for s in (1, 2) for g, group in enumerate(REWARDS) for r in group])
 
 
 def snapshot(folder: Path) -> dict[str, object]:
@@ -680,10 +622,6 @@ def refused(capsys, target: Path, out: Path, *needles: str, flags: tuple[str, ..
     return line
 
 
-def generic_rows(step: int, keys: list, rewards: list[float]) -> list[dict]:
-    return [{"step": step, "group_id": k, "reward": r} for k, r in zip(keys, rewards)]
-
-
 def test_an_integer_key_and_a_text_key_spelled_alike_are_two_groups(tmp_path, capsys):
     # fade's old encoding wrote the integer 1 as the text "\x00int:1": that text merged with it
     rows = generic_rows(1, [1, "\x00int:1", "1", 1, "\x00int:1", "1"], [1.0, 0.0, 1.0, 1.0, 0.0, 0.0])
@@ -730,22 +668,6 @@ def test_verl_v1_refuses_a_uid_over_two_prompt_texts_and_a_uid_written_twice(tmp
     code, steps, _, err = analyze_cli(capsys, write_jsonl(tmp_path / "d" / "1.jsonl", rows).parent, tmp_path / "d-out")
     assert code == 0, err
     assert steps[0]["num_rollouts"] == 16 and steps[0]["num_groups"] == 4
-
-
-def write_trl(path: Path, step: int, prompts: list[str], rewards: list[float], size: int, *,
-              advantages: list[float] | None = None) -> Path:
-    """One TRL completions parquet: advantages centred on each group of ``size`` consecutive rows."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    r = np.asarray(rewards, dtype=np.float64)
-    if advantages is None:
-        whole = r[: r.size // size * size].reshape(-1, size)
-        advantages = np.r_[(whole - whole.mean(1, keepdims=True)).ravel(), r[whole.size:] - 0.5].tolist()
-    pq.write_table(pa.table({"step": [step] * r.size, "prompt": prompts, "completion": ["x"] * r.size,
-                             "acc": r.tolist(), "advantage": advantages}), path)
-    return path
 
 
 def test_one_step_is_read_from_one_file(tmp_path, capsys):

@@ -1,19 +1,18 @@
 """fade analyze on AReaL's and slime's rollout dumps, through the command line.
 
-Each dump is written as the engine writes it, field for field from its writer: AReaL 4aef98d,
-areal/infra/workflow_executor.py:818-921 (``_dump_trajectory``: ``rollout/<tail_version>/<task_id>.jsonl``,
-one record per sample); slime 624b824, slime/observability/rollout_data_utils.py:140-153
-(``torch.save({"rollout_id", "samples": [Sample.to_dict()]})``) with slime/utils/types.py:93-227
-(the fields of ``Sample`` and ``to_dict``, ``status`` as its text value). The statistics are checked
-against sums written out by hand, and every refusal stops with exit status 2 and one line before
-anything is written.
+Each dump is written as the engine writes it (tests/analyze_dumps.py), field for field from its
+writer: AReaL 4aef98d, areal/infra/workflow_executor.py:818-921 (``_dump_trajectory``:
+``rollout/<tail_version>/<task_id>.jsonl``, one record per sample); slime 624b824,
+slime/observability/rollout_data_utils.py:140-153 (``torch.save({"rollout_id", "samples":
+[Sample.to_dict()]})``) with slime/utils/types.py:93-227 (the fields of ``Sample`` and ``to_dict``,
+``status`` as its text value). The statistics are checked against sums written out by hand, and
+every refusal stops with exit status 2 and one line before anything is written.
 """
 
 from __future__ import annotations
 
 import json
 import pickle
-import random
 from enum import Enum
 from pathlib import Path
 
@@ -23,10 +22,17 @@ import pytest
 pytest.importorskip("pyarrow")
 torch = pytest.importorskip("torch")
 
+from analyze_dumps import (  # noqa: E402
+    REWARDS,
+    areal_records,
+    areal_task,
+    slime_file,
+    slime_sample,
+    slime_samples,
+    write_jsonl,
+)
 from fade.analyze import read_run  # noqa: E402
 from fade.cli import main  # noqa: E402
-
-REWARDS = [[1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [0.0, 1.0, 0.0, 0.0]]
 
 
 def analyze_cli(capsys, path: Path, out: Path, *flags: str) -> tuple[int, list[dict], dict, str]:
@@ -69,39 +75,16 @@ def checked(step: dict, groups: list[list[float]]) -> None:
 # -- AReaL -----------------------------------------------------------------------------------------
 
 
-def areal_records(task: int, version: int, rewards: list[float], *, skipped: tuple[int, ...] = ()) -> list[dict]:
-    """A task's records as ``_dump_trajectory`` writes them (workflow_executor.py:887-920): one per
-    sample ``i`` of the task's batch, none for a sample with an empty completion (``skipped``);
-    head_version -1 (the prompt tokens' placeholder version, rlvr.py:168), tail_version the folder's."""
-    return [{"task_id": task, "sample_idx": i, "seqlen": 12, "prompt_len": 5, "head_version": -1,
-             "tail_version": version, "reward": r, "prompt": f"<|user|>problem {task % 10}",
-             "completion": f"answer {i}"}
-            for i, r in enumerate(rewards) if i not in skipped]
-
-
-def write_lines(path: Path, records: list, *, tail: str = "") -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records) + tail)
-    return path
-
-
-def areal_task(log: Path, version: int, task: int, rewards: list[float], *, folder: str = "rollout",
-               skipped: tuple[int, ...] = (), order: list[int] | None = None) -> Path:
-    records = areal_records(task, version, rewards, skipped=skipped)
-    if order is not None:
-        records = [records[i] for i in order]
-    return write_lines(log / folder / str(version) / f"{task}.jsonl", records)
-
-
 def areal_log(log: Path) -> Path:
-    """Two policy versions of a run, and an evaluation (eval-rollout/) that would change every number if read."""
+    """Two policy versions of a run, and an evaluation (eval-rollout/) that would change every number if
+    read. Task 1X and task 2X ask problem X: the run asks its problems again at each version."""
     for task, rewards in enumerate(REWARDS, start=10):
-        areal_task(log, 1, task, rewards)
-    areal_task(log, 2, 20, [1.0, 1.0, 0.0, 1.0], skipped=(2,))  # sample 2's completion was empty: 3 rows
-    areal_task(log, 2, 21, [0.0, 1.0, 0.0, 1.0], order=[3, 1, 0, 2])
+        areal_task(log, 1, task, rewards, problem=task % 10)
+    areal_task(log, 2, 20, [1.0, 1.0, 0.0, 1.0], skipped=(2,), problem=0)  # sample 2's completion was empty: 3 rows
+    areal_task(log, 2, 21, [0.0, 1.0, 0.0, 1.0], order=[3, 1, 0, 2], problem=1)
     (log / "rollout" / "2" / "22.jsonl").touch()  # AReaL opens the file before skipping every sample
     for task in (10, 11):
-        areal_task(log, 1, task, [1.0] * 8, folder="eval-rollout")
+        areal_task(log, 1, task, [1.0] * 8, folder="eval-rollout", problem=task % 10)
     return log
 
 
@@ -173,7 +156,7 @@ def test_areal_evaluation_is_never_read_as_training(tmp_path, capsys):
 def test_areal_refusals_name_the_file_and_line_before_any_output(tmp_path, capsys, case, needles):
     log = areal_log(tmp_path / "trial")
     path = log / "rollout" / "1" / "11.jsonl"
-    records = areal_records(11, 1, REWARDS[1])
+    records = areal_records(11, 1, REWARDS[1], problem=1)
     second = records[1]
     edits = {
         "missing": lambda r: r.pop("reward"),
@@ -203,20 +186,21 @@ def test_areal_refusals_name_the_file_and_line_before_any_output(tmp_path, capsy
     elif case == "torn_older_version":
         tail = '{"task_id": 11, "sample_idx": 4, "rew'
     records[1] = second
-    write_lines(path, records, tail=tail)
+    write_jsonl(path, records, tail=tail)
     if case == "blank":
         path.write_text("\n\n")
     elif case == "two_task_names":
-        write_lines(path.with_name("011.jsonl"), areal_records(11, 1, REWARDS[1]))
+        write_jsonl(path.with_name("011.jsonl"), areal_records(11, 1, REWARDS[1], problem=1))
     elif case == "two_version_names":
-        areal_task(log, 1, 10, REWARDS[0]).parent.rename(log / "rollout" / "01")
-        areal_task(log, 1, 10, REWARDS[0])
+        areal_task(log, 1, 10, REWARDS[0], problem=0).parent.rename(log / "rollout" / "01")
+        areal_task(log, 1, 10, REWARDS[0], problem=0)
     refused(capsys, log, tmp_path / "out", *needles)
 
 
 def test_areal_a_task_file_still_being_written_in_the_newest_version_is_skipped_with_a_warning(tmp_path, capsys):
     log = areal_log(tmp_path / "trial")
-    write_lines(log / "rollout" / "2" / "23.jsonl", areal_records(23, 2, [1.0, 0.0]), tail='{"task_id": 23, "sam')
+    write_jsonl(log / "rollout" / "2" / "23.jsonl", areal_records(23, 2, [1.0, 0.0], problem=3),
+                tail='{"task_id": 23, "sam')
     code, steps, _, err = analyze_cli(capsys, log, tmp_path / "out")
     assert code == 0, err
     (warning,) = err.strip().splitlines()
@@ -225,53 +209,6 @@ def test_areal_a_task_file_still_being_written_in_the_newest_version_is_skipped_
 
 
 # -- slime -----------------------------------------------------------------------------------------
-
-
-def slime_sample(group_index: int, index: int, reward, *, prompt: str = "", rollout_id: int | None = None,
-                 status: str = "completed", **fields) -> dict:
-    """``Sample.to_dict()`` (slime/utils/types.py:222-227) of a sample slime's default rollout made:
-    every dataclass field (types.py:97-151) in its order, ``status`` as its value, the ``spec_info``
-    and ``prefix_cache_info`` as dicts; a top-p replay's token ids as the int32 tensor
-    ``decode_int32_meta_array`` makes (slime/utils/misc.py:29-30)."""
-    tokens = [101, 102, 103, 7, 8, 9]
-    sample = {
-        "group_index": group_index, "index": index, "rollout_id": rollout_id,
-        "prompt": prompt or f"Solve problem {group_index}.", "tokens": tokens, "multimodal_inputs": None,
-        "multimodal_train_inputs": None, "multimodal_train_input_id": None, "apply_chat_template_kwargs": {},
-        "response": " 7 8 9", "response_length": 3, "label": str(group_index), "reward": reward,
-        "loss_mask": [1, 1, 1], "weight_versions": ["3"], "rollout_log_probs": [-0.5, -0.25, -0.125],
-        "rollout_top_p_token_ids": torch.frombuffer(bytearray(np.arange(3, dtype=np.int32).tobytes()),
-                                                    dtype=torch.int32),
-        "rollout_top_p_token_offsets": torch.tensor([0, 1, 2, 3], dtype=torch.int32), "rollout_routed_experts": None,
-        "remove_sample": False, "teacher_log_probs": None, "status": status,
-        "metadata": {"source_name": "math", "tools": [{"name": "python", "parameters": {"code": {"type": "string"}}}],
-                     "start_rollout_id": 1},
-        "generate_function_path": None, "custom_rm_path": None, "train_metadata": None, "session_id": None,
-        "non_generation_time": 0.0,
-        "spec_info": {"spec_accept_token_num": 0, "spec_draft_token_num": 0, "spec_verify_ct": 0,
-                      "completion_token_num": 0},
-        "prefix_cache_info": {"cached_tokens": 0, "total_prompt_tokens": 3},
-    }
-    sample.update(fields)
-    return sample
-
-
-def slime_samples(groups: list[list[float]], *, first_group: int = 0, shuffle: int | None = None) -> list[dict]:
-    samples, index = [], first_group * 100
-    for g, rewards in enumerate(groups, start=first_group):
-        for r in rewards:
-            samples.append(slime_sample(g, index, r))
-            index += 1
-    if shuffle is not None:
-        random.Random(shuffle).shuffle(samples)
-    return samples
-
-
-def slime_file(path: Path, rollout_id: int, samples: list) -> Path:
-    """As save_debug_rollout_data writes it (rollout_data_utils.py:144-153)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"rollout_id": rollout_id, "samples": samples}, path)
-    return path
 
 
 # rollout 2: rollout 500 of group 5 was split into three parts (slime's agent trajectories: one

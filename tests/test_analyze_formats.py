@@ -1,20 +1,21 @@
 """fade analyze on prime-rl's trace stream and on ROLL's RLVR dump, through the command line.
 
 Neither engine installs here, so each fixture is written field for field as the engine's writer
-writes it (the writers cited at each builder); the statistics are checked against numbers worked
-out by hand from the rewards below, not against fade's own functions.
+writes it (tests/analyze_dumps.py, the writers cited at each builder); the statistics are checked
+against numbers worked out by hand from the rewards below, not against fade's own functions.
 """
 
 from __future__ import annotations
 
 import json
-import uuid
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("pyarrow")
 
+from analyze_dumps import compact_line, episode, index_row, roll_columns, scored, write_roll, write_stream  # noqa: E402
 from fade.cli import main  # noqa: E402
 
 
@@ -44,94 +45,6 @@ def line_of(data: bytes, offset: int) -> int:
 
 
 # -- prime-rl's trace stream -------------------------------------------------------------------------
-#
-# Under the run's output folder the file monitor writes monitors/file/traces/ (prime-rl
-# monitors/file/traces/__init__.py:13-30): stream/NNNNN.jsonl, a record per episode, each compact
-# JSON with its newline (monitor.py:143-144, orjson OPT_APPEND_NEWLINE), numbered f"{n:05d}" and
-# sealed as .jsonl.zst (chunks.py:28-29, 62-72); stream.index.jsonl, the index_row of each record,
-# written after it (monitor.py:145-146; index.py:49-151); annotations/<producer>/NNNNN.jsonl and
-# annotations/<producer>.index.jsonl (monitor.py:154-170; update.py:21-25). A record is verifiers'
-# Episode.to_record() (episode.py:86-104, 149-155: None fields left out) with the orchestrator's
-# arrival stamps on each trace's info (annotations.py:20-30) and the dispatcher's group and run
-# (dispatcher.py:635-646: group.id a uuid, run.work.step the step the group opened at).
-
-
-def dumps(obj: dict) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
-
-
-def episode(step: int, group: str, rewards: list[dict] | None, *, kind: str = "train", key: str = "t",
-            arrival: int | None = None) -> dict:
-    """One episode record; ``rewards``: a reward map per trace (None: an errored rollout, no trace)."""
-    traces = []
-    for r in rewards or []:
-        traces.append({
-            "id": uuid.uuid4().hex, "task": {"type": "Task", "data": {"idx": 0}, "key": key},
-            "nodes": [{"message": {"role": "user", "content": "q"}, "token_ids": [1], "mask": [False]},
-                      {"message": {"role": "assistant", "content": "a"}, "token_ids": [2, 3], "mask": [True, True],
-                       "parent": 0, "sampled": True}],
-            "rewards": r, "metrics": {}, "ok": True, "stop_condition": "completed",
-            "info": {"kind": kind, "dispatch": {"step": step, "time": 1.0},
-                     "arrival": {"step": step if arrival is None else arrival, "time": 2.0}},
-        })
-    return {"id": uuid.uuid4().hex, "env": {"id": "math", "name": "math"},
-            "task": {"type": "Task", "data": {"idx": 0}, "key": key}, "group": {"id": group},
-            "run": {"type": "train", "id": "run", "work": {"type": kind, "step": step,
-                                                           "policy": {"start": max(step - 1, 0), "end": step}}},
-            "ok": rewards is not None, "errors": [] if rewards is not None else [{"type": "Error", "message": "x"}],
-            "traces": traces}
-
-
-def scored(score, weight=1.0) -> dict:
-    return {"correct": {"score": score, "weight": weight}}
-
-
-def index_row(line: int, record: dict, chunk: int, offset: int) -> dict:
-    """index.py:145-151: summarize_episode without its reward/metric/timing maps, and the chunk."""
-    traces = record.get("traces") or []
-    sums = [sum((r.get("score") or 0) * (r.get("weight") if r.get("weight") is not None else 1)
-                for r in t["rewards"].values() if isinstance(r, dict) and isinstance(r.get("score"), (int, float)))
-            for t in traces if t.get("rewards")]
-    info = (traces or [{}])[0].get("info") or {}
-    work = (record.get("run") or {}).get("work") or {}
-    return {"cost": None, "line": line, "offset": offset, "id": record["id"],
-            "kind": info.get("kind") or work.get("type") or "eval", "trace_ids": [t["id"] for t in traces],
-            "env": "math", "group": (record.get("group") or {}).get("id"), "ok": record["ok"],
-            "num_errors": len(record["errors"]), "reward": sum(sums) / len(sums) if sums else None,
-            "advantage": None, "input_tokens": 1, "output_tokens": 2, "turns": 1, "branches": 1,
-            "stop_condition": "completed", "truncated": False, "dispatch": (info.get("dispatch") or {}).get("time"),
-            "arrival": (info.get("arrival") or {}).get("time"), "duration": 1.0, "chunk": chunk}
-
-
-def write_stream(run: Path, records: list[dict], *, per_chunk: int = 4, advantages: dict[str, float] | None = None,
-                 ship: int = 1) -> Path:
-    """The file monitor's folders for ``records`` in arrival order, ``per_chunk`` to a chunk; the
-    orchestrator's ship stamps carry ``advantages`` (trace id -> value) at step ``ship``."""
-    traces = run / "monitors" / "file" / "traces"
-    (traces / "stream").mkdir(parents=True)
-    chunks: list[bytearray] = []
-    index = bytearray()
-    for line, record in enumerate(records, start=1):
-        if (line - 1) % per_chunk == 0:
-            chunks.append(bytearray())
-        offset = len(chunks[-1])
-        chunks[-1] += dumps(record)
-        index += dumps(index_row(line, record, len(chunks) - 1, offset))
-    for number, data in enumerate(chunks):
-        (traces / "stream" / f"{number:05d}.jsonl").write_bytes(bytes(data))
-    (traces / "stream.index.jsonl").write_bytes(bytes(index))
-    if advantages:
-        (traces / "annotations" / "orchestrator").mkdir(parents=True)
-        stream, rows = bytearray(), bytearray()
-        for tid, value in advantages.items():
-            update = {"version": 1, "trace_id": tid,  # update.py make_update; annotations.py:40-42 the stamp
-                      "info": {"effective": True, "ship": {"step": ship, "time": 3.0}, "advantage": value},
-                      "branches": [{"index": 0, "advantages": [None, value, value]}]}
-            rows += dumps({"trace_id": tid, "chunk": 0, "offset": len(stream), "info": update["info"]})
-            stream += dumps(update)
-        (traces / "annotations" / "orchestrator" / "00000.jsonl").write_bytes(bytes(stream))
-        (traces / "annotations" / "orchestrator.index.jsonl").write_bytes(bytes(rows))
-    return traces
 
 
 def prime_run(tmp_path: Path, **kw) -> tuple[Path, list[dict]]:
@@ -210,7 +123,7 @@ def test_prime_rl_old_and_new_layouts_in_one_folder_are_refused(tmp_path, capsys
     old = {"group": {"id": "g"}, "task": {"key": "t"}, "run": {"work": {"step": 0}},
            "traces": [{"rewards": {"acc": {"score": 1.0, "weight": 1.0}}}]}
     (tmp_path / "run" / "rollouts" / "step_0" / "train" / "effective").mkdir(parents=True)
-    (tmp_path / "run" / "rollouts" / "step_0" / "train" / "effective" / "traces.jsonl").write_bytes(dumps(old))
+    (tmp_path / "run" / "rollouts" / "step_0" / "train" / "effective" / "traces.jsonl").write_bytes(compact_line(old))
     refused(capsys, tmp_path / "run", tmp_path / "out", "holds both prime-rl layouts", "expected one run's dump")
 
 
@@ -247,37 +160,37 @@ def test_prime_rl_stream_refusals_name_the_file_and_line(tmp_path, capsys, case,
         lines[1] = line
         chunk0.write_bytes(b"".join(lines))
         offsets = [sum(map(len, lines[:i])) for i in range(len(lines))]
-        rows[:len(lines)] = [dumps(index_row(i + 1, json.loads(line), 0, offset))
+        rows[:len(lines)] = [compact_line(index_row(i + 1, json.loads(line), 0, offset))
                              for i, (line, offset) in enumerate(zip(lines, offsets))]
         index.write_bytes(b"".join(rows))
 
     def edit_row(i: int, **fields) -> None:
-        rows[i] = dumps({**json.loads(rows[i]), **fields})
+        rows[i] = compact_line({**json.loads(rows[i]), **fields})
         index.write_bytes(b"".join(rows))
 
     if case == "no_step":
         del second["run"]["work"]["step"]
-        rewrite(dumps(second))
+        rewrite(compact_line(second))
     elif case == "step_text":
         second["run"]["work"]["step"] = "1"
-        rewrite(dumps(second))
+        rewrite(compact_line(second))
     elif case == "step_huge":
         second["run"]["work"]["step"] = 2**70
-        rewrite(dumps(second))
+        rewrite(compact_line(second))
     elif case == "no_group":
         del second["group"]
-        rewrite(dumps(second))
+        rewrite(compact_line(second))
     elif case == "score_text":
         second["traces"][0]["rewards"]["correct"]["score"] = "1"
-        rewrite(dumps(second))
+        rewrite(compact_line(second))
     elif case == "score_nan":  # orjson writes a NaN score as null
         second["traces"][0]["rewards"]["correct"]["score"] = None
-        rewrite(dumps(second))
+        rewrite(compact_line(second))
     elif case == "duplicate_key":
-        rewrite(dumps(second)[:-2] + b',"group":{"id":"other"}}\n')
+        rewrite(compact_line(second)[:-2] + b',"group":{"id":"other"}}\n')
     elif case == "group_two_steps":  # line 1 is group a's first episode, at step 1; line 2 one of it at step 2
         assert json.loads(lines[0])["group"]["id"] == "g1a"
-        rewrite(dumps(episode(2, "g1a", [scored(1.0)])))
+        rewrite(compact_line(episode(2, "g1a", [scored(1.0)])))
     elif case == "duplicate_episode":  # chunk 0's first record written again at the head of chunk 1
         chunk1 = traces / "stream" / "00001.jsonl"
         chunk1.write_bytes(lines[0] + chunk1.read_bytes())
@@ -301,7 +214,7 @@ def test_prime_rl_stream_refusals_name_the_file_and_line(tmp_path, capsys, case,
         annotations = traces / "annotations" / "orchestrator.index.jsonl"
         row = json.loads(annotations.read_bytes())
         row["info"]["advantage"] = None
-        annotations.write_bytes(dumps(row))
+        annotations.write_bytes(compact_line(row))
     refused(capsys, tmp_path / "run", tmp_path / "out", *needles)
 
 
@@ -310,13 +223,14 @@ def test_prime_rl_stream_a_torn_last_line_of_the_live_chunk_is_skipped_with_a_wa
     live = sorted((traces / "stream").iterdir())[-1]
     data = live.read_bytes()
     before, _, _ = analyze(capsys, tmp_path / "run", tmp_path / "before")
-    live.write_bytes(data + dumps(episode(2, "g2f", [scored(0.0)]))[:50])  # the record, cut mid-write; no index row yet
+    # the record, cut mid-write; no index row yet
+    live.write_bytes(data + compact_line(episode(2, "g2f", [scored(0.0)]))[:50])
     after, _, err = analyze(capsys, tmp_path / "run", tmp_path / "after")
     assert after == before
     assert err.splitlines() == [f"fade: warning: {live}:{line_of(data, len(data))}: skipped the unfinished last line "
                                 "of a file still being written"]
     # a record whose index row is not written yet (the stream is flushed first) is read
-    live.write_bytes(data + dumps(episode(2, "g2f", [scored(0.0)])))
+    live.write_bytes(data + compact_line(episode(2, "g2f", [scored(0.0)])))
     tail, _, _ = analyze(capsys, tmp_path / "run", tmp_path / "tail")
     assert tail[1]["num_rollouts"] == 8 and tail[1]["mean_reward"] == pytest.approx(5 / 8)
 
@@ -346,43 +260,13 @@ def test_prime_rl_stream_sealed_chunks_need_zstandard(tmp_path, capsys):
 
 
 # -- ROLL ------------------------------------------------------------------------------------------
-#
-# roll/pipeline/rlvr/utils.py (alibaba/ROLL 8eb27cc): dump_rollout_to_specific_path (55-72) takes the
-# batch's non-tensor columns (the dataset's), adds responses (decoded), scores
-# (data.batch["scores"].tolist()), sampling_params (json.dumps(meta_info) on every row) and
-# global_step; write_to_json_process (37-45) keeps the COLUMMNS_CONFIG columns (19-35) and writes
-# rollout_dump_data.step_{global_step}.jsonl, mode "w", json.dumps(data, ensure_ascii=False) + "\n".
-# The batch is each domain's, concatenated (rlvr_pipeline.py:542-556), a prompt's
-# num_return_sequences responses together (generate_scheduler.py:394-396, 703-721).
 
-SAMPLING = json.dumps({"global_step": 0, "generation_config": {"num_return_sequences": 4, "temperature": 1.0}})
+#: The step's columns as this file's run writes them: its dataset has a difficulty column, and its
+#: sampling a temperature.
+roll_dump = partial(roll_columns, difficulty="3", temperature=1.0)
 
-
-def roll_dump(step: int, prompts: list[tuple[str, object, list[float]]]) -> dict:
-    """The columns of one step: ``prompts`` is (domain, id, scores of its responses) in batch order."""
-    cols: dict[str, list] = {k: [] for k in ("id", "source", "difficulty", "prompt", "messages", "ground_truth",
-                                             "tag", "domain", "responses", "scores", "sampling_params", "global_step")}
-    for domain, pid, scores in prompts:
-        for s in scores:
-            row = {"id": pid, "source": "deepmath", "difficulty": "3", "prompt": f"question {pid}",
-                   "messages": json.dumps([{"role": "user", "content": f"question {pid}"}]),
-                   "ground_truth": "42", "tag": domain, "domain": domain, "responses": f"answer {s}",
-                   "scores": s, "sampling_params": SAMPLING, "global_step": step}
-            for k, v in row.items():
-                cols[k].append(v)
-    return cols
-
-
-def write_roll(folder: Path, step: int, prompts, *, text: str | None = None) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"rollout_dump_data.step_{step}.jsonl"
-    path.write_text(text if text is not None else json.dumps(roll_dump(step, prompts), ensure_ascii=False) + "\n",
-                    encoding="utf-8")
-    return path
-
-
-#: Step 0 is REWARDS of tests/test_analyze.py over two domains; step 1 holds prompt 2 twice in a row
-#: (its dataset wrapped), read as two groups of 4, the most common run being 4 long.
+#: Step 0 is REWARDS over two domains; step 1 holds prompt 2 twice in a row (its dataset wrapped),
+#: read as two groups of 4, the most common run being 4 long.
 ROLL_STEPS = {
     0: [("math_rule", 0, [1.0, 0.0, 1.0, 1.0]), ("math_rule", 1, [0.0, 0.0, 0.0, 0.0]),
         ("code_sandbox", "c7", [1.0, 1.0, 1.0, 1.0]), ("code_sandbox", "c8", [0.0, 1.0, 0.0, 0.0])],
@@ -393,7 +277,7 @@ ROLL_STEPS = {
 
 def roll_run(folder: Path) -> Path:
     for step, prompts in ROLL_STEPS.items():
-        write_roll(folder, step, prompts)
+        write_roll(folder, step, roll_dump(step, prompts))
     return folder
 
 
@@ -430,7 +314,7 @@ def test_roll_prompts_sharing_an_id_are_told_apart_by_their_text(tmp_path, capsy
     expected, _, _ = analyze(capsys, roll_run(tmp_path / "dump"), tmp_path / "o1")
     cols = roll_dump(0, ROLL_STEPS[0])
     cols["id"] = ["deepmath"] * len(cols["id"])  # a dataset whose id names its source, not the prompt
-    write_roll(tmp_path / "shared", 0, None, text=json.dumps(cols) + "\n")
+    write_roll(tmp_path / "shared", 0, json.dumps(cols) + "\n")
     steps, _, _ = analyze(capsys, tmp_path / "shared", tmp_path / "o2")
     assert steps == expected[:1]
 
@@ -492,11 +376,11 @@ def test_roll_refusals_name_the_file_and_what_was_expected(tmp_path, capsys, cas
     elif case == "two_objects":
         text = json.dumps(cols) + "\n" + json.dumps(cols) + "\n"
     elif case == "ragged":
-        write_roll(folder, 0, [("math_rule", 0, [1.0, 0.0, 1.0])] + ROLL_STEPS[0][1:])
+        write_roll(folder, 0, roll_dump(0, [("math_rule", 0, [1.0, 0.0, 1.0])] + ROLL_STEPS[0][1:]))
     elif case == "one_each":
-        write_roll(folder, 0, [("math_rule", i, [1.0]) for i in range(4)])
+        write_roll(folder, 0, roll_dump(0, [("math_rule", i, [1.0]) for i in range(4)]))
     elif case == "sizes_differ":
-        write_roll(folder, 0, [("math_rule", 0, [1.0, 0.0]), ("math_rule", 1, [1.0, 1.0])])
+        write_roll(folder, 0, roll_dump(0, [("math_rule", 0, [1.0, 0.0]), ("math_rule", 1, [1.0, 1.0])]))
     if case not in ("ragged", "one_each", "sizes_differ"):
-        write_roll(folder, 0, None, text=text if text is not None else json.dumps(cols) + "\n")
+        write_roll(folder, 0, text if text is not None else json.dumps(cols) + "\n")
     refused(capsys, folder, tmp_path / "out", *needles)

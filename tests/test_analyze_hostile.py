@@ -25,70 +25,28 @@ pytest.importorskip("pyarrow")
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
+from analyze_dumps import (  # noqa: E402
+    REWARDS,
+    episode,
+    generic_rows,
+    nemo_rows,
+    prime_dump,
+    prime_rows,
+    scored,
+    trl_table,
+    trl_table_dump,
+    verl_dump,
+    verl_rows,
+    write_jsonl,
+    write_stream,
+)
 from fade.analyze import read_run  # noqa: E402
 from fade.cli import main  # noqa: E402
 
-REWARDS = [[1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [0.0, 1.0, 0.0, 0.0]]
 #: An integer literal past the largest float (1e400 written out): json gives a Python int no float holds.
 HUGE = "1" + "0" * 400
 #: JSON nested past Python's parser (its recursion limit, 1000); pyarrow reads it.
 DEEP = "[" * 5000 + "]" * 5000
-
-
-def write_lines(path: Path, lines: list) -> Path:
-    """A JSON-lines file: each item a dict (dumped) or a line of text as it is."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
-    return path
-
-
-def verl_rows(step: int = 1, **extra) -> list[dict]:
-    return [{"input": f"prompt {g}", "output": f"answer {s}", "gts": "1", "score": r, "step": step,
-             "uid": f"uuid{step}x{g}_{s}_0", **extra} for g, group in enumerate(REWARDS) for s, r in enumerate(group)]
-
-
-def verl_dump(folder: Path, line: int | None = None, text: str | None = None) -> Path:
-    """verl's 1.jsonl, line ``line`` (1-based) replaced by ``text``."""
-    lines: list = verl_rows()
-    if line is not None:
-        lines[line - 1] = text
-    write_lines(folder / "1.jsonl", lines)
-    return folder
-
-
-def generic_rows(**extra) -> list[dict]:
-    return [{"step": 1, "group_id": f"g{g}", "reward": r, **extra} for g, group in enumerate(REWARDS) for r in group]
-
-
-def nemo_rows(**extra) -> list[dict]:
-    return [{"content": [f"q{g}", f"a{i}"], "rewards": r, "advantages": [0.0, r - 0.5, r - 0.5],
-             "token_loss_mask": [0, 1, 1], **extra} for g, group in enumerate(REWARDS) for i, r in enumerate(group)]
-
-
-def prime_rows(**extra) -> list[dict]:
-    return [{"group": {"id": f"g{g}"}, "task": {"key": f"t{g}"}, "run": {"work": {"step": 1}},
-             "traces": [{"rewards": {"acc": {"score": r, "weight": 1.0}}}], **extra}
-            for g, group in enumerate(REWARDS) for r in group]
-
-
-def prime_dump(folder: Path, lines: list) -> Path:
-    write_lines(folder / "rollouts" / "step_1" / "train" / "effective" / "traces.jsonl", lines)
-    return folder
-
-
-def trl_table(**columns) -> pa.Table:
-    r = np.array(sum(REWARDS, []))
-    base = {"step": [1] * r.size, "prompt": [f"p{i // 4}" for i in range(r.size)], "completion": ["x"] * r.size,
-            "acc": r.tolist(), "advantage": (r - r.reshape(-1, 4).mean(1).repeat(4)).tolist()}
-    return pa.table({**base, **columns})
-
-
-def trl_dump(folder: Path, table: pa.Table | None = None, state: str | None = None) -> Path:
-    (folder / "completions").mkdir(parents=True, exist_ok=True)
-    pq.write_table(trl_table() if table is None else table, folder / "completions" / "completions_00001.parquet")
-    if state is not None:
-        (folder / "trainer_state.json").write_text(state)
-    return folder
 
 
 def run_cli(capsys, target: Path, out: Path, *flags: str) -> tuple[int, list[dict], str]:
@@ -116,8 +74,8 @@ def test_a_line_longer_than_pyarrows_block_is_read_as_any_other(tmp_path, capsys
     # a long agentic trace in verl's output: 5 MB on one line, past pyarrow's 1 MiB JSON block
     rows = verl_rows()
     rows[5]["output"] = "x" * (5 << 20)
-    write_lines(tmp_path / "long" / "1.jsonl", rows)
-    write_lines(tmp_path / "short" / "1.jsonl", verl_rows())
+    write_jsonl(tmp_path / "long" / "1.jsonl", rows)
+    write_jsonl(tmp_path / "short" / "1.jsonl", verl_rows())
     code, long, err = run_cli(capsys, tmp_path / "long", tmp_path / "a")
     assert code == 0, err
     code, short, err = run_cli(capsys, tmp_path / "short", tmp_path / "b")
@@ -126,11 +84,11 @@ def test_a_line_longer_than_pyarrows_block_is_read_as_any_other(tmp_path, capsys
     # the generic reader too, and a long line that breaks the contract is named
     rows = generic_rows()
     rows[3]["trace"] = "y" * (3 << 20)
-    code, steps, err = run_cli(capsys, write_lines(tmp_path / "g.jsonl", rows), tmp_path / "c")
+    code, steps, err = run_cli(capsys, write_jsonl(tmp_path / "g.jsonl", rows), tmp_path / "c")
     assert code == 0, err
     assert steps[0]["num_rollouts"] == 16 and steps[0]["zero_spread_share"] == 0.5
     rows[9]["reward"] = "high"
-    refused(capsys, write_lines(tmp_path / "bad.jsonl", rows), tmp_path / "d", "bad.jsonl:10", "'reward' is 'high'",
+    refused(capsys, write_jsonl(tmp_path / "bad.jsonl", rows), tmp_path / "d", "bad.jsonl:10", "'reward' is 'high'",
             "expected a finite number")
 
 
@@ -147,7 +105,7 @@ def test_a_file_appended_to_while_it_is_read_is_read_as_it_was_when_opened(tmp_p
     import fade.jsonl as jsonl
 
     target = verl_dump(tmp_path / "verl")
-    nemo = write_lines(tmp_path / "nemo" / "train_data_step1.jsonl", nemo_rows())
+    nemo = write_jsonl(tmp_path / "nemo" / "train_data_step1.jsonl", nemo_rows())
     code, expected, err = run_cli(capsys, target, tmp_path / "expected")
     assert code == 0, err
     growing = []
@@ -189,7 +147,7 @@ def test_lines_appended_after_the_file_was_opened_wait_for_the_next_analysis(tmp
     # the next analysis reads them
     import pyarrow.json as pj
 
-    target = write_lines(tmp_path / "run" / "1.jsonl", verl_rows())
+    target = write_jsonl(tmp_path / "run" / "1.jsonl", verl_rows())
     read_json = pj.read_json
 
     def read_json_growing(source, *args, **kwargs):
@@ -208,8 +166,8 @@ def test_lines_appended_after_the_file_was_opened_wait_for_the_next_analysis(tmp
 def test_a_dump_analysed_while_a_writer_appends_to_it_reads_every_time(tmp_path):
     # a real writer thread: every analysis reads a whole number of lines, whatever it finds
     folder = tmp_path / "live"
-    write_lines(folder / "1.jsonl", verl_rows(1))
-    newest = write_lines(folder / "2.jsonl", verl_rows(2))
+    write_jsonl(folder / "1.jsonl", verl_rows(1))
+    newest = write_jsonl(folder / "2.jsonl", verl_rows(2))
     done = threading.Event()
 
     def writer() -> None:
@@ -268,24 +226,24 @@ def test_an_integer_past_the_float_range_is_refused_naming_its_line(tmp_path, ca
     elif case == "generic_reward":
         lines: list = generic_rows()
         lines[1] = json.dumps(lines[1]).replace('"reward": 0.0', f'"reward": {HUGE}')
-        target = write_lines(d / "r.jsonl", lines)
+        target = write_jsonl(d / "r.jsonl", lines)
     elif case == "generic_advantage":
-        target = write_lines(d / "r.jsonl", [json.dumps(r)[:-1] + f', "advantage": {HUGE}}}' for r in generic_rows()])
+        target = write_jsonl(d / "r.jsonl", [json.dumps(r)[:-1] + f', "advantage": {HUGE}}}' for r in generic_rows()])
     elif case == "eval_score":
-        target = write_lines(d / "scores.jsonl", [f'{{"problem_id": "p", "sample": 0, "score": {HUGE}}}']).parent
+        target = write_jsonl(d / "scores.jsonl", [f'{{"problem_id": "p", "sample": 0, "score": {HUGE}}}']).parent
     elif case.startswith("nemo"):
         field = '"rewards": 1.0' if case == "nemo_rewards" else '"advantages": [0.0'
         big = f'"rewards": {HUGE}' if case == "nemo_rewards" else f'"advantages": [{HUGE}'
         lines = [json.dumps(r).replace(field, big) for r in nemo_rows()]
-        target = write_lines(d / "train_data_step1.jsonl", lines).parent
+        target = write_jsonl(d / "train_data_step1.jsonl", lines).parent
     elif case == "prime_score":
         target = prime_dump(d, [json.dumps(r).replace('"score": 1.0', f'"score": {HUGE}') for r in prime_rows()])
     elif case.startswith("metrics"):
         target = verl_dump(d / "dump")
         key = "actor/entropy" if case == "metrics_entropy" else "reward_std"
-        flags = ("--metrics", write_lines(d / "m.jsonl", [f'{{"step": 1, "data": {{"{key}": {HUGE}}}}}']))
+        flags = ("--metrics", write_jsonl(d / "m.jsonl", [f'{{"step": 1, "data": {{"{key}": {HUGE}}}}}']))
     else:
-        target = trl_dump(d, state=f'{{"log_history": [{{"step": 1, "entropy": {HUGE}}}]}}')
+        target = trl_table_dump(d, state=f'{{"log_history": [{{"step": 1, "entropy": {HUGE}}}]}}')
     refused(capsys, target, tmp_path / "out", *needles, flags=flags)
 
 
@@ -299,8 +257,6 @@ def test_an_integer_past_the_float_range_is_refused_naming_its_line(tmp_path, ca
     ("chunk_far", ("stream: chunk 00001 is missing", "1000000000000000")),  # never range(10**15 + 1)
 ])
 def test_prime_rl_stream_integers_past_their_range_are_one_line(tmp_path, capsys, case, needles):
-    from test_analyze_formats import episode, scored, write_stream  # the stream as prime-rl's monitor writes it
-
     records = [episode(1, f"g{g}", [scored(float(r))], key=f"t{g}") for g in range(2) for r in (1, 0, 1, 0)]
     traces = write_stream(tmp_path / "run", records, advantages={records[0]["traces"][0]["id"]: 0.5})
     chunk, old, new = traces / "stream" / "00000.jsonl", None, None
@@ -333,14 +289,14 @@ def test_a_step_past_int64_is_refused_naming_its_line(tmp_path, capsys, case, ne
     elif case == "generic":
         lines: list = generic_rows()
         lines[3] = {**lines[3], "step": 2**63}
-        target = write_lines(d / "r.jsonl", lines)
+        target = write_jsonl(d / "r.jsonl", lines)
     elif case == "metrics":
         target = verl_dump(d / "dump")
-        flags = ("--metrics", write_lines(d / "m.jsonl", [f'{{"step": {HUGE}, "data": {{"actor/entropy": 1.0}}}}']))
+        flags = ("--metrics", write_jsonl(d / "m.jsonl", [f'{{"step": {HUGE}, "data": {{"actor/entropy": 1.0}}}}']))
     elif case == "state":
-        target = trl_dump(d, state=json.dumps({"log_history": [{"step": 2**63, "rewards/acc/mean": 0.5}]}))
+        target = trl_table_dump(d, state=json.dumps({"log_history": [{"step": 2**63, "rewards/acc/mean": 0.5}]}))
     else:
-        target = trl_dump(d, state=f'{{"log_history": [{{"step": 1, "rewards/acc/mean": 0.5}}, '
+        target = trl_table_dump(d, state=f'{{"log_history": [{{"step": 1, "rewards/acc/mean": 0.5}}, '
                                    f'{{"step": {HUGE}, "eval_loss": 0.1}}]}}')
     refused(capsys, target, tmp_path / "out", *needles, flags=flags)
 
@@ -349,12 +305,12 @@ def test_a_step_past_int64_is_refused_naming_its_line(tmp_path, capsys, case, ne
 def test_a_step_past_int64_in_a_file_name_is_refused_naming_the_file(tmp_path, capsys, engine):
     digits = "9" * 25
     if engine == "verl":
-        write_lines(tmp_path / "run" / f"{digits}.jsonl", verl_rows())
+        write_jsonl(tmp_path / "run" / f"{digits}.jsonl", verl_rows())
     elif engine == "nemo":
-        write_lines(tmp_path / "run" / f"train_data_step{'0' * 3 + '7' * 200}.jsonl", nemo_rows())
+        write_jsonl(tmp_path / "run" / f"train_data_step{'0' * 3 + '7' * 200}.jsonl", nemo_rows())
         digits = "0007777777"  # a name as long as a file system takes
     elif engine == "prime":
-        write_lines(tmp_path / "run" / "rollouts" / f"step_{digits}" / "train" / "effective" / "traces.jsonl",
+        write_jsonl(tmp_path / "run" / "rollouts" / f"step_{digits}" / "train" / "effective" / "traces.jsonl",
                     [{**r, "run": {}} for r in prime_rows()])
     else:
         (tmp_path / "run" / "completions").mkdir(parents=True)
@@ -364,8 +320,9 @@ def test_a_step_past_int64_in_a_file_name_is_refused_naming_the_file(tmp_path, c
 
 
 def test_a_group_size_past_int64_is_refused_naming_the_option(tmp_path, capsys):
-    refused(capsys, trl_dump(tmp_path / "trl"), tmp_path / "out", "--group-size 100000... (an integer of 31 digits)",
-            "expected a number of rows", flags=("--group-size", 10**30))
+    refused(capsys, trl_table_dump(tmp_path / "trl"), tmp_path / "out",
+            "--group-size 100000... (an integer of 31 digits)", "expected a number of rows",
+            flags=("--group-size", 10**30))
 
 
 @pytest.mark.parametrize("case, needles", [
@@ -383,14 +340,14 @@ def test_json_nested_past_pythons_parser_is_one_line(tmp_path, capsys, case, nee
         target = verl_dump(d, 3, json.dumps(verl_rows()[2]).replace('"score": 1.0', f'"score": {DEEP}'))
     elif case == "nemo":
         lines = [json.dumps(r).replace('"content": [', f'"content": [{DEEP}, ') for r in nemo_rows()]
-        target = write_lines(d / "train_data_step1.jsonl", lines).parent
+        target = write_jsonl(d / "train_data_step1.jsonl", lines).parent
     elif case == "prime":
         target = prime_dump(d, [json.dumps(r)[:-1] + f', "info": {DEEP}}}' for r in prime_rows()])
     elif case == "metrics":
         target = verl_dump(d / "dump")
-        flags = ("--metrics", write_lines(d / "m.jsonl", [f'{{"step": 1, "data": {DEEP}}}']))
+        flags = ("--metrics", write_jsonl(d / "m.jsonl", [f'{{"step": 1, "data": {DEEP}}}']))
     elif case == "state":
-        target = trl_dump(d, state=f'{{"log_history": {DEEP}}}')
+        target = trl_table_dump(d, state=f'{{"log_history": {DEEP}}}')
     else:
         target = verl_dump(d / "dump")
         (d / "m.json").write_text(f'{{"log_history": [{{"step": 1, "x": {DEEP}}}]}}')
@@ -405,7 +362,7 @@ def test_a_deep_field_fade_does_not_read_is_read_past_and_an_error_after_it_is_n
     assert steps[0]["num_rollouts"] == 16
     lines: list = verl_rows()
     lines[2], lines[5] = deep, {**lines[5], "score": "0.5"}
-    write_lines(tmp_path / "bad" / "1.jsonl", lines)
+    write_jsonl(tmp_path / "bad" / "1.jsonl", lines)
     refused(capsys, tmp_path / "bad", tmp_path / "out", "1.jsonl:6", "'score' is '0.5'", "expected a finite number")
 
 
@@ -413,13 +370,13 @@ def test_a_deep_field_fade_does_not_read_is_read_past_and_an_error_after_it_is_n
                                          ("2.5", "step 2.5"), ('"3"', "step '3'"), ("true", "step True")])
 def test_a_logged_step_that_is_no_integer_is_refused_in_every_side_file(tmp_path, capsys, step, shown):
     state = f'{{"global_step": 1, "log_history": [{{"step": {step}, "rewards/acc/mean": 0.5, "entropy": 1.0}}]}}'
-    refused(capsys, trl_dump(tmp_path / "trl", state=state), tmp_path / "out",
+    refused(capsys, trl_table_dump(tmp_path / "trl", state=state), tmp_path / "out",
             "trainer_state.json: log_history[0]", shown, "expected an integer")
     target = verl_dump(tmp_path / "verl")
     (tmp_path / "m.json").write_text(state)
     refused(capsys, target, tmp_path / "out", "m.json: log_history[0]", shown, "expected an integer",
             flags=("--metrics", tmp_path / "m.json"))
-    metrics = write_lines(tmp_path / "m.jsonl", [f'{{"step": {step}, "data": {{"actor/entropy": 1.0}}}}'])
+    metrics = write_jsonl(tmp_path / "m.jsonl", [f'{{"step": {step}, "data": {{"actor/entropy": 1.0}}}}'])
     refused(capsys, target, tmp_path / "out", "m.jsonl:1", "expected an integer", flags=("--metrics", metrics))
 
 
@@ -427,12 +384,12 @@ def test_a_logged_step_that_is_no_integer_is_refused_in_every_side_file(tmp_path
                                           ("1e400", "is inf"), ('"0.5"', "is '0.5'"), ("true", "is True")])
 def test_an_entropy_that_is_no_finite_number_at_least_0_is_refused_naming_its_line(tmp_path, capsys, value, shown):
     target = verl_dump(tmp_path / "verl")
-    metrics = write_lines(tmp_path / "m.jsonl", ['{"step": 1, "data": {"actor/entropy": 0.7}}',
+    metrics = write_jsonl(tmp_path / "m.jsonl", ['{"step": 1, "data": {"actor/entropy": 0.7}}',
                                                  f'{{"step": 2, "data": {{"actor/entropy": {value}}}}}'])
     refused(capsys, target, tmp_path / "out", "m.jsonl:2", f"'actor/entropy' {shown}",
             "expected a mean token entropy, a finite number >= 0", flags=("--metrics", metrics))
     state = f'{{"log_history": [{{"step": 1, "rewards/acc/mean": 0.5, "entropy": {value}}}]}}'
-    refused(capsys, trl_dump(tmp_path / "trl", state=state), tmp_path / "out",
+    refused(capsys, trl_table_dump(tmp_path / "trl", state=state), tmp_path / "out",
             "trainer_state.json: log_history[0]", f"'entropy' {shown}", "a finite number >= 0")
 
 
@@ -487,14 +444,14 @@ def test_prime_rl_fields_of_the_wrong_json_type_are_refused_naming_the_line(tmp_
 def test_nemo_rl_advantages_and_masks_that_do_not_fit_are_refused_naming_the_line(tmp_path, capsys, extra, needles):
     rows = nemo_rows()
     rows[1] = {**rows[1], **extra}
-    write_lines(tmp_path / "nemo" / "train_data_step1.jsonl", rows)
+    write_jsonl(tmp_path / "nemo" / "train_data_step1.jsonl", rows)
     refused(capsys, tmp_path / "nemo", tmp_path / "out", "train_data_step1.jsonl:2", *needles)
 
 
 def test_nemo_rl_advantages_on_some_lines_only_are_refused(tmp_path, capsys):
     rows = nemo_rows()
     del rows[4]["advantages"]
-    write_lines(tmp_path / "nemo" / "train_data_step1.jsonl", rows)
+    write_jsonl(tmp_path / "nemo" / "train_data_step1.jsonl", rows)
     refused(capsys, tmp_path / "nemo", tmp_path / "out", "train_data_step1.jsonl:5",
             "no advantages while other lines have them")
 
@@ -514,15 +471,15 @@ def test_nemo_rl_advantages_on_some_lines_only_are_refused(tmp_path, capsys):
      ("column 'acc' is struct<a: double>", "expected a numeric reward column")),
 ])
 def test_trl_columns_of_the_wrong_type_are_refused_naming_the_file(tmp_path, capsys, columns, state, needles):
-    target = trl_dump(tmp_path / "trl", trl_table(**columns), state)
+    target = trl_table_dump(tmp_path / "trl", trl_table(**columns), state)
     refused(capsys, target, tmp_path / "out", "completions_00001.parquet", *needles)
 
 
 def test_trl_conversations_are_prompts(tmp_path, capsys):
     chats = [[{"role": "user", "content": f"p{i // 4}"}] for i in range(16)]
-    code, steps, err = run_cli(capsys, trl_dump(tmp_path / "chat", trl_table(prompt=chats)), tmp_path / "a")
+    code, steps, err = run_cli(capsys, trl_table_dump(tmp_path / "chat", trl_table(prompt=chats)), tmp_path / "a")
     assert code == 0 and not err, err  # no warning either (arrow's read-only arrays are copied for torch)
-    code, plain, _ = run_cli(capsys, trl_dump(tmp_path / "plain"), tmp_path / "b")
+    code, plain, _ = run_cli(capsys, trl_table_dump(tmp_path / "plain"), tmp_path / "b")
     assert code == 0 and steps == plain
 
 
@@ -595,7 +552,7 @@ def test_generic_csv_cells_that_are_no_numbers_are_refused_naming_the_row(tmp_pa
 def test_bytes_that_are_not_utf8_and_a_field_written_twice_are_named(tmp_path, capsys, case, needles):
     flags: tuple = ()
     if case == "utf8":  # in the prompt text fade reads (in the output it skips, pyarrow keeps the bytes unread)
-        path = write_lines(tmp_path / "run" / "1.jsonl", verl_rows())
+        path = write_jsonl(tmp_path / "run" / "1.jsonl", verl_rows())
         data = path.read_bytes().split(b"\n")
         data[1] = data[1].replace(b'"prompt 0"', b'"prompt \xff"')
         path.write_bytes(b"\n".join(data))
@@ -607,7 +564,7 @@ def test_bytes_that_are_not_utf8_and_a_field_written_twice_are_named(tmp_path, c
         (tmp_path / "m.jsonl").write_bytes(b'{"step": 1, "data": {"note": "\xff"}}\n')
         flags = ("--metrics", tmp_path / "m.jsonl")
     else:
-        target = trl_dump(tmp_path / "trl")
+        target = trl_table_dump(tmp_path / "trl")
         (target / "trainer_state.json").write_bytes(b'{"log_history": [{"step": 1, "note": "\xff"}]}')
     refused(capsys, target, tmp_path / "out", *needles, flags=flags)
 
@@ -633,7 +590,7 @@ def test_a_file_read_in_batches_reads_as_one_and_names_rows_of_the_file(tmp_path
         pq.write_table(table, path, row_group_size=7)
     else:
         pcsv.write_csv(table, path)
-    write_lines(tmp_path / "r.jsonl", table.to_pylist())
+    write_jsonl(tmp_path / "r.jsonl", table.to_pylist())
     code, whole, err = run_cli(capsys, tmp_path / "r.jsonl", tmp_path / "a")
     assert code == 0, err
     monkeypatch.setattr(generic, "BATCH_ROWS", 5)
@@ -657,7 +614,7 @@ def test_a_key_holding_a_lone_surrogate_is_refused_naming_its_line_and_nothing_i
     would stop the command while it writes the report. It is refused at its line, before any output."""
     rows = [{**row, "step": step} for step in (1, 2) for row in generic_rows()]
     rows[1]["group_id"] = "g0\udcff"
-    path = write_lines(tmp_path / "run.jsonl", rows)
+    path = write_jsonl(tmp_path / "run.jsonl", rows)
     refused(capsys, path, tmp_path / "out", "run.jsonl:2:", "'group_id'", "lone surrogate")
 
 
@@ -667,7 +624,7 @@ def test_the_reports_bytes_are_made_before_the_first_file_is_written(tmp_path, m
     import fade.analyze.report as report
     from fade.analyze import analyze_run
 
-    path = write_lines(tmp_path / "run.jsonl", [{**row, "step": s} for s in (1, 2) for row in generic_rows()])
+    path = write_jsonl(tmp_path / "run.jsonl", [{**row, "step": s} for s in (1, 2) for row in generic_rows()])
     analysis = analyze_run(path)
     monkeypatch.setattr(report, "summary_markdown", lambda a: "text \udcff")
     with pytest.raises(UnicodeEncodeError):

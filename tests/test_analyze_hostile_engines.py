@@ -9,7 +9,7 @@ twice, every field read given another JSON type, NaN and Infinity, empty and bla
 lines, files written while they are read, duplicates, unsorted steps, evaluation beside training;
 for slime, torch values where numbers are expected and files that are not torch's zips.
 
-The dumps are built here as each engine writes them (ROLL 8eb27cc ``roll/pipeline/rlvr/utils.py:
+The dumps are built as each engine writes them (tests/analyze_dumps.py: ROLL 8eb27cc ``roll/pipeline/rlvr/utils.py:
 55-72``, one JSON object of columns per step; AReaL 4aef98d ``areal/infra/workflow_executor.py:
 834-921``, a record per sample in ``rollout/<version>/<task_id>.jsonl``; slime 624b824
 ``slime/observability/rollout_data_utils.py:140-153``, ``torch.save({"rollout_id", "samples"})``),
@@ -34,10 +34,21 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
+from analyze_dumps import (  # noqa: E402
+    REWARDS,
+    UNSET,
+    areal_records,
+    areal_task,
+    roll_columns,
+    slime_file,
+    slime_sample,
+    slime_samples,
+    write_jsonl,
+    write_roll,
+)
 from fade.analyze import read_run  # noqa: E402
 from fade.cli import main  # noqa: E402
 
-REWARDS = [[1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [0.0, 1.0, 0.0, 0.0]]
 #: An integer literal past the largest float (1e400 written out): json gives a Python int no float holds.
 HUGE = "1" + "0" * 400
 #: An integer literal past the digits Python converts from text (4300): json.loads raises ValueError.
@@ -113,45 +124,18 @@ ROLL_STEPS = {
     1: [("math_rule", 2, [1.0, 1.0, 0.0, 0.0]), ("math_rule", 3, [1.0, 1.0, 1.0, 1.0])],
 }
 ROLL_READ = {step: [scores for _, _, scores in prompts] for step, prompts in ROLL_STEPS.items()}
-SAMPLING = json.dumps({"global_step": 0, "generation_config": {"num_return_sequences": 4}})
-
-
-def roll_columns(step: int, prompts=None) -> dict:
-    """The columns dump_rollout_to_specific_path writes (utils.py:55-72): the dataset's, responses,
-    scores, sampling_params (the meta info as JSON text) and global_step, a value per response."""
-    cols: dict[str, list] = {k: [] for k in ("id", "source", "prompt", "messages", "ground_truth", "tag", "domain",
-                                             "responses", "scores", "sampling_params", "global_step")}
-    for domain, pid, scores in ROLL_STEPS[step] if prompts is None else prompts:
-        for s in scores:
-            row = {"id": pid, "source": "deepmath", "prompt": f"question {pid}",
-                   "messages": json.dumps([{"role": "user", "content": f"question {pid}"}]), "ground_truth": "42",
-                   "tag": domain, "domain": domain, "responses": f"answer {s}", "scores": s,
-                   "sampling_params": SAMPLING, "global_step": step}
-            for k, v in row.items():
-                cols[k].append(v)
-    return cols
-
-
-def write_roll(folder: Path, step: int | str, body: dict | str | bytes | None = None) -> Path:
-    """The step's file, mode "w", one json.dumps line (utils.py:37-45); ``body`` as it is where given."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"rollout_dump_data.step_{step}.jsonl"
-    body = roll_columns(int(step)) if body is None else body
-    path.write_bytes(body if isinstance(body, bytes) else
-                     (body if isinstance(body, str) else json.dumps(body, ensure_ascii=False) + "\n").encode())
-    return path
 
 
 def roll_run(folder: Path, step0: dict | str | bytes | None = None) -> Path:
     """Steps 0 and 1; step 0 (not the newest) written as ``step0`` where given."""
-    write_roll(folder, 0, step0)
-    write_roll(folder, 1)
+    write_roll(folder, 0, roll_columns(0, ROLL_STEPS[0]) if step0 is None else step0)
+    write_roll(folder, 1, roll_columns(1, ROLL_STEPS[1]))
     return folder
 
 
 def roll_edit(column: str, row: int, text: str) -> str:
     """Step 0 with ``column``'s value at ``row`` (0-based; None: the whole column) as the JSON text ``text``."""
-    cols = roll_columns(0)
+    cols = roll_columns(0, ROLL_STEPS[0])
     if row is None:
         cols[column] = "@@"
     else:
@@ -166,29 +150,13 @@ AREAL_TASKS = {1: {10: REWARDS[0], 11: REWARDS[1], 12: REWARDS[2], 13: REWARDS[3
 AREAL_READ = {v: list(tasks.values()) for v, tasks in AREAL_TASKS.items()}
 
 
-def areal_records(task: int, version: int, rewards: list[float]) -> list[dict]:
-    """_dump_trajectory's records (workflow_executor.py:887-920): head_version the prompt tokens'
-    placeholder -1, tail_version the folder's."""
-    return [{"task_id": task, "sample_idx": i, "seqlen": 12, "prompt_len": 5, "head_version": -1,
-             "tail_version": version, "reward": r, "prompt": f"<|user|>problem {task}", "completion": f"answer {i}"}
-            for i, r in enumerate(rewards)]
-
-
-def write_lines(path: Path, lines: list | bytes) -> Path:
-    """A JSON-lines file: each item a dict (dumped) or a line of text as it is; bytes as they are."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(lines if isinstance(lines, bytes) else
-                     "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines).encode())
-    return path
-
-
 def areal_run(log: Path, task11: list | bytes | None = None, versions: dict | None = None) -> Path:
     """The log folder: rollout/1/ (tasks 10-13) and rollout/2/ (tasks 20, 21); task 11 written as
     ``task11`` where given."""
     for version, tasks in (AREAL_TASKS if versions is None else versions).items():
         for task, rewards in tasks.items():
             lines = areal_records(task, version, rewards) if task != 11 or task11 is None else task11
-            write_lines(log / "rollout" / str(version) / f"{task}.jsonl", lines)
+            write_jsonl(log / "rollout" / str(version) / f"{task}.jsonl", lines)
     return log
 
 
@@ -204,46 +172,16 @@ def areal_edit(field: str | None, text: str) -> list:
 SLIME_GROUPS = {1: REWARDS, 2: [[1.0, 0.0], [0.0, 0.0]]}
 
 
-def slime_sample(group_index: int, index: int, reward, **fields) -> dict:
-    """``Sample.to_dict()`` (slime/utils/types.py:97-151, 222-227): status as its text value, the
-    top-p replay's offsets a tensor. A test that builds one is skipped where torch is not installed."""
-    torch = pytest.importorskip("torch")
-
-    sample = {"group_index": group_index, "index": index, "rollout_id": None, "prompt": f"Solve problem {group_index}.",
-              "tokens": [101, 102, 7, 8], "multimodal_inputs": None, "response": " 7 8", "response_length": 2,
-              "label": str(group_index), "reward": reward, "loss_mask": [1, 1], "weight_versions": ["3"],
-              "rollout_log_probs": [-0.5, -0.25], "rollout_top_p_token_offsets": torch.tensor([0, 1, 2]),
-              "remove_sample": False, "status": "completed", "metadata": {"source_name": "math"},
-              "spec_info": {"spec_accept_token_num": 0}, "prefix_cache_info": {"cached_tokens": 0}}
-    sample.update(fields)
-    return sample
-
-
-def slime_samples(groups: list[list[float]], first_group: int = 0) -> list[dict]:
-    samples = []
-    for g, rewards in enumerate(groups, start=first_group):
-        samples += [slime_sample(g, g * 100 + i, r) for i, r in enumerate(rewards)]
-    return samples
-
-
-UNSET = object()
-
-
-def slime_file(path: Path, rollout_id, samples, body: object = UNSET) -> Path:
-    """As save_debug_rollout_data writes it (rollout_data_utils.py:144-153), or ``body`` saved as it is."""
-    torch = pytest.importorskip("torch")
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"rollout_id": rollout_id, "samples": samples} if body is UNSET else body, path)
-    return path
-
-
 def slime_run(data: Path, samples1: object = UNSET, *, rollout_id: object = 1, body: object = UNSET,
               samples2: list | None = None) -> Path:
     """rollout_data/1.pt (REWARDS) and 2.pt; 1.pt's ``rollout_id``, its samples ``samples1`` or its
     whole ``body`` where given."""
-    slime_file(data / "1.pt", rollout_id, slime_samples(REWARDS) if samples1 is UNSET else samples1, body)
-    slime_file(data / "2.pt", 2, slime_samples(SLIME_GROUPS[2], first_group=5) if samples2 is None else samples2)
+    if samples1 is UNSET:
+        samples1 = slime_samples(REWARDS, abridged=True)
+    if samples2 is None:
+        samples2 = slime_samples(SLIME_GROUPS[2], first_group=5, abridged=True)
+    slime_file(data / "1.pt", rollout_id, samples1, body)
+    slime_file(data / "2.pt", 2, samples2)
     return data
 
 
@@ -293,7 +231,7 @@ def test_an_integer_past_the_float_range_is_refused_naming_where_it_is(tmp_path,
         field = "task_id" if case == "areal_task_id" else "reward"
         target = areal_run(tmp_path / "log", areal_edit(field, HUGER if case.endswith("past_text") else HUGE))
     else:
-        samples = slime_samples(REWARDS)
+        samples = slime_samples(REWARDS, abridged=True)
         if case == "slime_reward_key":
             for s in samples:
                 s["reward"] = {"acc": s["reward"]}
@@ -330,33 +268,33 @@ def test_a_step_or_an_id_past_int64_is_refused_naming_it(tmp_path, capsys, case,
     if case == "roll_step":
         target = roll_run(tmp_path / "roll", roll_edit("global_step", None, "[" + ", ".join([HUGE] * 16) + "]"))
     elif case == "roll_id":  # prompt 0's id is 10**400, and it comes again at step 1: the per-prompt view names it
-        zero, one = roll_columns(0), roll_columns(1)
+        zero, one = roll_columns(0, ROLL_STEPS[0]), roll_columns(1, ROLL_STEPS[1])
         zero["id"][:4] = [10**400] * 4
         for column in ("id", "prompt", "messages"):
             one[column][:4] = zero[column][:4]
         target = roll_run(tmp_path / "roll", zero)
         write_roll(target, 1, one)
     elif case == "roll_step_2_63":
-        target = roll_run(tmp_path / "roll", {**roll_columns(0), "global_step": [2**63] * 16})
+        target = roll_run(tmp_path / "roll", {**roll_columns(0, ROLL_STEPS[0]), "global_step": [2**63] * 16})
     elif case.startswith("roll_name"):
-        target = write_roll(tmp_path / "roll", NINES, roll_columns(0))
+        target = write_roll(tmp_path / "roll", NINES, roll_columns(0, ROLL_STEPS[0]))
         target = target if case == "roll_name_file" else target.parent
     elif case.startswith("areal_version_name"):
         target = areal_run(tmp_path / "log", versions={NINES: {10: REWARDS[0]}})
         target = target / "rollout" / NINES / "10.jsonl" if case.endswith("file") else target
     elif case == "areal_task_name":
         target = areal_run(tmp_path / "log")
-        write_lines(target / "rollout" / "1" / f"{NINES}.jsonl", areal_records(12, 1, REWARDS[2]))
+        write_jsonl(target / "rollout" / "1" / f"{NINES}.jsonl", areal_records(12, 1, REWARDS[2]))
     elif case.startswith("areal"):
         field = case.removeprefix("areal_")
         target = areal_run(tmp_path / "log", areal_edit(field, str(2**63) if field == "tail_version" else HUGE))
     elif case.startswith("slime_name"):
-        target = slime_file(tmp_path / "rollout_data" / f"{NINES}.pt", 1, slime_samples(REWARDS))
+        target = slime_file(tmp_path / "rollout_data" / f"{NINES}.pt", 1, slime_samples(REWARDS, abridged=True))
         target = target if case.endswith("file") else target.parent
     elif case == "slime_rollout_id":
         target = slime_run(tmp_path / "rollout_data", rollout_id=2**63)
     else:
-        samples = slime_samples(REWARDS)
+        samples = slime_samples(REWARDS, abridged=True)
         field = case.removeprefix("slime_").replace("sample_", "")
         samples[2][field] = {"group_index": 2**63, "index": 10**400, "rollout_id": 2**64}[field]
         target = slime_run(tmp_path / "rollout_data", samples)
@@ -387,7 +325,7 @@ def test_nesting_past_pythons_recursion_limit_is_one_line_or_read_past(tmp_path,
         target = areal_run(tmp_path / "log", areal_edit(case.removeprefix("areal_"), DEEP))
     else:
         data = tmp_path / "rollout_data"
-        samples = slime_samples(REWARDS)
+        samples = slime_samples(REWARDS, abridged=True)
         field = case.removeprefix("slime_")
         if field == "rollout_id":
             slime_run(data, rollout_id="@@")
@@ -424,14 +362,14 @@ def test_text_that_is_not_unicode_is_refused_naming_where_it_is(tmp_path, capsys
     # prompt is seen at both steps, so the per-prompt view would write it
     if case.startswith("roll_byte"):
         step = 1 if case.endswith("newest") else 0
-        body = (json.dumps(roll_columns(step)) + "\n").encode()
+        body = (json.dumps(roll_columns(step, ROLL_STEPS[step])) + "\n").encode()
         body = body.replace(f'"question {2 * step}"'.encode(), f'"question {2 * step}\xff"'.encode("latin-1"))
         target = roll_run(tmp_path / "roll", None if step else body)
         if step:
             write_roll(target, 1, body)
     elif case.startswith("roll_surrogate"):
         field = case.removeprefix("roll_surrogate_")
-        cols = roll_columns(0)
+        cols = roll_columns(0, ROLL_STEPS[0])
         cols[field][:4] = ["\udcff"] * 4 if field != "messages" else [[{"role": "user", "content": "\udcff"}]] * 4
         target = roll_run(tmp_path / "roll", json.dumps(cols) + "\n")  # ensure_ascii: written as \udcff
         write_roll(target, 1, json.dumps({k: v[:8] for k, v in cols.items()} | {"global_step": [1] * 8}) + "\n")
@@ -443,14 +381,14 @@ def test_text_that_is_not_unicode_is_refused_naming_where_it_is(tmp_path, capsys
     elif case == "areal_surrogate":
         target = areal_run(tmp_path / "log", [{**r, "prompt": "\udcff"} for r in areal_records(11, 1, REWARDS[1])])
         again = [{**r, "prompt": "\udcff"} for r in areal_records(11, 2, [1.0])]
-        write_lines(target / "rollout" / "2" / "11.jsonl", again)
+        write_jsonl(target / "rollout" / "2" / "11.jsonl", again)
     elif case == "slime_byte":
-        samples = slime_samples(REWARDS)
+        samples = slime_samples(REWARDS, abridged=True)
         samples[2]["response"] = "@@"
         target = slime_run(tmp_path / "rollout_data", samples)
         spliced(target / "1.pt", "@@", b"X\x04\x00\x00\x00ab\xff\xfe")
     else:
-        samples = slime_samples(REWARDS)
+        samples = slime_samples(REWARDS, abridged=True)
         for s in samples[:4]:
             s["prompt"] = "\udcff"
         target = slime_run(tmp_path / "rollout_data", samples, samples2=samples[:4])
@@ -470,7 +408,8 @@ def test_text_that_is_not_unicode_is_refused_naming_where_it_is(tmp_path, capsys
 ])
 def test_a_key_written_twice_is_refused_or_read_as_its_format_defines(tmp_path, capsys, case, expected):
     if case == "roll_global_step":
-        target = roll_run(tmp_path / "roll", json.dumps(roll_columns(0))[:-1] + ', "global_step": [1]}\n')
+        text = json.dumps(roll_columns(0, ROLL_STEPS[0]))[:-1] + ', "global_step": [1]}\n'
+        target = roll_run(tmp_path / "roll", text)
     elif case == "roll_nested":
         target = roll_run(tmp_path / "roll", roll_edit("tag", 5, '{"a": 1, "a": 2}'))
     elif case.startswith("areal"):
@@ -478,7 +417,7 @@ def test_a_key_written_twice_is_refused_or_read_as_its_format_defines(tmp_path, 
         value = json.dumps(areal_records(11, 1, REWARDS[1])[1][field])
         target = areal_run(tmp_path / "log", areal_edit(field, f"{value}, \"{field}\": {value}"))
     else:
-        samples = slime_samples(REWARDS)
+        samples = slime_samples(REWARDS, abridged=True)
         samples[2]["zzzz"] = 0.0  # after "reward", renamed to it in the pickle: the sample's reward set again
         target = slime_run(tmp_path / "rollout_data", samples)
         spliced(target / "1.pt", "zzzz", b"X\x06\x00\x00\x00reward")
@@ -546,10 +485,10 @@ SLIME_VALUES = [
                    (lambda t: t.tensor(1), "tensor(1)"))],
     *[("samples", v, (f"1.pt: samples is {s}", "expected a non-empty list of Sample.to_dict()"))
       for v, s in ((lambda t: None, "None"), (lambda t: t.tensor([1.0, 0.0]), "tensor([1., 0.])"),
-                   (lambda t: {"0": slime_sample(0, 0, 1.0)}, "{'0': {"), (lambda t: "abc", "'abc'"),
+                   (lambda t: {"0": slime_sample(0, 0, 1.0, abridged=True)}, "{'0': {"), (lambda t: "abc", "'abc'"),
                    (lambda t: [], "[]"))],
     *[("sample", v, (f"1.pt: sample 3 is a {s}", "expected slime's Sample.to_dict()"))
-      for v, s in ((lambda t: [slime_sample(0, 2, 1.0)], "list"), (lambda t: t.tensor(1.0), "Tensor"),
+      for v, s in ((lambda t: [slime_sample(0, 2, 1.0, abridged=True)], "list"), (lambda t: t.tensor(1.0), "Tensor"),
                    (lambda t: None, "NoneType"), (lambda t: "x", "str"))],
     *[("group_index", v, (f"group_index is {s}", "expected an integer"))
       for v, s in ((lambda t: None, "None"), (lambda t: "0", "'0'"), (lambda t: 0.0, "0.0"), (lambda t: False, "False"),
@@ -583,7 +522,7 @@ SLIME_VALUES = [
 def test_slime_a_value_of_another_type_is_refused_naming_its_sample(tmp_path, capsys, where, value, expected):
     torch = pytest.importorskip("torch")
     data = tmp_path / "rollout_data"
-    samples = slime_samples(REWARDS)
+    samples = slime_samples(REWARDS, abridged=True)
     if where == "file":
         slime_run(data, body=value(torch))
     elif where == "file rollout_id":
@@ -627,7 +566,7 @@ def test_nan_and_infinity_are_refused_naming_where_they_are(tmp_path, capsys, ca
         target = areal_run(tmp_path / "log", areal_edit(kind.removeprefix("areal_"), value))
     else:
         torch = pytest.importorskip("torch")
-        samples = slime_samples(REWARDS)
+        samples = slime_samples(REWARDS, abridged=True)
         number = float(value)
         if kind == "slime_reward_key":
             for s in samples:
@@ -670,18 +609,18 @@ def test_an_empty_or_blank_file_is_refused_or_skipped_as_unfinished(tmp_path, ca
         folder = tmp_path / "roll"
         body = "" if "empty" in case else " \n\n  \n"
         if case.endswith("newest"):
-            write_roll(folder, 0)
+            write_roll(folder, 0, roll_columns(0, ROLL_STEPS[0]))
             write_roll(folder, 1, body)
             warning = "step_1.jsonl: skipped the unfinished dump"
         elif case.endswith("older"):
             roll_run(folder, body)
         else:
-            write_roll(folder, 0, json.dumps(roll_columns(0))[:200] if "torn" in case else "")
+            write_roll(folder, 0, json.dumps(roll_columns(0, ROLL_STEPS[0]))[:200] if "torn" in case else "")
         target = folder / "rollout_dump_data.step_0.jsonl" if case.endswith("path") else folder
     elif case.startswith("areal"):
         log = tmp_path / "log"
         if case == "areal_torn_only":
-            write_lines(log / "rollout" / "1" / "10.jsonl", areal_records(10, 1, [1.0, 0.0]))
+            areal_task(log, 1, 10, [1.0, 0.0])
             with open(log / "rollout" / "1" / "10.jsonl", "a") as f:
                 f.write('{"task_id": 10, "sam')
         elif case in ("areal_all_empty", "areal_empty_path"):
@@ -701,7 +640,7 @@ def test_an_empty_or_blank_file_is_refused_or_skipped_as_unfinished(tmp_path, ca
             slime_run(data)
             (data / "1.pt").write_bytes(body)
         else:
-            path = slime_file(data / "1.pt", 1, slime_samples(REWARDS))
+            path = slime_file(data / "1.pt", 1, slime_samples(REWARDS, abridged=True))
             path.write_bytes(path.read_bytes()[:300] if "torn" in case else b"")
         target = data
     expect(capsys, target, tmp_path / "out", expected, warning=warning)
@@ -714,7 +653,7 @@ def test_an_empty_or_blank_file_is_refused_or_skipped_as_unfinished(tmp_path, ca
 def test_a_5mb_field_is_read_as_any_other(tmp_path, capsys, case):
     big = "x" * (5 << 20)
     if case.startswith("roll"):
-        cols = roll_columns(0)
+        cols = roll_columns(0, ROLL_STEPS[0])
         if case == "roll_response":
             cols["responses"][5] = big
         else:
@@ -726,7 +665,7 @@ def test_a_5mb_field_is_read_as_any_other(tmp_path, capsys, case):
         expected = AREAL_READ
     else:
         pytest.importorskip("torch")
-        samples = slime_samples(REWARDS)
+        samples = slime_samples(REWARDS, abridged=True)
         for s in samples[4:8]:
             s["prompt"] = big
         target, expected = slime_run(tmp_path / "rollout_data", samples), SLIME_GROUPS
@@ -758,7 +697,7 @@ def test_a_dump_written_while_it_is_read_reads_whole_steps_every_time(tmp_path, 
         buffer = io.BytesIO()
         import torch
 
-        torch.save({"rollout_id": 3, "samples": slime_samples(REWARDS)}, buffer)
+        torch.save({"rollout_id": 3, "samples": slime_samples(REWARDS, abridged=True)}, buffer)
         data = buffer.getvalue()
         whole = {1: [16], 2: [4], 3: [16]}
     done = threading.Event()
@@ -806,10 +745,10 @@ def test_a_dump_written_while_it_is_read_reads_whole_steps_every_time(tmp_path, 
 def test_a_step_or_a_sample_written_twice_is_refused(tmp_path, capsys, case, expected):
     if case == "roll_two_names":
         target = roll_run(tmp_path / "roll")
-        write_roll(target, "01", roll_columns(1))
+        write_roll(target, "01", roll_columns(1, ROLL_STEPS[1]))
     elif case == "roll_copied_step":
         target = roll_run(tmp_path / "roll")
-        write_roll(target, 2, roll_columns(0))
+        write_roll(target, 2, roll_columns(0, ROLL_STEPS[0]))
     elif case.startswith("areal"):
         target = areal_run(tmp_path / "log")
         if case == "areal_two_version_names":
@@ -821,11 +760,11 @@ def test_a_step_or_a_sample_written_twice_is_refused(tmp_path, capsys, case, exp
             records[2]["sample_idx"] = 1
             areal_run(target, records)
         else:
-            write_lines(target / "rollout" / "2" / "10.jsonl", areal_records(10, 2, REWARDS[0]))
+            areal_task(target, 2, 10, REWARDS[0])
     else:
         pytest.importorskip("torch")
         target = tmp_path / "rollout_data"
-        samples = slime_samples(REWARDS)
+        samples = slime_samples(REWARDS, abridged=True)
         if case == "slime_index_twice":
             samples[2]["index"] = 0
         slime_run(target, samples)
@@ -850,11 +789,11 @@ def test_steps_written_out_of_order_are_read_in_step_order(tmp_path, capsys, eng
             write_roll(folder, step, roll_columns(step, prompts))
         elif engine == "areal":
             for g, r in enumerate(rewards):
-                write_lines(folder / "rollout" / str(step) / f"{step * 10 + g}.jsonl",
+                write_jsonl(folder / "rollout" / str(step) / f"{step * 10 + g}.jsonl",
                             areal_records(step * 10 + g, step, r)[::-1])
         else:
             pytest.importorskip("torch")
-            slime_file(folder / f"{step}.pt", step, slime_samples(rewards)[::-1])
+            slime_file(folder / f"{step}.pt", step, slime_samples(rewards, abridged=True)[::-1])
     read_as(capsys, folder, tmp_path / "out", groups)
 
 
@@ -875,14 +814,14 @@ def test_evaluation_beside_training_is_never_read_as_training(tmp_path, capsys, 
     if case.startswith("areal"):
         log = areal_run(tmp_path / "log")
         for task in (10, 11):
-            write_lines(log / "eval-rollout" / "1" / f"{task}.jsonl", areal_records(task, 1, [1.0] * 8))
+            areal_task(log, 1, task, [1.0] * 8, folder="eval-rollout")
         target = {"areal_beside": log, "areal_folder": log / "eval-rollout",
                   "areal_file": log / "eval-rollout" / "1" / "10.jsonl"}[case]
     else:
         pytest.importorskip("torch")
         data = slime_run(tmp_path / "rollout_data")
         for rollout in (1, 2):
-            slime_file(data / f"eval_{rollout}.pt", rollout, slime_samples([[1.0] * 8]))
+            slime_file(data / f"eval_{rollout}.pt", rollout, slime_samples([[1.0] * 8], abridged=True))
         if case == "slime_beside_template":  # slime's own examples: rollout_{id}.pt, rollout_eval_{id}.pt
             for path in list(data.iterdir()):
                 path.rename(data / f"rollout_{path.name}")
@@ -941,7 +880,7 @@ def test_slime_a_pt_that_is_not_a_whole_torch_zip_is_one_line_and_never_unpickle
     elif case.startswith("pickle"):
         path.write_bytes(pickle.dumps({"rollout_id": 1, "samples": [Detonator()]}))
     elif case.startswith("legacy"):
-        torch.save({"rollout_id": 2, "samples": slime_samples(SLIME_GROUPS[2])}, path,
+        torch.save({"rollout_id": 2, "samples": slime_samples(SLIME_GROUPS[2], abridged=True)}, path,
                    _use_new_zipfile_serialization=False)
     else:
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])

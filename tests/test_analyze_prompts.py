@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("pyarrow")
 
+from analyze_dumps import generic_dump, write_jsonl  # noqa: E402
 from fade.analyze import RunRecords, StepBatch, analyze_records, analyze_run, write_outputs  # noqa: E402
 from fade.analyze.figures import plane_note, rolling_mean, rolling_window  # noqa: E402
 from fade.analyze.prompts import CLASSES, EXCERPT_CHARS, excerpt, prompt_view  # noqa: E402
@@ -48,17 +49,6 @@ EXPECTED = {
 }
 
 
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
-def generic_dump(path: Path, run: dict = RUN, *, scale: float = 1.0) -> Path:
-    return write_jsonl(path, [{"step": s, "prompt_id": key, "reward": r * scale}
-                              for s, groups in run.items() for key, rewards in groups for r in rewards])
-
-
 def analyze_cli(capsys, dump: Path, out: Path, *flags: str) -> tuple[str, dict]:
     code = main(["analyze", str(dump), "--out", str(out), "--quiet", *flags])
     captured = capsys.readouterr()
@@ -75,7 +65,7 @@ def prompts_file(out: Path) -> list[dict]:
 
 def test_trajectories_classes_and_windows_are_the_hand_computed_ones(tmp_path, capsys):
     out = tmp_path / "out"
-    stdout, report = analyze_cli(capsys, generic_dump(tmp_path / "run.jsonl"), out)
+    stdout, report = analyze_cli(capsys, generic_dump(tmp_path / "run.jsonl", RUN), out)
     rows = prompts_file(out)
     # every prompt seen at two steps or more, in the order they first appear; "f" (one step) is not
     assert [r["key"] for r in rows] == [A, "b", "d", "e", 7, "c", "7"]
@@ -157,7 +147,7 @@ def test_windows_split_the_steps_into_ten_of_sizes_one_apart_and_pool_their_roll
 
 
 def test_the_heat_map_rows_are_the_most_seen_prompts_ordered_by_first_solve(tmp_path):
-    view = analyze_run(generic_dump(tmp_path / "run.jsonl")).prompts
+    view = analyze_run(generic_dump(tmp_path / "run.jsonl", RUN)).prompts
     assert [p["key"] for p in view.heatmap_rows()] == ["b", "d", "e", A, "7", 7, "c"]
     # the three seen most: A (4 steps), e (3), then c (2 steps but 6 rollouts)
     assert [p["key"] for p in view.heatmap_rows(3)] == ["e", A, "c"]
@@ -187,7 +177,7 @@ def test_an_excerpt_is_one_bounded_line(key, expected):
 ])
 def test_a_run_without_a_view_says_why_and_writes_no_per_prompt_file(tmp_path, capsys, case, needle):
     if case == "not successes":
-        dump = generic_dump(tmp_path / "run.jsonl", scale=0.7)
+        dump = generic_dump(tmp_path / "run.jsonl", RUN, scale=0.7)
     elif case == "one step":
         dump = generic_dump(tmp_path / "run.jsonl", {1: RUN[1]})
     else:
@@ -214,13 +204,13 @@ def test_a_dump_without_prompt_keys_says_so(tmp_path):
 
 def test_a_rerun_removes_the_per_prompt_files_it_does_not_write_again(tmp_path, capsys):
     out = tmp_path / "out"
-    dump = generic_dump(tmp_path / "run.jsonl")
+    dump = generic_dump(tmp_path / "run.jsonl", RUN)
     analyze_cli(capsys, dump, out)
     assert (out / "prompts.png").is_file() and (out / "prompts.jsonl").is_file()
     analyze_cli(capsys, dump, out, "--no-figures")
     assert not (out / "prompts.png").exists() and (out / "prompts.jsonl").is_file()
     analyze_cli(capsys, dump, out)
-    analyze_cli(capsys, generic_dump(tmp_path / "scaled.jsonl", scale=0.7), out)
+    analyze_cli(capsys, generic_dump(tmp_path / "scaled.jsonl", RUN, scale=0.7), out)
     assert not (out / "prompts.png").exists() and not (out / "prompts.jsonl").exists()
 
 
@@ -271,7 +261,7 @@ def test_the_classes_partition_the_prompts_seen_at_two_steps_or_more(steps):
 
 
 def test_the_plane_says_when_every_series_sits_at_sign_balance_one_half(tmp_path):
-    centred = analyze_run(generic_dump(tmp_path / "run.jsonl"))
+    centred = analyze_run(generic_dump(tmp_path / "run.jsonl", RUN))
     assert "every series is centred" in plane_note(centred)
     # the run's own advantages, all positive, are success-heavy: the plane is not one line
     rows = [{"step": s, "prompt_id": k, "reward": float(r), "advantage": 1.0}

@@ -2,7 +2,9 @@
 
 The test files of ``fade analyze`` (tests/test_analyze*.py) import their dumps from here: rows and
 files of the generic layout, verl, NeMo-RL, prime-rl (its per-step traces and its trace stream),
-TRL, ROLL, AReaL and slime, and the JSON-lines writer under them. Where two test files write one
+TRL, ROLL, AReaL and slime, and the JSON-lines writer under them; and how a test runs ``fade analyze``
+through its command line (:func:`analyze_cli`, :func:`analyzed`, :func:`refused`) with the hostile
+values every reader meets (:data:`HUGE`, :data:`HUGER`, :data:`DEEP`). Where two test files write one
 engine's dump in two shapes, the builder takes the difference as a parameter, so that every test
 reads the bytes it was written against. A run whose numbers a test works out by hand (which groups,
 which steps) stays beside that test, built from these. None of this imports pyarrow or torch until a
@@ -431,3 +433,44 @@ def slime_file(path: Path, rollout_id, samples, body: object = UNSET) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"rollout_id": rollout_id, "samples": samples} if body is UNSET else body, path)
     return path
+
+
+# -- fade analyze through its command line ---------------------------------------------------------
+
+#: An integer literal past the largest float (1e400 written out): json gives a Python int no float holds.
+HUGE = "1" + "0" * 400
+#: An integer literal past the digits Python converts from text (4300): json.loads raises ValueError.
+HUGER = "1" + "0" * 5000
+#: JSON nested past Python's parser (its recursion limit, 1000); pyarrow reads it.
+DEEP = "[" * 5000 + "]" * 5000
+
+
+def analyze_cli(capsys, target: Path, out: Path, *flags) -> tuple[int, list[dict], dict, str]:
+    """``fade analyze target --out out`` through the command line: its exit status, steps.jsonl,
+    report.json and stderr (no steps and no report where it failed)."""
+    from fade.cli import main
+
+    code = main(["analyze", str(target), "--out", str(out), "--quiet", "--no-figures", *map(str, flags)])
+    err = capsys.readouterr().err
+    if code != 0:
+        return code, [], {}, err
+    steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+    return code, steps, json.loads((out / "report.json").read_text()), err
+
+
+def analyzed(capsys, target: Path, out: Path, *flags) -> tuple[list[dict], dict, str]:
+    """``fade analyze target --out out``, which must succeed: the steps, the report and stderr."""
+    code, steps, report, err = analyze_cli(capsys, target, out, *flags)
+    assert code == 0, err
+    return steps, report, err
+
+
+def refused(capsys, target: Path, out: Path, *needles: str, flags: tuple = ()) -> str:
+    """``fade analyze target`` stops with exit status 2 and one line ``fade: error: ...`` holding
+    every one of ``needles``, and writes nothing: the line."""
+    code, _, _, err = analyze_cli(capsys, target, out, *flags)
+    assert code == 2, err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("fade: error: ") and all(n in line for n in needles), line
+    assert not out.exists()
+    return line

@@ -21,9 +21,11 @@ pytest.importorskip("pyarrow")
 import fade  # noqa: E402
 from analyze_dumps import (  # noqa: E402
     REWARDS,
+    analyze_cli,
     generic_dump,
     generic_rows,
     nemo_rows,
+    refused,
     trl_dump,
     verl_rows,
     write_jsonl,
@@ -298,14 +300,6 @@ def test_outputs_are_strict_json_and_the_figures_are_drawn(tmp_path):
 # -- TRL: which columns are rewards, option values, evaluation files ---------------------------------
 
 
-def analyze_cli(capsys, path: Path, out: Path, *flags: str) -> tuple[int, list[dict], dict, str]:
-    """``fade analyze`` through the command line: its exit status, steps.jsonl, report.json and stderr."""
-    code = main(["analyze", str(path), "--out", str(out), "--quiet", "--no-figures", *flags])
-    err = capsys.readouterr().err
-    if code != 0:
-        return code, [], {}, err
-    steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
-    return code, steps, json.loads((out / "report.json").read_text()), err
 
 
 @pytest.mark.parametrize("extras", [("math_reason",), ("num_tokens",), ("length_ratio",),
@@ -610,16 +604,6 @@ def test_the_other_commands_files_are_the_names_those_commands_write():
 # -- bad input through the command line: one line naming the file, and nothing written ---------------
 
 
-def refused(capsys, target: Path, out: Path, *needles: str, flags: tuple[str, ...] = ()) -> str:
-    """``fade analyze target`` stops with exit status 2 and one error line holding ``needles``,
-    and leaves ``out`` unwritten."""
-    code = main(["analyze", str(target), "--out", str(out), "--quiet", "--no-figures", *flags])
-    err = capsys.readouterr().err
-    assert code == 2, err
-    (line,) = err.strip().splitlines()
-    assert line.startswith("fade: error: ") and all(n in line for n in needles), line
-    assert not out.exists()
-    return line
 
 
 def test_an_integer_key_and_a_text_key_spelled_alike_are_two_groups(tmp_path, capsys):

@@ -24,37 +24,16 @@ torch = pytest.importorskip("torch")
 
 from analyze_dumps import (  # noqa: E402
     REWARDS,
+    analyze_cli,
     areal_records,
     areal_task,
+    refused,
     slime_file,
     slime_sample,
     slime_samples,
     write_jsonl,
 )
 from fade.analyze import read_run  # noqa: E402
-from fade.cli import main  # noqa: E402
-
-
-def analyze_cli(capsys, path: Path, out: Path, *flags: str) -> tuple[int, list[dict], dict, str]:
-    """``fade analyze`` through the command line: its exit status, steps.jsonl, report.json and stderr."""
-    code = main(["analyze", str(path), "--out", str(out), "--quiet", "--no-figures", *flags])
-    err = capsys.readouterr().err
-    if code != 0:
-        return code, [], {}, err
-    steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
-    return code, steps, json.loads((out / "report.json").read_text()), err
-
-
-def refused(capsys, target: Path, out: Path, *needles: str, flags: tuple[str, ...] = ()) -> str:
-    """``fade analyze target`` stops with exit status 2 and one error line holding ``needles``, and
-    leaves ``out`` unwritten."""
-    code = main(["analyze", str(target), "--out", str(out), "--quiet", "--no-figures", *flags])
-    err = capsys.readouterr().err
-    assert code == 2, err
-    (line,) = err.strip().splitlines()
-    assert line.startswith("fade: error: ") and all(n in line for n in needles), line
-    assert not out.exists()
-    return line
 
 
 def by_hand(groups: list[list[float]]) -> dict:

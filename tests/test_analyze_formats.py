@@ -15,29 +15,17 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
-from analyze_dumps import compact_line, episode, index_row, roll_columns, scored, write_roll, write_stream  # noqa: E402
-from fade.cli import main  # noqa: E402
-
-
-def analyze(capsys, target: Path, out: Path, *flags: str) -> tuple[list[dict], dict, str]:
-    """``fade analyze target --out out``: exit status 0; the steps, the report and stderr."""
-    code = main(["analyze", str(target), "--out", str(out), "--quiet", "--no-figures", *flags])
-    err = capsys.readouterr().err
-    assert code == 0, err
-    steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
-    return steps, json.loads((out / "report.json").read_text()), err
-
-
-def refused(capsys, target: Path, out: Path, *needles: str, flags: tuple[str, ...] = ()) -> str:
-    """``fade analyze target`` stops with exit status 2 and one error line holding ``needles``,
-    and leaves ``out`` unwritten."""
-    code = main(["analyze", str(target), "--out", str(out), "--quiet", "--no-figures", *flags])
-    err = capsys.readouterr().err
-    assert code == 2, err
-    (line,) = err.strip().splitlines()
-    assert line.startswith("fade: error: ") and all(n in line for n in needles), line
-    assert not out.exists()
-    return line
+from analyze_dumps import (  # noqa: E402
+    analyzed,
+    compact_line,
+    episode,
+    index_row,
+    refused,
+    roll_columns,
+    scored,
+    write_roll,
+    write_stream,
+)
 
 
 def line_of(data: bytes, offset: int) -> int:
@@ -76,7 +64,7 @@ def prime_run(tmp_path: Path, **kw) -> tuple[Path, list[dict]]:
 
 def test_prime_rl_stream_statistics_are_the_hand_computed_ones(tmp_path, capsys):
     traces, records = prime_run(tmp_path)
-    steps, report, _ = analyze(capsys, tmp_path / "run", tmp_path / "out")
+    steps, report, _ = analyzed(capsys, tmp_path / "run", tmp_path / "out")
     assert report["format"] == "prime-rl-stream" and report["path"] == str(traces)
     assert [s["step"] for s in steps] == [1, 2]
     one, two = steps
@@ -98,22 +86,22 @@ def test_prime_rl_stream_reads_the_runs_advantages_from_the_ship_stamps(tmp_path
     records = [episode(3, "g", [scored(r)]) for r in (1.0, 0.0, 0.0, 1.0)]
     advantages = {rec["traces"][0]["id"]: r - 0.5 for rec, r in zip(records, (1.0, 0.0, 0.0, 1.0))}
     write_stream(tmp_path / "run", records, advantages=advantages, ship=3)
-    steps, _, _ = analyze(capsys, tmp_path / "run", tmp_path / "out")
+    steps, _, _ = analyzed(capsys, tmp_path / "run", tmp_path / "out")
     assert steps[0]["run"] is not None  # the run's own advantages' diagnostics
     # one trace's stamp missing (shipped traces only): the run's advantages are not read, and a note says so
     del advantages[records[0]["traces"][0]["id"]]
     write_stream(tmp_path / "partial", records, advantages=advantages, ship=3)
-    steps, report, _ = analyze(capsys, tmp_path / "partial", tmp_path / "out2")
+    steps, report, _ = analyzed(capsys, tmp_path / "partial", tmp_path / "out2")
     assert steps[0]["run"] is None and any("3 of 4 train episodes carry one" in n for n in report["notes"])
 
 
 def test_prime_rl_stream_is_found_from_the_run_its_monitor_folder_or_a_file_and_by_format(tmp_path, capsys):
     traces, _ = prime_run(tmp_path)
-    expected, _, _ = analyze(capsys, tmp_path / "run", tmp_path / "o0")
+    expected, _, _ = analyzed(capsys, tmp_path / "run", tmp_path / "o0")
     for i, target in enumerate([traces.parent, traces, traces / "stream.index.jsonl",
                                 traces / "stream" / "00001.jsonl"], start=1):
-        assert analyze(capsys, target, tmp_path / f"o{i}")[0] == expected, target
-    assert analyze(capsys, tmp_path / "run", tmp_path / "named", "--format", "prime-rl")[0] == expected
+        assert analyzed(capsys, target, tmp_path / f"o{i}")[0] == expected, target
+    assert analyzed(capsys, tmp_path / "run", tmp_path / "named", "--format", "prime-rl")[0] == expected
     refused(capsys, tmp_path / "run", tmp_path / "out", "reads as a prime-rl dump, not verl",
             flags=("--format", "verl"))
 
@@ -222,22 +210,22 @@ def test_prime_rl_stream_a_torn_last_line_of_the_live_chunk_is_skipped_with_a_wa
     traces, records = prime_run(tmp_path)
     live = sorted((traces / "stream").iterdir())[-1]
     data = live.read_bytes()
-    before, _, _ = analyze(capsys, tmp_path / "run", tmp_path / "before")
+    before, _, _ = analyzed(capsys, tmp_path / "run", tmp_path / "before")
     # the record, cut mid-write; no index row yet
     live.write_bytes(data + compact_line(episode(2, "g2f", [scored(0.0)]))[:50])
-    after, _, err = analyze(capsys, tmp_path / "run", tmp_path / "after")
+    after, _, err = analyzed(capsys, tmp_path / "run", tmp_path / "after")
     assert after == before
     assert err.splitlines() == [f"fade: warning: {live}:{line_of(data, len(data))}: skipped the unfinished last line "
                                 "of a file still being written"]
     # a record whose index row is not written yet (the stream is flushed first) is read
     live.write_bytes(data + compact_line(episode(2, "g2f", [scored(0.0)])))
-    tail, _, _ = analyze(capsys, tmp_path / "run", tmp_path / "tail")
+    tail, _, _ = analyzed(capsys, tmp_path / "run", tmp_path / "tail")
     assert tail[1]["num_rollouts"] == 8 and tail[1]["mean_reward"] == pytest.approx(5 / 8)
 
 
 def test_prime_rl_stream_sealed_chunks_need_zstandard(tmp_path, capsys):
     traces, _ = prime_run(tmp_path)
-    expected, _, _ = analyze(capsys, tmp_path / "run", tmp_path / "plain")
+    expected, _, _ = analyzed(capsys, tmp_path / "run", tmp_path / "plain")
     first = traces / "stream" / "00000.jsonl"
     try:
         import zstandard
@@ -253,10 +241,10 @@ def test_prime_rl_stream_sealed_chunks_need_zstandard(tmp_path, capsys):
     seek_table = (0x184D2A5E).to_bytes(4, "little") + (9).to_bytes(4, "little") + bytes(9)
     first.with_name("00000.jsonl.zst").write_bytes(c.compress(data[:cut]) + c.compress(data[cut:]) + seek_table)
     first.unlink()
-    assert analyze(capsys, tmp_path / "run", tmp_path / "sealed")[0] == expected
+    assert analyzed(capsys, tmp_path / "run", tmp_path / "sealed")[0] == expected
     # a sealed twin beside the plain chunk (a seal finishing): the plain one is read, once
     first.write_bytes(data)
-    assert analyze(capsys, tmp_path / "run", tmp_path / "both")[0] == expected
+    assert analyzed(capsys, tmp_path / "run", tmp_path / "both")[0] == expected
 
 
 # -- ROLL ------------------------------------------------------------------------------------------
@@ -282,7 +270,7 @@ def roll_run(folder: Path) -> Path:
 
 
 def test_roll_statistics_are_the_hand_computed_ones(tmp_path, capsys):
-    steps, report, _ = analyze(capsys, roll_run(tmp_path / "dump"), tmp_path / "out")
+    steps, report, _ = analyzed(capsys, roll_run(tmp_path / "dump"), tmp_path / "out")
     assert report["format"] == "roll" and [s["step"] for s in steps] == [0, 1]
     zero, one = steps
     # step 0: groups [1,0,1,1], [0,0,0,0], [1,1,1,1], [0,1,0,0]: two without spread (8 of 16 rollouts),
@@ -297,25 +285,25 @@ def test_roll_statistics_are_the_hand_computed_ones(tmp_path, capsys):
     assert any("ROLL groups are consecutive rows of one prompt (id, messages, prompt) in one domain, 4 at a time" in n
                for n in report["notes"])
     # --group-size 2 cuts every prompt's run in pairs: step 0's [1,0],[1,1],[0,0],[0,0],[1,1],[1,1],[0,1],[0,0]
-    steps, _, _ = analyze(capsys, tmp_path / "dump", tmp_path / "pairs", "--group-size", "2")
+    steps, _, _ = analyzed(capsys, tmp_path / "dump", tmp_path / "pairs", "--group-size", "2")
     assert steps[0]["num_groups"] == 8 and steps[0]["zero_spread_share"] == 12 / 16
 
 
 def test_roll_is_found_from_its_folder_or_a_file_and_by_format(tmp_path, capsys):
     folder = roll_run(tmp_path / "dump")
-    expected, _, _ = analyze(capsys, folder, tmp_path / "o1")
-    assert analyze(capsys, folder, tmp_path / "o2", "--format", "roll")[0] == expected
-    single, _, _ = analyze(capsys, folder / "rollout_dump_data.step_1.jsonl", tmp_path / "o3")
+    expected, _, _ = analyzed(capsys, folder, tmp_path / "o1")
+    assert analyzed(capsys, folder, tmp_path / "o2", "--format", "roll")[0] == expected
+    single, _, _ = analyzed(capsys, folder / "rollout_dump_data.step_1.jsonl", tmp_path / "o3")
     assert single == expected[1:]
     refused(capsys, folder, tmp_path / "out", "reads as a roll dump, not verl", flags=("--format", "verl"))
 
 
 def test_roll_prompts_sharing_an_id_are_told_apart_by_their_text(tmp_path, capsys):
-    expected, _, _ = analyze(capsys, roll_run(tmp_path / "dump"), tmp_path / "o1")
+    expected, _, _ = analyzed(capsys, roll_run(tmp_path / "dump"), tmp_path / "o1")
     cols = roll_dump(0, ROLL_STEPS[0])
     cols["id"] = ["deepmath"] * len(cols["id"])  # a dataset whose id names its source, not the prompt
     write_roll(tmp_path / "shared", 0, json.dumps(cols) + "\n")
-    steps, _, _ = analyze(capsys, tmp_path / "shared", tmp_path / "o2")
+    steps, _, _ = analyzed(capsys, tmp_path / "shared", tmp_path / "o2")
     assert steps == expected[:1]
 
 
@@ -324,7 +312,7 @@ def test_roll_a_torn_newest_dump_is_skipped_with_a_warning_and_a_torn_older_one_
     newest = folder / "rollout_dump_data.step_2.jsonl"
     whole = json.dumps(roll_dump(2, ROLL_STEPS[1]))
     newest.write_text(whole[: len(whole) // 2])  # the daemon process writing it was stopped
-    steps, _, err = analyze(capsys, folder, tmp_path / "out")
+    steps, _, err = analyzed(capsys, folder, tmp_path / "out")
     assert [s["step"] for s in steps] == [0, 1]
     assert err.splitlines() == [f"fade: warning: {newest}: skipped the unfinished dump of a step still being written"]
     newest.unlink()

@@ -26,12 +26,16 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from analyze_dumps import (  # noqa: E402
+    DEEP,
+    HUGE,
     REWARDS,
+    analyze_cli,
     episode,
     generic_rows,
     nemo_rows,
     prime_dump,
     prime_rows,
+    refused,
     scored,
     trl_table,
     trl_table_dump,
@@ -41,31 +45,6 @@ from analyze_dumps import (  # noqa: E402
     write_stream,
 )
 from fade.analyze import read_run  # noqa: E402
-from fade.cli import main  # noqa: E402
-
-#: An integer literal past the largest float (1e400 written out): json gives a Python int no float holds.
-HUGE = "1" + "0" * 400
-#: JSON nested past Python's parser (its recursion limit, 1000); pyarrow reads it.
-DEEP = "[" * 5000 + "]" * 5000
-
-
-def run_cli(capsys, target: Path, out: Path, *flags: str) -> tuple[int, list[dict], str]:
-    code = main(["analyze", str(target), "--out", str(out), "--quiet", "--no-figures", *map(str, flags)])
-    err = capsys.readouterr().err
-    steps = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()] if code == 0 else []
-    return code, steps, err
-
-
-def refused(capsys, target: Path, out: Path, *needles: str, flags: tuple = ()) -> str:
-    """``fade analyze target`` stops with exit status 2 and one line ``fade: error: ...`` holding
-    every one of ``needles``, and writes nothing."""
-    code, _, err = run_cli(capsys, target, out, *flags)
-    assert code == 2, err
-    (line,) = err.strip().splitlines()
-    assert line.startswith("fade: error: ") and all(n in line for n in needles), line
-    assert not out.exists()
-    return line
-
 
 # -- 1. lines of any length --------------------------------------------------------------------------
 
@@ -76,15 +55,15 @@ def test_a_line_longer_than_pyarrows_block_is_read_as_any_other(tmp_path, capsys
     rows[5]["output"] = "x" * (5 << 20)
     write_jsonl(tmp_path / "long" / "1.jsonl", rows)
     write_jsonl(tmp_path / "short" / "1.jsonl", verl_rows())
-    code, long, err = run_cli(capsys, tmp_path / "long", tmp_path / "a")
+    code, long, _, err = analyze_cli(capsys, tmp_path / "long", tmp_path / "a")
     assert code == 0, err
-    code, short, err = run_cli(capsys, tmp_path / "short", tmp_path / "b")
+    code, short, _, err = analyze_cli(capsys, tmp_path / "short", tmp_path / "b")
     assert code == 0, err
     assert long == short and long[0]["num_rollouts"] == 16
     # the generic reader too, and a long line that breaks the contract is named
     rows = generic_rows()
     rows[3]["trace"] = "y" * (3 << 20)
-    code, steps, err = run_cli(capsys, write_jsonl(tmp_path / "g.jsonl", rows), tmp_path / "c")
+    code, steps, _, err = analyze_cli(capsys, write_jsonl(tmp_path / "g.jsonl", rows), tmp_path / "c")
     assert code == 0, err
     assert steps[0]["num_rollouts"] == 16 and steps[0]["zero_spread_share"] == 0.5
     rows[9]["reward"] = "high"
@@ -106,7 +85,7 @@ def test_a_file_appended_to_while_it_is_read_is_read_as_it_was_when_opened(tmp_p
 
     target = verl_dump(tmp_path / "verl")
     nemo = write_jsonl(tmp_path / "nemo" / "train_data_step1.jsonl", nemo_rows())
-    code, expected, err = run_cli(capsys, target, tmp_path / "expected")
+    code, expected, _, err = analyze_cli(capsys, target, tmp_path / "expected")
     assert code == 0, err
     growing = []
 
@@ -122,7 +101,7 @@ def test_a_file_appended_to_while_it_is_read_is_read_as_it_was_when_opened(tmp_p
         return read_json(source, *args, **kwargs)
 
     monkeypatch.setattr(pj, "read_json", read_json_growing)
-    code, steps, err = run_cli(capsys, target, tmp_path / "a")
+    code, steps, _, err = analyze_cli(capsys, target, tmp_path / "a")
     assert code == 0 and not err, err
     assert steps == expected and growing
     monkeypatch.setattr(pj, "read_json", read_json)
@@ -137,7 +116,7 @@ def test_a_file_appended_to_while_it_is_read_is_read_as_it_was_when_opened(tmp_p
             return loads(text, *args, **kwargs)
 
     monkeypatch.setattr(jsonl, "json", GrowingJson())
-    code, steps, err = run_cli(capsys, nemo.parent, tmp_path / "b")
+    code, steps, _, err = analyze_cli(capsys, nemo.parent, tmp_path / "b")
     assert code == 0 and not err, err
     assert steps[0]["num_rollouts"] == 16 and steps[0]["num_groups"] == 4
 
@@ -156,7 +135,7 @@ def test_lines_appended_after_the_file_was_opened_wait_for_the_next_analysis(tmp
         return read_json(source, *args, **kwargs)
 
     monkeypatch.setattr(pj, "read_json", read_json_growing)
-    code, steps, err = run_cli(capsys, target.parent, tmp_path / "a")
+    code, steps, _, err = analyze_cli(capsys, target.parent, tmp_path / "a")
     assert code == 0 and not err, err
     assert steps[0]["num_rollouts"] == 16
     monkeypatch.setattr(pj, "read_json", read_json)
@@ -357,7 +336,7 @@ def test_json_nested_past_pythons_parser_is_one_line(tmp_path, capsys, case, nee
 
 def test_a_deep_field_fade_does_not_read_is_read_past_and_an_error_after_it_is_named(tmp_path, capsys):
     deep = json.dumps(verl_rows()[2])[:-1] + f', "messages": {DEEP}}}'
-    code, steps, err = run_cli(capsys, verl_dump(tmp_path / "ok", 3, deep), tmp_path / "a")
+    code, steps, _, err = analyze_cli(capsys, verl_dump(tmp_path / "ok", 3, deep), tmp_path / "a")
     assert code == 0, err
     assert steps[0]["num_rollouts"] == 16
     lines: list = verl_rows()
@@ -397,7 +376,7 @@ def test_a_live_runs_metrics_file_skips_its_unfinished_last_line(tmp_path, capsy
     target = verl_dump(tmp_path / "verl")
     metrics = tmp_path / "m.jsonl"
     metrics.write_text('{"step": 1, "data": {"actor/entropy": 0.7}}\n{"step": 2, "data": {"actor/en')
-    code, steps, err = run_cli(capsys, target, tmp_path / "out", "--metrics", metrics)
+    code, steps, _, err = analyze_cli(capsys, target, tmp_path / "out", "--metrics", metrics)
     assert code == 0
     assert err.strip() == f"fade: warning: {metrics}:2: skipped the unfinished last line of a file still being written"
     assert steps[0]["entropy"] == 0.7
@@ -477,9 +456,10 @@ def test_trl_columns_of_the_wrong_type_are_refused_naming_the_file(tmp_path, cap
 
 def test_trl_conversations_are_prompts(tmp_path, capsys):
     chats = [[{"role": "user", "content": f"p{i // 4}"}] for i in range(16)]
-    code, steps, err = run_cli(capsys, trl_table_dump(tmp_path / "chat", trl_table(prompt=chats)), tmp_path / "a")
+    chat = trl_table_dump(tmp_path / "chat", trl_table(prompt=chats))
+    code, steps, _, err = analyze_cli(capsys, chat, tmp_path / "a")
     assert code == 0 and not err, err  # no warning either (arrow's read-only arrays are copied for torch)
-    code, plain, _ = run_cli(capsys, trl_table_dump(tmp_path / "plain"), tmp_path / "b")
+    code, plain, _, _ = analyze_cli(capsys, trl_table_dump(tmp_path / "plain"), tmp_path / "b")
     assert code == 0 and steps == plain
 
 
@@ -591,10 +571,10 @@ def test_a_file_read_in_batches_reads_as_one_and_names_rows_of_the_file(tmp_path
     else:
         pcsv.write_csv(table, path)
     write_jsonl(tmp_path / "r.jsonl", table.to_pylist())
-    code, whole, err = run_cli(capsys, tmp_path / "r.jsonl", tmp_path / "a")
+    code, whole, _, err = analyze_cli(capsys, tmp_path / "r.jsonl", tmp_path / "a")
     assert code == 0, err
     monkeypatch.setattr(generic, "BATCH_ROWS", 5)
-    code, batched, err = run_cli(capsys, path, tmp_path / "b")
+    code, batched, _, err = analyze_cli(capsys, path, tmp_path / "b")
     assert code == 0, err
     assert batched == whole and [s["step"] for s in batched] == [1, 2, 3]
     assert read_run(path).steps[0].prompt_keys == ["k1", "k2", "k0"]  # step 1: rows 17-32, first seen first

@@ -35,10 +35,15 @@ import pytest
 pytest.importorskip("pyarrow")
 
 from analyze_dumps import (  # noqa: E402
+    DEEP,
+    HUGE,
+    HUGER,
     REWARDS,
     UNSET,
+    analyze_cli,
     areal_records,
     areal_task,
+    refused,
     roll_columns,
     slime_file,
     slime_sample,
@@ -47,33 +52,12 @@ from analyze_dumps import (  # noqa: E402
     write_roll,
 )
 from fade.analyze import read_run  # noqa: E402
-from fade.cli import main  # noqa: E402
 
-#: An integer literal past the largest float (1e400 written out): json gives a Python int no float holds.
-HUGE = "1" + "0" * 400
-#: An integer literal past the digits Python converts from text (4300): json.loads raises ValueError.
-HUGER = "1" + "0" * 5000
-#: JSON nested past Python's parser (its recursion limit, 1000).
-DEEP = "[" * 5000 + "]" * 5000
 NINES = "9" * 25  # a step in a name past int64
 
 
-def run_cli(capsys, target: Path, out: Path, *flags) -> tuple[int, list[dict], str]:
-    code = main(["analyze", str(target), "--out", str(out), "--quiet", "--no-figures", *map(str, flags)])
-    err = capsys.readouterr().err
-    steps = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()] if code == 0 else []
-    return code, steps, err
 
 
-def refused(capsys, target: Path, out: Path, *needles: str, flags: tuple = ()) -> str:
-    """``fade analyze target`` stops with exit status 2 and one line ``fade: error: ...`` holding
-    every one of ``needles``, and writes nothing."""
-    code, _, err = run_cli(capsys, target, out, *flags)
-    assert code == 2, err
-    (line,) = err.strip().splitlines()
-    assert line.startswith("fade: error: ") and all(n in line for n in needles), line
-    assert not out.exists()
-    return line
 
 
 def by_hand(groups: list[list[float]]) -> dict:
@@ -87,7 +71,7 @@ def read_as(capsys, target: Path, out: Path, expected: dict[int, list[list[float
             warning: str | None = None) -> list[dict]:
     """``fade analyze target`` reads the steps ``expected`` (step -> its groups' rewards), each
     step's numbers those summed out by hand; stderr is empty, or the one warning holding ``warning``."""
-    code, steps, err = run_cli(capsys, target, out, *flags)
+    code, steps, _, err = analyze_cli(capsys, target, out, *flags)
     assert code == 0, err
     if warning is None:
         assert not err.strip(), err

@@ -118,6 +118,8 @@ def test_a_preset_that_pins_the_code_refuses_to_train_on_another_version(tmp_pat
         run_sweep(pinned, tmp_path, workers=1, progress=False)
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
     assert report_sweep(pinned, tmp_path).readme.is_file()  # finished runs still read
+    # ... and the report says which code trained them: the folder's record, not this checkout's
+    assert json.loads((tmp_path / "results.json").read_text())["design"]["fixed"]["code"] == "aaaa"
     assert json.loads((tmp_path / DESIGN_FILE).read_text()) == record
     # a preset that does not pin the code neither records nor checks it
     assert "code" not in _fixed().design

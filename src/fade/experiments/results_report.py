@@ -28,6 +28,7 @@ import warnings
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from fade.atomic import atomic_write, write_json_atomic
 from fade.geometry import PAPER_RANK1_SHARE
@@ -246,6 +247,16 @@ def _context(task: str, summaries: Sequence[SweepRun]) -> list[str]:
     return facts
 
 
+def _fixed(preset: Preset, trained_code: str | None) -> dict[str, Any]:
+    """What the preset fixed before its runs (:attr:`Preset.design`), its training code's version the
+    one the runs were trained on (the sweep folder's design record) where it is known, not this
+    checkout's: a report may read runs another version trained."""
+    fixed = preset.design
+    if "code" in fixed and trained_code is not None:
+        fixed["code"] = trained_code
+    return fixed
+
+
 def write_report(
     out: str | Path,
     *,
@@ -257,12 +268,15 @@ def write_report(
     command: str,
     workers: int,
     choice: str | None = None,
+    trained_code: str | None = None,
 ) -> Path:
     """Write README.md, the PNGs and results.json into ``out``; returns the README's path.
 
     ``sections`` are the claims in words (:func:`~fade.experiments.claims.report_sections`); the design
     checks are measured here, on every run. Nothing below knows a claim: each section says its own
-    tables, verdicts, notes and caveat, and each claim draws its own figures.
+    tables, verdicts, notes and caveat, and each claim draws its own figures. ``trained_code`` is the
+    training code's version the sweep folder recorded when its runs began, written in results.json
+    for a preset that pins it (None: this checkout's).
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -364,7 +378,7 @@ def write_report(
         "minimum_detectable_pass1": detectable,
         "intervals": {"computed": len(computed), "distinct": len({report_numbers.numbers(v) for v in computed})},
         "copies": [{"task": task, "arms": list(arms)} for task, arms in copied],
-        "fixed": preset.design,
+        "fixed": _fixed(preset, trained_code),
     }
     write_json_atomic(
         out / RESULTS_JSON,

@@ -416,8 +416,10 @@ def write_sweep_report(preset: Preset, out: Path, outcome: SweepOutcome, command
         note(f"verdicts on {len(summaries)} runs")
         sections = report_sections(summaries, preset, outcome.choice)
         note(f"tables and figures into {out}")
+        saved = read_json(out / DESIGN_FILE) if (out / DESIGN_FILE).is_file() else None
         return write_report(out, preset=preset, runs=outcome.runs, summaries=summaries, sections=sections,
-                            failures=outcome.failed, command=command, workers=workers, choice=outcome.choice)
+                            failures=outcome.failed, command=command, workers=workers, choice=outcome.choice,
+                            trained_code=(saved or {}).get("code"))
 
 
 class _Bar:

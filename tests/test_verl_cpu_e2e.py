@@ -51,6 +51,9 @@ FADE_RUN = {"h_star_ratio": 1.1, "ema": 1.0}
 SAME = [("critic/score/mean", 1e-6, 0), ("response_length/mean", 1e-6, 0), ("actor/entropy", 1e-6, 0),
         ("critic/advantages/max", 1e-6, 0), ("critic/advantages/min", 1e-6, 0), ("actor/pg_loss", 0, 1e-6),
         ("actor/grad_norm", 1e-3, 0)]
+#: After step 1 the two runs' weights differ by step 1's bf16 rounding (its sums ran in another order),
+#: so the gradient norm of the same rollouts moves further: 0.108% at step 2 in one CI run.
+LATER = {"actor/grad_norm": (1e-2, 0)}
 
 
 def smoke(out: Path, *overrides: str, resume: bool = True, record: bool = False, fails: bool = False
@@ -206,7 +209,7 @@ def test_fade_analyze_replays_the_runs_fade_as_verl_fed_it(fade_run):
         uids = [json.loads(line)["uid"] for line in dump if line]
         assert all(u.endswith("_0") for u in uids) and sorted(uids) == sorted(applied_by_key)  # one output a session
         applied = torch.tensor([applied_by_key[u] for u in uids], dtype=torch.float64)
-        adv = replay.weigh(batch)[spec]
+        adv = replay.weigh(batch)[spec].advantages
         torch.testing.assert_close(adv, applied, rtol=1e-6, atol=1e-6, msg=lambda m: f"step {batch.step}: {m}")
         last = replay.estimators[spec].last
         for knob in ("alpha", "delta"):
@@ -246,6 +249,7 @@ def test_fade_grpo_gives_verls_grpo_losses_in_two_runs_while_their_rollouts_agre
         if step > 1 and not same_rollouts:
             break
         for key, rel, atol in SAME:
+            rel, atol = LATER.get(key, (rel, atol)) if step > 1 else (rel, atol)
             assert b[key] == pytest.approx(a[key], rel=rel, abs=atol), (step, key, a[key], b[key])
         assert not any(k.startswith("fade/") for k in a)  # verl's own grpo: fade stays out of it
         compared.append(step)

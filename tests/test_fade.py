@@ -712,7 +712,7 @@ def test_the_estimator_is_its_pure_functions_folded_over_its_calls(name, p_start
 
 
 @pytest.mark.parametrize("name", VARIANTS)
-def test_evaluate_gives_what_a_call_would_and_advances_nothing(name):
+def test_peek_gives_what_a_call_would_and_advances_nothing(name):
     est = _make(name)
     est.observe(entropy=1.2, step=3)
     est(_batch(0), 8)

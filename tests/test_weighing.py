@@ -114,6 +114,15 @@ def test_the_diagnostics_are_measured_when_read_and_are_of_the_batch_as_weighed(
     assert weighing.diagnostics is weighing.diagnostics and len(calls) == 1  # measured once
 
 
+def test_fades_diagnostics_are_its_records_as_weighed_and_a_weighing_is_built_by_measure():
+    weighing = fade.weigh(fade.estimator("fade"), R, G, entropy=0.7, step=0)
+    want = {key: weighing.record[key] for key in DIAGNOSTICS}  # FADE measures the batch itself
+    weighing.record["positive_mass"] = -1.0  # a caller edits the record it was handed
+    assert weighing.diagnostics == want
+    with pytest.raises(TypeError, match="build a Weighing with fade.weighing.measure"):
+        fade.Weighing(weighing.advantages, {}, dict(want))
+
+
 def test_metrics_are_the_schedule_and_diagnostics_finite_only():
     est = fade.estimator("fade")
     metrics = fade.weigh(est, R, G).metrics()  # no entropy yet: h_hat and h_star are NaN, left out

@@ -49,6 +49,11 @@ class Weighing:
     record: Mapping[str, float]
     _diagnose: Callable[[], dict[str, float]] = field(repr=False, compare=False)
 
+    def __post_init__(self) -> None:
+        if not callable(self._diagnose):
+            raise TypeError(f"Weighing's third field is a function of no arguments that measures the diagnostics, "
+                            f"got {type(self._diagnose).__name__}: build a Weighing with fade.weighing.measure")
+
     @cached_property
     def diagnostics(self) -> Mapping[str, float]:
         return self._diagnose()
@@ -158,9 +163,8 @@ def measure(
     ``f_norm``, TRL's normalise-then-sum recipe): its diagnostics by
     :func:`fade.mass.batch_diagnostics`, taken from ``record`` where the estimator measured the
     batch itself (FADE)."""
-    record = dict(record)
     kept = [_kept(x) for x in (advantages, rewards, groups)]
-    return Weighing(advantages, record, partial(batch_diagnostics, est, *kept, record))
+    return Weighing(advantages, dict(record), partial(batch_diagnostics, est, *kept, dict(record)))
 
 
 def _kept(value: Any) -> Any:

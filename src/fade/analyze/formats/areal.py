@@ -15,7 +15,6 @@ makes ``tail_version`` per sample, at most the folder's); it is not read.
 
 from __future__ import annotations
 
-import math
 import re
 import warnings
 from collections.abc import Iterator
@@ -27,7 +26,7 @@ from fade import jsonl
 
 from ..columns import INT64_MAX, INT64_MIN, shown
 from ..records import DumpError, RunRecords, StepBatch, dense_ids, dump_errors
-from .base import Format, ReadOptions, first_object, name_step, not_unicode, one_per_step, step_files
+from .base import Format, ReadOptions, finite_number, first_object, name_step, not_unicode, one_per_step, step_files
 
 __all__ = ["FORMAT"]
 
@@ -62,7 +61,7 @@ def _field_problem(name: str, value: object) -> str | None:
         if not INT64_MIN <= value <= INT64_MAX or (name == "sample_idx" and value < 0):
             return "a non-negative integer within int64" if name == "sample_idx" else "an integer within int64"
     elif name == "reward":
-        if not _finite(value):
+        if not finite_number(value):
             return "a finite number"
     elif not isinstance(value, str):
         return "text"
@@ -70,15 +69,6 @@ def _field_problem(name: str, value: object) -> str | None:
         return f"Unicode text (it holds {problem})"
     return None
 
-
-def _finite(value: object) -> bool:
-    """Whether ``value`` is a number with a finite float value (an integer past the float range is not)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    try:
-        return math.isfinite(float(value))
-    except OverflowError:
-        return False
 
 
 def _records(path: Path, data: bytes) -> Iterator[tuple[int, dict]]:

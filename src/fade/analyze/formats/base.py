@@ -18,9 +18,9 @@ from fade import jsonl
 from ..columns import INT64_MAX, INT64_MIN, arrow, encode_keys, parquet_schema, shown
 from ..records import DumpError, RunRecords, StepBatch, dump_errors
 
-__all__ = ["Format", "Progress", "ReadOptions", "blocks", "first_object", "int_column", "name_step", "not_int64",
-           "not_unicode", "number_column", "numbered_files", "one_per_step", "probe", "prompt_runs", "split_runs",
-           "step_files"]
+__all__ = ["Format", "Progress", "ReadOptions", "blocks", "finite_number", "first_object", "int_column", "name_step",
+           "not_int64", "not_unicode", "number_column", "numbered_files", "one_per_step", "probe", "prompt_runs",
+           "split_runs", "step_files"]
 
 #: ``progress(done, total)``, called after each file is read.
 Progress = Callable[[int, int], None]
@@ -123,6 +123,17 @@ def first_object(path: Path) -> dict:
         for _, obj in jsonl.records(path, torn="error"):
             return obj
     raise DumpError(f"{path}: no records: expected one JSON object per line")
+
+
+def finite_number(value: Any) -> bool:
+    """Whether ``value`` is a JSON number with a finite float value: not a bool, not a string, not an
+    integer past the float range (which a parser hands over as a Python int no float holds)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def not_unicode(text: str) -> str | None:

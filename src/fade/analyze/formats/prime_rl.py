@@ -56,7 +56,7 @@ from fade.extras import install_line
 
 from ..columns import INT64_MAX, INT64_MIN, encode_keys, read_jsonl, shown
 from ..records import DumpError, RunRecords, StepBatch, dense_ids, dump_errors
-from .base import Format, ReadOptions, name_step, one_per_step, step_files
+from .base import Format, ReadOptions, finite_number, name_step, one_per_step, step_files
 
 __all__ = ["FORMAT"]
 
@@ -171,7 +171,7 @@ def _advantages(paths: list[Path], progress) -> dict[str, float]:
                 raise DumpError(f"{path}:{line}: info {shown(info)}: expected an object (update.py:21-25)")
             if "advantage" in info:
                 value = info["advantage"]
-                if not _finite(value):
+                if not finite_number(value):
                     raise DumpError(f"{path}:{line}: trace {tid!r}: advantage {shown(value)}: expected a finite number "
                                     "(a NaN is written as null)")
                 mine[tid] = (float(value), f"{path}:{line}")
@@ -183,15 +183,6 @@ def _advantages(paths: list[Path], progress) -> dict[str, float]:
         progress()
     return {tid: value for tid, (value, _) in found.items()}
 
-
-def _finite(value) -> bool:
-    """Whether ``value`` is a finite number (an integer past the largest float is not)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
 
 
 def _kind(record: dict, traces: list[dict], where: str) -> str:
@@ -251,7 +242,7 @@ def _reward(traces: list[dict], where: str) -> float | None:
                 raise DumpError(f"{where}: reward {name!r} is {shown(r)}: expected {{score, weight}}")
             score, weight = r.get("score"), 1.0 if r.get("weight") is None else r.get("weight")
             for what, value in (("score", score), ("weight", weight)):
-                if not _finite(value):
+                if not finite_number(value):
                     raise DumpError(f"{where}: reward {name!r} {what} {shown(value)}: expected a finite number "
                                     "(a NaN is written as null)")
             total += float(score) * float(weight)
@@ -319,7 +310,7 @@ def _read_stream(traces: Path, progress) -> RunRecords:
                 continue
             for trace in seats:
                 value = trace["info"].get("advantage") if isinstance(trace.get("info"), dict) else None
-                if _finite(value):
+                if finite_number(value):
                     record_advantages[trace["id"]] = float(value)
             task = record.get("task")
             key = task.get("key") if isinstance(task, dict) else None

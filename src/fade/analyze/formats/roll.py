@@ -32,7 +32,6 @@ Where each rule was read (alibaba/ROLL 8eb27cc, Aug 2026):
 from __future__ import annotations
 
 import json
-import math
 import re
 import warnings
 from pathlib import Path
@@ -47,6 +46,7 @@ from ..records import DumpError, RunRecords, StepBatch, dump_errors
 from .base import (
     Format,
     ReadOptions,
+    finite_number,
     name_step,
     not_unicode,
     numbered_files,
@@ -89,15 +89,6 @@ def _dump(p: Path, newest: bool, only: bool) -> dict | None:
     raise DumpError(f"{p}:1: cut short: expected a complete JSON object (only the newest file of a run still being "
                     "written may end so)")
 
-
-def _finite(value: Any) -> bool:
-    """Whether ``value`` is a number with a finite float value (an integer past the float range is not)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
 
 
 def _column(obj: dict, name: str, p: Path, rows: int | None) -> list | None:
@@ -173,7 +164,7 @@ def _read_roll(where: Path, options: ReadOptions, progress) -> RunRecords:
                             "dump, a list of scores (the agentic pipeline writes this file name with other columns)")
         rows = len(scores)
         for i, s in enumerate(scores):
-            if not _finite(s):
+            if not finite_number(s):
                 raise DumpError(f"{p}:1: row {i + 1}: score {shown(s)}: expected a finite number")
         steps = _column(obj, "global_step", p, rows)
         if steps is None:
